@@ -1,0 +1,164 @@
+// The exported libzmq C API. Every call first asks `state()`, decided once per process
+// from Rust (configuration, logging, mode), then either forwards to the real libzmq
+// or refuses to create a context when the configuration cannot be honoured.
+#include <zmq.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+
+#include <unistd.h>
+
+#include "real_libzmq.h"
+#include "zebra-ffi/src/lib.rs.h"
+
+namespace zebra {
+namespace {
+
+using ffi::Mode;
+
+enum class Fn : int {
+#define ZEBRA_API(ret, name, params, args) name,
+#include "api.def"
+#undef ZEBRA_API
+  zmq_ctx_new,
+  zmq_init,
+  count,
+};
+
+constexpr const char *kFnNames[] = {
+#define ZEBRA_API(ret, name, params, args) #name,
+#include "api.def"
+#undef ZEBRA_API
+    "zmq_ctx_new",
+    "zmq_init",
+};
+static_assert(sizeof(kFnNames) / sizeof(kFnNames[0]) == static_cast<size_t>(Fn::count));
+
+enum Level : uint8_t { kError = 1, kWarn = 2, kInfo = 3 };
+
+void log(Level level, const std::string &message) { ffi::log_line(level, message); }
+
+struct State {
+  Mode mode = Mode::Off;
+  std::string refuse_reason;
+  bool count_calls = false;
+  bool have_real = false;
+  std::string real_error;
+  RealLibzmq real;
+  std::atomic<uint64_t> calls[static_cast<size_t>(Fn::count)] = {};
+};
+
+State *the_state = nullptr;
+
+std::string mode_name(Mode mode) {
+  switch (mode) {
+    case Mode::Off:
+      return "off";
+    case Mode::On:
+      return "on";
+    case Mode::BadConfig:
+      return "refused (bad configuration)";
+    case Mode::NoEngine:
+      return "refused (no native engine)";
+  }
+  return "unknown";
+}
+
+void report_at_exit() {
+  const State &s = *the_state;
+  std::string report = "pid " + std::to_string(getpid()) + "\nmode " + mode_name(s.mode) + "\n";
+  report += "real_libzmq " + (s.have_real ? s.real.origin : std::string("none")) + "\n";
+  report += "found_by " + (s.have_real ? s.real.found_by : std::string("none")) + "\n";
+  for (size_t i = 0; i < static_cast<size_t>(Fn::count); ++i) {
+    uint64_t n = s.calls[i].load(std::memory_order_relaxed);
+    if (n != 0) report += "call " + std::string(kFnNames[i]) + " " + std::to_string(n) + "\n";
+  }
+  ffi::write_stats(report);
+}
+
+State *make_state() {
+  auto *s = new State();  // never freed: zmq calls may come from other atexit handlers
+  ffi::Startup startup = ffi::startup();
+  s->mode = startup.mode;
+  s->refuse_reason = std::string(startup.reason);
+  s->count_calls = startup.count_calls;
+  s->have_real = find_real_libzmq(std::string(startup.real_libzmq), s->real, s->real_error);
+  if (s->have_real) {
+    log(kInfo, "forwarding zmq calls to " + s->real.origin + " (found by " + s->real.found_by + ")");
+  } else if (s->mode == Mode::Off) {
+    log(kError, "cannot forward to the real libzmq: " + s->real_error);
+  }
+  the_state = s;
+  if (s->count_calls) std::atexit(report_at_exit);
+  return s;
+}
+
+inline State &state() {
+  static State *s = make_state();
+  return *s;
+}
+
+inline void count(State &s, Fn fn) {
+  if (s.count_calls) s.calls[static_cast<size_t>(fn)].fetch_add(1, std::memory_order_relaxed);
+}
+
+[[noreturn]] void missing(const State &s, const char *name) {
+  std::string why = s.have_real ? s.real.origin + " does not define it" : s.real_error;
+  std::fprintf(stderr, "zebra: %s was called but cannot be forwarded: %s\n", name, why.c_str());
+  std::abort();
+}
+
+// zmq_ctx_new and zmq_init: where a refused configuration surfaces to the caller.
+template <typename Real, typename... Args>
+void *create_context(Fn fn, Real real, Args... args) {
+  State &s = state();
+  count(s, fn);
+  switch (s.mode) {
+    case Mode::Off:
+      if (real == nullptr) {
+        errno = ENOTSUP;
+        return nullptr;
+      }
+      return real(args...);
+    case Mode::BadConfig:
+      log(kError, std::string(kFnNames[static_cast<size_t>(fn)]) + " refused: " + s.refuse_reason);
+      errno = EINVAL;
+      return nullptr;
+    case Mode::NoEngine:
+    case Mode::On:
+      log(kError, std::string(kFnNames[static_cast<size_t>(fn)]) + " refused: " + s.refuse_reason);
+      errno = ENOTSUP;
+      return nullptr;
+  }
+  errno = ENOTSUP;
+  return nullptr;
+}
+
+}  // namespace
+}  // namespace zebra
+
+extern "C" {
+
+void *zmq_ctx_new(void) {
+  return zebra::create_context(zebra::Fn::zmq_ctx_new, zebra::state().real.zmq_ctx_new);
+}
+
+void *zmq_init(int io_threads) {
+  return zebra::create_context(zebra::Fn::zmq_init, zebra::state().real.zmq_init, io_threads);
+}
+
+// Parameter names come from api.def, so the locals here have names no parameter uses.
+#define ZEBRA_API(ret, name, params, args)                           \
+  ret name params {                                                  \
+    zebra::State &zebra_state = zebra::state();                      \
+    zebra::count(zebra_state, zebra::Fn::name);                      \
+    if (zebra_state.real.name == nullptr) zebra::missing(zebra_state, #name); \
+    return zebra_state.real.name args;                               \
+  }
+#include "api.def"
+#undef ZEBRA_API
+
+}  // extern "C"

@@ -1,0 +1,219 @@
+//! Configuration of Zebra: every `ZEBRA_*` environment variable in one table.
+//!
+//! The table [`VARIABLES`] is the single source of truth: [`Config::from_vars`] parses
+//! and checks against it, `zebra config --list` prints it, and a test holds
+//! `docs/CONFIG.md` to it. Parsing never panics; each bad value yields one
+//! [`ConfigError`] naming the variable, the value and what was expected.
+
+use std::fmt;
+use std::path::PathBuf;
+
+/// One documented variable.
+#[derive(Debug, Clone, Copy)]
+pub struct Variable {
+    pub name: &'static str,
+    pub default: &'static str,
+    pub help: &'static str,
+}
+
+/// Every variable Zebra reads. Keep in step with `docs/CONFIG.md` (a test checks).
+pub const VARIABLES: &[Variable] = &[
+    Variable {
+        name: "ZEBRA_ENABLE",
+        default: "0",
+        help: "1: Zebra's own engine carries the zmq calls; 0 or unset: every call is forwarded to the real libzmq",
+    },
+    Variable {
+        name: "ZEBRA_LOG",
+        default: "warn",
+        help: "log filter (env_logger syntax, e.g. `info` or `zebra_ffi=debug`); RUST_LOG is read when this is unset",
+    },
+    Variable {
+        name: "ZEBRA_REAL_LIBZMQ",
+        default: "(found at run time)",
+        help: "absolute path of the real libzmq to forward to when no other definition is loaded in the process",
+    },
+    Variable {
+        name: "ZEBRA_STATS",
+        default: "(off)",
+        help: "`stderr` or a file path: at exit, write the mode, the library forwarded to and per-function call counts (a file path may contain `%p`, replaced by the process id)",
+    },
+];
+
+/// Where the at-exit statistics go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum StatsSink {
+    Stderr,
+    /// A file path; `%p` already replaced by the process id.
+    File(PathBuf),
+}
+
+/// The checked configuration of one process.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Config {
+    pub enable: bool,
+    pub log_filter: String,
+    pub real_libzmq: Option<PathBuf>,
+    pub stats: Option<StatsSink>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config { enable: false, log_filter: "warn".into(), real_libzmq: None, stats: None }
+    }
+}
+
+/// One bad setting.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{name}={value:?}: {expected}")]
+    BadValue { name: &'static str, value: String, expected: &'static str },
+    #[error("{name} is not a Zebra setting (known: {known}); check the spelling")]
+    Unknown { name: String, known: String },
+}
+
+/// All bad settings found, so a user fixes them in one go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConfigErrors(pub Vec<ConfigError>);
+
+impl fmt::Display for ConfigErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid Zebra configuration:")?;
+        for e in &self.0 {
+            write!(f, "\n  - {e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for ConfigErrors {}
+
+fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" | "0" | "false" | "off" | "no" => Ok(false),
+        "1" | "true" | "on" | "yes" => Ok(true),
+        _ => Err(ConfigError::BadValue {
+            name,
+            value: value.to_string(),
+            expected: "expected 0 or 1 (also accepted: true/false, on/off, yes/no)",
+        }),
+    }
+}
+
+impl Config {
+    /// Reads the process environment.
+    pub fn from_env() -> Result<Config, ConfigErrors> {
+        let vars: Vec<(String, String)> = std::env::vars_os()
+            .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
+            .collect();
+        Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())), std::process::id())
+    }
+
+    /// Parses `(name, value)` pairs; names without the `ZEBRA_` prefix are ignored
+    /// except `RUST_LOG`, the fallback log filter.
+    pub fn from_vars<'a>(
+        vars: impl IntoIterator<Item = (&'a str, &'a str)>,
+        pid: u32,
+    ) -> Result<Config, ConfigErrors> {
+        let mut cfg = Config::default();
+        let mut errors = Vec::new();
+        let mut zebra_log = None;
+        let mut rust_log = None;
+        for (name, value) in vars {
+            match name {
+                "ZEBRA_ENABLE" => match parse_bool("ZEBRA_ENABLE", value) {
+                    Ok(b) => cfg.enable = b,
+                    Err(e) => errors.push(e),
+                },
+                "ZEBRA_LOG" => zebra_log = Some(value.to_string()),
+                "RUST_LOG" => rust_log = Some(value.to_string()),
+                "ZEBRA_REAL_LIBZMQ" => {
+                    if value.starts_with('/') {
+                        cfg.real_libzmq = Some(PathBuf::from(value));
+                    } else {
+                        errors.push(ConfigError::BadValue {
+                            name: "ZEBRA_REAL_LIBZMQ",
+                            value: value.to_string(),
+                            expected: "expected an absolute path to a libzmq shared object",
+                        });
+                    }
+                }
+                "ZEBRA_STATS" => match value {
+                    "" => {}
+                    "stderr" => cfg.stats = Some(StatsSink::Stderr),
+                    path => cfg.stats = Some(StatsSink::File(path.replace("%p", &pid.to_string()).into())),
+                },
+                other if other.starts_with("ZEBRA_") => errors.push(ConfigError::Unknown {
+                    name: other.to_string(),
+                    known: VARIABLES.iter().map(|v| v.name).collect::<Vec<_>>().join(", "),
+                }),
+                _ => {}
+            }
+        }
+        if let Some(filter) = zebra_log.or(rust_log).filter(|f| !f.trim().is_empty()) {
+            cfg.log_filter = filter;
+        }
+        if errors.is_empty() {
+            Ok(cfg)
+        } else {
+            Err(ConfigErrors(errors))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
+        Config::from_vars(vars.iter().copied(), 42)
+    }
+
+    #[test]
+    fn unset_means_off() {
+        assert_eq!(parse(&[("HOME", "/root")]).unwrap(), Config::default());
+    }
+
+    #[test]
+    fn enable_values() {
+        assert!(parse(&[("ZEBRA_ENABLE", "1")]).unwrap().enable);
+        assert!(parse(&[("ZEBRA_ENABLE", "On")]).unwrap().enable);
+        assert!(!parse(&[("ZEBRA_ENABLE", "0")]).unwrap().enable);
+        assert!(!parse(&[("ZEBRA_ENABLE", "")]).unwrap().enable);
+    }
+
+    #[test]
+    fn every_bad_value_is_reported() {
+        let err = parse(&[("ZEBRA_ENABLE", "2"), ("ZEBRA_REAL_LIBZMQ", "libzmq.so"), ("ZEBRA_ENABEL", "1")])
+            .unwrap_err();
+        assert_eq!(err.0.len(), 3);
+        let text = err.to_string();
+        assert!(text.contains("ZEBRA_ENABLE=\"2\": expected 0 or 1"), "{text}");
+        assert!(text.contains("ZEBRA_REAL_LIBZMQ=\"libzmq.so\": expected an absolute path"), "{text}");
+        assert!(text.contains("ZEBRA_ENABEL is not a Zebra setting"), "{text}");
+    }
+
+    #[test]
+    fn log_filter_prefers_zebra_log() {
+        assert_eq!(parse(&[("RUST_LOG", "debug")]).unwrap().log_filter, "debug");
+        assert_eq!(parse(&[("RUST_LOG", "debug"), ("ZEBRA_LOG", "info")]).unwrap().log_filter, "info");
+        assert_eq!(parse(&[("ZEBRA_LOG", "info"), ("RUST_LOG", "debug")]).unwrap().log_filter, "info");
+    }
+
+    #[test]
+    fn stats_sink_substitutes_pid() {
+        assert_eq!(parse(&[("ZEBRA_STATS", "stderr")]).unwrap().stats, Some(StatsSink::Stderr));
+        assert_eq!(
+            parse(&[("ZEBRA_STATS", "/tmp/s.%p.txt")]).unwrap().stats,
+            Some(StatsSink::File("/tmp/s.42.txt".into()))
+        );
+    }
+
+    #[test]
+    fn docs_list_every_variable() {
+        let doc = include_str!("../../../docs/CONFIG.md");
+        for v in VARIABLES {
+            assert!(doc.contains(&format!("`{}`", v.name)), "docs/CONFIG.md does not document {}", v.name);
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The bridge the C++ shim (`cpp-shim/`) calls. The shim owns the C ABI and the
+//! forwarding to the real libzmq; Rust owns the decisions: configuration, mode,
+//! logging, and (with `ZEBRA_ENABLE=1`) the engine.
+//!
+//! The only `unsafe` is what `cxx` generates for the bridge module: its invariant (the
+//! C++ and Rust signatures agree) is checked by cxx's generated static assertions.
+
+use std::sync::OnceLock;
+
+use zebra_config::{Config, StatsSink};
+
+#[allow(unsafe_code)]
+#[cxx::bridge(namespace = "zebra::ffi")]
+mod ffi {
+    /// How this process handles zmq calls, decided once.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Mode {
+        /// Forward every call to the real libzmq.
+        Off,
+        /// Zebra's own engine carries the calls.
+        On,
+        /// The configuration is invalid: refuse to create contexts (EINVAL).
+        BadConfig,
+        /// `ZEBRA_ENABLE=1` but no native engine is built in: refuse (ENOTSUP).
+        NoEngine,
+    }
+
+    /// What the shim needs to know at first use.
+    #[derive(Debug)]
+    struct Startup {
+        mode: Mode,
+        /// Why a context will be refused (already logged), for `zmq_strerror`-style reporting.
+        reason: String,
+        /// `ZEBRA_REAL_LIBZMQ`, or empty.
+        real_libzmq: String,
+        /// Count calls per function (ZEBRA_STATS is set).
+        count_calls: bool,
+    }
+
+    extern "Rust" {
+        /// Reads and checks the configuration, sets up logging, decides the mode.
+        /// Idempotent: later calls return the first decision.
+        fn startup() -> Startup;
+        /// Logs one line from the C++ side; `level` is 1 (error) … 5 (trace).
+        fn log_line(level: u8, message: &str);
+        /// Writes the at-exit statistics where ZEBRA_STATS says (no-op when unset).
+        fn write_stats(report: &str);
+    }
+}
+
+pub use ffi::{Mode, Startup};
+
+/// The native engine is the ZMTP issue's work; until it is linked in, `ZEBRA_ENABLE=1`
+/// must fail loudly instead of silently passing through.
+const ENGINE_BUILT: bool = false;
+
+struct Decision {
+    mode: Mode,
+    reason: String,
+    config: Option<Config>,
+}
+
+fn decision() -> &'static Decision {
+    static DECISION: OnceLock<Decision> = OnceLock::new();
+    DECISION.get_or_init(|| {
+        let parsed = Config::from_env();
+        let filter = parsed.as_ref().map(|c| c.log_filter.clone()).unwrap_or_else(|_| "warn".into());
+        // A second logger (e.g. the host program is Rust too) is fine: keep theirs.
+        let _ = env_logger::Builder::new().parse_filters(&filter).format_target(false).try_init();
+        match parsed {
+            Err(errors) => {
+                let reason = format!("{errors}");
+                log::error!("zebra: {reason}");
+                Decision { mode: Mode::BadConfig, reason, config: None }
+            }
+            Ok(config) if config.enable && !ENGINE_BUILT => {
+                let reason = "ZEBRA_ENABLE=1 but this build of Zebra has no native ZeroMQ engine yet; \
+                              unset ZEBRA_ENABLE to use the real libzmq"
+                    .to_string();
+                log::error!("zebra: {reason}");
+                Decision { mode: Mode::NoEngine, reason, config: Some(config) }
+            }
+            Ok(config) => {
+                let mode = if config.enable { Mode::On } else { Mode::Off };
+                log::info!("zebra: mode {}", if config.enable { "on" } else { "off (forwarding to the real libzmq)" });
+                Decision { mode, reason: String::new(), config: Some(config) }
+            }
+        }
+    })
+}
+
+/// See the bridge declaration.
+pub fn startup() -> Startup {
+    let d = decision();
+    let config = d.config.as_ref();
+    Startup {
+        mode: d.mode,
+        reason: d.reason.clone(),
+        real_libzmq: config
+            .and_then(|c| c.real_libzmq.as_ref())
+            .map(|p| p.display().to_string())
+            .unwrap_or_default(),
+        count_calls: config.is_some_and(|c| c.stats.is_some()),
+    }
+}
+
+/// See the bridge declaration.
+pub fn log_line(level: u8, message: &str) {
+    let level = match level {
+        0 | 1 => log::Level::Error,
+        2 => log::Level::Warn,
+        3 => log::Level::Info,
+        4 => log::Level::Debug,
+        _ => log::Level::Trace,
+    };
+    log::log!(level, "zebra: {message}");
+}
+
+/// See the bridge declaration.
+pub fn write_stats(report: &str) {
+    let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else { return };
+    match sink {
+        StatsSink::Stderr => eprint!("{report}"),
+        StatsSink::File(path) => {
+            if let Err(e) = std::fs::write(path, report) {
+                log::error!("zebra: cannot write ZEBRA_STATS file {}: {e}", path.display());
+            }
+        }
+    }
+}
