@@ -101,9 +101,27 @@ inline State &state() {
   return *s;
 }
 
-inline void count(State &s, Fn fn) {
-  if (s.count_calls) s.calls[static_cast<size_t>(fn)].fetch_add(1, std::memory_order_relaxed);
-}
+// Calls the real libzmq makes to its own exported API reach the shim too (the shim comes
+// first in the symbol search order). They are forwarded like any call, but only the
+// outermost call of a thread is counted, so the counts are exactly the client's calls.
+thread_local int forward_depth = 0;
+
+class CountScope {
+ public:
+  CountScope(State &s, Fn fn) : active_(s.count_calls) {
+    if (active_ && forward_depth++ == 0) {
+      s.calls[static_cast<size_t>(fn)].fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+  ~CountScope() {
+    if (active_) --forward_depth;
+  }
+  CountScope(const CountScope &) = delete;
+  CountScope &operator=(const CountScope &) = delete;
+
+ private:
+  bool active_;
+};
 
 [[noreturn]] void missing(const State &s, const char *name) {
   std::string why = s.have_real ? s.real.origin + " does not define it" : s.real_error;
@@ -115,7 +133,7 @@ inline void count(State &s, Fn fn) {
 template <typename Real, typename... Args>
 void *create_context(Fn fn, Real real, Args... args) {
   State &s = state();
-  count(s, fn);
+  CountScope scope(s, fn);
   switch (s.mode) {
     case Mode::Off:
       if (real == nullptr) {
@@ -154,7 +172,7 @@ void *zmq_init(int io_threads) {
 #define ZEBRA_API(ret, name, params, args)                           \
   ret name params {                                                  \
     zebra::State &zebra_state = zebra::state();                      \
-    zebra::count(zebra_state, zebra::Fn::name);                      \
+    zebra::CountScope zebra_scope(zebra_state, zebra::Fn::name);     \
     if (zebra_state.real.name == nullptr) zebra::missing(zebra_state, #name); \
     return zebra_state.real.name args;                               \
   }

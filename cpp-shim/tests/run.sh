@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Tests of the libzmq.so.5 shim in its "off" and refused modes, through a real libzmq
+# client (forward_check.c) in every way the shim can be loaded:
+#   preloaded, relinked, preloaded before another libzmq (RTLD_NEXT), and beside a
+#   libzmq opened with RTLD_LOCAL (the MXNet case).
+# Usage: cpp-shim/tests/run.sh [DIST]   (DIST: install prefix of the shim, default ./dist)
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+dist=$(cd "${1:-$root/dist}" && pwd)
+source "$root/tests/lib/report.sh"
+
+shim=$dist/lib/libzmq.so.5
+system_libzmq=$(pkg-config --variable=libdir libzmq)/libzmq.so.5
+work=$root/.build/shim-tests
+mkdir -p "$work"
+cc -O1 -Wall -Werror -o "$work/check-system" "$here/forward_check.c" -lzmq -ldl
+cc -O1 -Wall -Werror -I"$dist/include" -o "$work/check-relinked" "$here/forward_check.c" \
+  -L"$dist/lib" -Wl,-rpath,"$dist/lib" -lzmq -ldl
+
+# Runs a forward_check binary with the shim; checks that it was in mode off, found the
+# real library as expected, and counted exactly the calls the client made of every
+# function the client calls. (libzmq's own I/O threads call zmq_errno through the
+# exported symbol too; the shim forwards and counts those, the client cannot see them.)
+forwards() {
+  local binary=$1 found_by=$2
+  shift 2
+  local stats=$work/stats.$$.$RANDOM
+  rm -f "$stats"
+  env -u ZEBRA_ENABLE ZEBRA_STATS="$stats" "$@" "$binary" ${EXTRA_ARGS:-} >"$stats.client"
+  grep -q '^forward_check: OK$' "$stats.client"
+  grep -qx 'mode off' "$stats"
+  grep -qx "found_by $found_by" "$stats" || { echo "expected found_by $found_by:"; cat "$stats"; return 1; }
+  local missing
+  missing=$(grep '^call ' "$stats.client" | sort | comm -23 - <(grep '^call ' "$stats" | sort))
+  [ -z "$missing" ] || { echo "client calls not counted by the shim as made:"; echo "$missing"; cat "$stats"; return 1; }
+}
+
+refused() {
+  local binary=$1 errno_name=$2 message=$3
+  shift 3
+  local out
+  out=$(env "$@" "$binary" --expect-refused "$errno_name" 2>&1)
+  grep -q "forward_check: OK refused with $errno_name" <<<"$out"
+  grep -q -- "$message" <<<"$out" || { echo "missing message '$message' in:"; echo "$out"; return 1; }
+}
+
+check "shim exports the libzmq API (every symbol of the system libzmq)" \
+  diff <(nm -D --defined-only "$system_libzmq" | awk '$2=="T"{print $3}' | sort) \
+       <(nm -D --defined-only "$shim" | awk '$2=="T"{print $3}' | sort)
+check "shim exports nothing else" \
+  bash -c "! nm -D --defined-only '$shim' | awk '\$2!=\"A\"{print \$3}' | grep -v '^zmq_'"
+check "shim soname is libzmq.so.5" bash -c "readelf -d '$shim' | grep -q 'SONAME.*\\[libzmq.so.5\\]'"
+check "system client runs on the real libzmq without the shim" \
+  bash -c "'$work/check-system' | grep -q '^forward_check: OK$'"
+check "off, preloaded: every call forwarded once (real library by path)" \
+  forwards "$work/check-system" path LD_PRELOAD="$shim"
+check "off, relinked: every call forwarded once (real library by path)" \
+  forwards "$work/check-relinked" path
+check "off, preloaded before another libzmq: found by RTLD_NEXT" \
+  forwards "$work/check-relinked" rtld-next LD_PRELOAD="$shim $system_libzmq"
+EXTRA_ARGS="--dlopen-local $system_libzmq" check \
+  "off, real libzmq opened with RTLD_LOCAL (MXNet case): found by walking loaded objects" \
+  forwards "$work/check-relinked" loaded-object
+check "off, ZEBRA_REAL_LIBZMQ is honoured" \
+  forwards "$work/check-relinked" path ZEBRA_REAL_LIBZMQ="$system_libzmq"
+check "ZEBRA_ENABLE=1 without the native engine: zmq_ctx_new fails with ENOTSUP and says why" \
+  refused "$work/check-relinked" ENOTSUP "no native ZeroMQ engine" ZEBRA_ENABLE=1
+check "bad configuration: zmq_ctx_new fails with EINVAL naming each bad value" \
+  refused "$work/check-relinked" EINVAL 'ZEBRA_ENABLE="maybe": expected 0 or 1' \
+  ZEBRA_ENABLE=maybe ZEBRA_NOPE=1
+check "bad configuration: an unknown ZEBRA_ variable is named" \
+  refused "$work/check-relinked" EINVAL "ZEBRA_NOPE is not a Zebra setting" ZEBRA_NOPE=1
+check "ZEBRA_REAL_LIBZMQ pointing nowhere: zmq_ctx_new fails and the log says why" \
+  refused "$work/check-relinked" ENOTSUP "cannot be opened" ZEBRA_REAL_LIBZMQ=/nonexistent/libzmq.so.5
+finish
