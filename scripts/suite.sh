@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs one suite of real PS-lite clients in one mode and says which library carried it.
+#
+#   scripts/suite.sh SUITE MODE
+#
+#   SUITE  byteps-pslite  BytePS's PS-lite: test_benchmark, test_sparse_benchmark (mode 0),
+#                         and tests/pslite-app/exact_sums (exact sums over Push/Pull/PushPull)
+#          mxnet          MXNet 1.9.1 dist_sync kvstore, dense and row_sparse (tests/mxnet/)
+#   MODE   libzmq    no shim: the clients on the real libzmq
+#          off       shim preloaded, ZEBRA_ENABLE=0: every call forwarded to the real libzmq
+#          relinked  (byteps-pslite only) binaries linked against dist/lib/libzmq.so.5, no
+#                    preload, ZEBRA_ENABLE=0
+#          on        shim preloaded, ZEBRA_ENABLE=1: Zebra's own engine
+#
+# Needs `scripts/setup.sh --clients` first. Logs: .build/logs/SUITE-MODE/.
+# Exit 0 when every test passed; the last line is a summary naming suite, mode and library.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+[ $# -eq 2 ] || { usage >&2; exit 2; }
+suite=$1 mode=$2
+case $suite in byteps-pslite|mxnet) ;; -h|--help) usage; exit 0 ;; *) echo "suite.sh: unknown suite '$suite'" >&2; usage >&2; exit 2 ;; esac
+
+shim=$root/dist/lib/libzmq.so.5
+logdir=$root/.build/logs/$suite-$mode
+rm -rf "$logdir"
+mkdir -p "$logdir/stats"
+for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
+export ZEBRA_SUITE_LOGDIR=$logdir ZEBRA_SUITE_PRELOAD=""
+case $mode in
+  libzmq) ;;
+  off|on)
+    export ZEBRA_SUITE_PRELOAD=$shim ZEBRA_STATS=$logdir/stats/%p
+    [ "$mode" = on ] && export ZEBRA_ENABLE=1 || export ZEBRA_ENABLE=0 ;;
+  relinked)
+    [ "$suite" = byteps-pslite ] || { echo "suite.sh: mode relinked is for byteps-pslite only" >&2; exit 2; }
+    export PSLITE_BIN_DIR=$root/.build/byteps-pslite-relinked/tests ZEBRA_STATS=$logdir/stats/%p ZEBRA_ENABLE=0 ;;
+  *) echo "suite.sh: unknown mode '$mode'" >&2; usage >&2; exit 2 ;;
+esac
+if [ "$mode" != libzmq ] && [ ! -e "$shim" ]; then
+  echo "suite.sh: $shim is missing: run scripts/setup.sh --clients" >&2
+  exit 2
+fi
+
+status=0
+"$root/scripts/suites/$suite.sh" || status=$?
+
+# Which library carried the job: the shim's own at-exit reports, one per process that
+# made zmq calls. Without the shim there must be none.
+reports=("$logdir"/stats/*)
+[ -e "${reports[0]}" ] || reports=()
+if [ "$mode" = libzmq ]; then
+  if [ ${#reports[@]} -eq 0 ]; then
+    library="the real libzmq ($(pkg-config --variable=libdir libzmq)/libzmq.so.5, no shim)"
+  else
+    echo "FAIL $suite $mode: the shim reported from ${#reports[@]} processes although it was not loaded"
+    status=1
+    library="unexpectedly the shim"
+  fi
+else
+  if [ ${#reports[@]} -eq 0 ]; then
+    echo "FAIL $suite $mode: no process reported through the shim"
+    status=1
+    library="not the shim"
+  else
+    modes=$(grep -h '^mode ' "${reports[@]}" | sort | uniq -c | awk '{$1=$1; print}' | paste -sd, -)
+    targets=$(grep -h '^real_libzmq ' "${reports[@]}" | cut -d' ' -f2 | sort -u | paste -sd, -)
+    found=$(grep -h '^found_by ' "${reports[@]}" | cut -d' ' -f2 | sort -u | paste -sd, -)
+    calls=$(grep -h '^call ' "${reports[@]}" | awk '{n += $3} END {print n + 0}')
+    library="the shim $shim in ${#reports[@]} processes (mode: $modes; forwarding to $targets, found by $found; $calls zmq calls)"
+    expected_mode=$([ "$mode" = on ] && echo on || echo off)
+    if grep -L "^mode $expected_mode\$" "${reports[@]}" | grep -q .; then
+      echo "FAIL $suite $mode: some processes were not in mode $expected_mode"
+      status=1
+    else
+      echo "PASS $suite $mode: every process went through the shim in mode $expected_mode"
+    fi
+  fi
+fi
+verdict=$([ $status = 0 ] && echo passed || echo FAILED)
+echo "suite $suite, mode $mode: $verdict; library: $library; logs: $logdir"
+exit $status

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Runs every test: setup (idempotent), the Rust unit tests, the shim tests, and the real
+# PS-lite suites in each mode this build supports. Ends with "N passed, M failed, K skipped".
+#
+#   scripts/test.sh [--quick]     --quick: Rust and shim tests only, no PS-lite suites
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+quick=0
+case ${1:-} in
+  --quick) quick=1 ;;
+  -h|--help) sed -n '2,5p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  "") ;;
+  *) echo "test.sh: unknown argument $1 (see --help)" >&2; exit 2 ;;
+esac
+logs=$root/.build/test-logs
+mkdir -p "$logs"
+passed=0 failed=0 skipped=0
+started=$(date +%s)
+
+# run_part NAME COMMAND...: runs a part that prints PASS/FAIL/SKIP lines and counts them.
+# A part that fails without printing a FAIL line counts as one failure.
+run_part() {
+  local name=$1
+  shift
+  local out=$logs/$name.log
+  printf '\n=== %s\n' "$name"
+  "$@" 2>&1 | tee "$out"
+  local code=${PIPESTATUS[0]}
+  local p f s
+  p=$(grep -c '^PASS ' "$out") f=$(grep -c '^FAIL ' "$out") s=$(grep -c '^SKIP ' "$out")
+  if [ "$code" != 0 ] && [ "$f" = 0 ]; then
+    echo "FAIL $name (exited with $code; log: $out)"
+    f=1
+  fi
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+}
+
+# cargo's own summary lines: "test result: ok. 12 passed; 0 failed; 1 ignored; ..."
+rust_tests() {
+  local out=$logs/cargo-test.log
+  cargo test --release --workspace --manifest-path "$root/Cargo.toml" 2>&1 | tee "$out"
+  local code=${PIPESTATUS[0]}
+  local p f i
+  p=$(grep -o '[0-9]* passed' "$out" | awk '{n += $1} END {print n + 0}')
+  f=$(grep -o '[0-9]* failed' "$out" | awk '{n += $1} END {print n + 0}')
+  i=$(grep -o '[0-9]* ignored' "$out" | awk '{n += $1} END {print n + 0}')
+  [ "$code" != 0 ] && [ "$f" = 0 ] && f=1
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + i))
+}
+
+summary() {
+  printf '\ntest.sh: finished in %ss; logs in %s\n' "$(($(date +%s) - started))" "$logs"
+  echo "$passed passed, $failed failed, $skipped skipped"
+  [ "$failed" = 0 ]
+}
+
+setup_args=()
+[ $quick = 1 ] || setup_args+=(--clients)
+printf '=== setup\n'
+if ! "$root/scripts/setup.sh" "${setup_args[@]}" >"$logs/setup.log" 2>&1; then
+  tail -n 30 "$logs/setup.log"
+  echo "FAIL setup (log: $logs/setup.log)"
+  failed=$((failed + 1))
+  summary
+  exit 1
+fi
+echo "setup ok (log: $logs/setup.log)"
+
+printf '\n=== rust unit tests\n'
+rust_tests
+run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
+
+if [ $quick = 0 ]; then
+  for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "mxnet libzmq" "mxnet off"; do
+    set -- $spec
+    run_part "suite-$1-$2" "$root/scripts/suite.sh" "$1" "$2"
+  done
+else
+  echo "SKIP PS-lite suites (--quick)"
+  skipped=$((skipped + 1))
+fi
+summary
