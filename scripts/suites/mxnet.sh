@@ -1,0 +1,111 @@
+#!/usr/bin/env bash
+# MXNet dist_sync kvstore suite: tests/mxnet/dist_sync_kvstore.py run as whole PS-lite jobs
+# (scheduler + servers + workers) through scripts/pslaunch.py, with MXNet 1.9.1 from the
+# venv that scripts/mxnet-env.sh sets up.
+#
+#   ZEBRA_SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: MXNet's own libzmq)
+#   ZEBRA_SUITE_LOGDIR    logs go to $ZEBRA_SUITE_LOGDIR/<test-name>/ (default: a temp dir)
+#   MXNET_SUITE_TIMEOUT   seconds before one job is killed (default 120)
+#
+# Prints "PASS name" or "FAIL name (reason)" per test; exits non-zero if any failed.
+set -uo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+PRELOAD=${ZEBRA_SUITE_PRELOAD:-}
+LOGROOT=${ZEBRA_SUITE_LOGDIR:-}
+[ -n "$LOGROOT" ] || LOGROOT=$(mktemp -d "${TMPDIR:-/tmp}/zebra-mxnet.XXXXXX")
+TIMEOUT=${MXNET_SUITE_TIMEOUT:-120}
+TEST=$ROOT/tests/mxnet/dist_sync_kvstore.py
+
+# name servers workers [test args...]
+TESTS=(
+    "mxnet-dist-sync-2w-1s 1 2"
+    "mxnet-dist-sync-2w-2s 2 2"
+    "mxnet-dist-sync-3w-2s-small-bound 2 3 --bigarray-bound 100 --rounds 6"
+)
+
+failed=0
+fail() {
+    echo "FAIL $1 ($2)"
+    failed=$((failed + 1))
+}
+
+if ! PY=$("$ROOT/scripts/mxnet-env.sh" | tail -n 1) || [ ! -x "$PY" ]; then
+    for spec in "${TESTS[@]}"; do
+        fail "${spec%% *}" "scripts/mxnet-env.sh could not set up the MXNet venv"
+    done
+    exit 1
+fi
+
+preload_problem=""
+if [ -n "$PRELOAD" ] && [ ! -r "$PRELOAD" ]; then
+    preload_problem="preload library $PRELOAD not found"
+fi
+
+# The second line of defence: whatever the exit codes say, no process may have logged a
+# Python traceback, an exception swallowed by a ctypes callback, a FAIL line, or a
+# preload that the dynamic loader ignored.
+scan_logs() {
+    local dir=$1
+    local hit
+    hit=$(grep -l -E "Traceback \(most recent call last\)|Exception ignored|cannot be preloaded|FAIL" \
+        "$dir"/scheduler.log "$dir"/server-*.log "$dir"/worker-*.log 2>/dev/null | head -n 1)
+    [ -z "$hit" ] && return 0
+    echo "$(basename "$hit"): $(grep -m 1 -E "Traceback|Exception ignored|cannot be preloaded|FAIL" "$hit")"
+    return 1
+}
+
+count_lines() {
+    local pattern=$1
+    shift
+    cat "$@" 2>/dev/null | grep -c -F "$pattern"
+}
+
+run_test() {
+    local name=$1 servers=$2 workers=$3
+    shift 3
+    local dir=$LOGROOT/$name
+    rm -rf "$dir"
+    mkdir -p "$dir"
+    if [ -n "$preload_problem" ]; then
+        fail "$name" "$preload_problem"
+        return
+    fi
+    local start end rc reason
+    start=$(date +%s.%N)
+    "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
+        --timeout "$TIMEOUT" --logdir "$dir" --preload "$PRELOAD" \
+        -- "$PY" "$TEST" "$@" >"$dir/pslaunch.log" 2>&1
+    rc=$?
+    end=$(date +%s.%N)
+    if [ "$rc" -ne 0 ]; then
+        reason=$(grep -m 1 "^pslaunch: FAIL" "$dir/pslaunch.log" || true)
+        fail "$name" "${reason:-pslaunch exited with $rc}; logs in $dir"
+        return
+    fi
+    local worker_ok server_ok
+    worker_ok=$(count_lines "mxnet dist_sync: OK checked" "$dir"/worker-*.log)
+    server_ok=$(count_lines "mxnet dist_sync server: OK" "$dir"/server-*.log)
+    if [ "$worker_ok" -ne "$workers" ]; then
+        fail "$name" "$worker_ok of $workers workers printed their OK line; logs in $dir"
+        return
+    fi
+    if [ "$server_ok" -ne "$servers" ]; then
+        fail "$name" "$server_ok of $servers servers printed their OK line; logs in $dir"
+        return
+    fi
+    if ! reason=$(scan_logs "$dir"); then
+        fail "$name" "$reason; logs in $dir"
+        return
+    fi
+    echo "PASS $name"
+    printf '  %s: %ss; %s; logs in %s\n' "$name" "$(awk "BEGIN { printf \"%.1f\", $end - $start }")" \
+        "$(grep -h -m 1 -o "OK checked [0-9]* values" "$dir"/worker-0.log)" "$dir"
+}
+
+for spec in "${TESTS[@]}"; do
+    read -r -a args <<<"$spec"
+    run_test "${args[@]}"
+done
+
+[ "$failed" -eq 0 ]
