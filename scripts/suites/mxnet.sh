@@ -80,7 +80,7 @@ run_test() {
     end=$(date +%s.%N)
     if [ "$rc" -ne 0 ]; then
         reason=$(grep -m 1 "^pslaunch: FAIL" "$dir/pslaunch.log" || true)
-        fail "$name" "${reason:-pslaunch exited with $rc}; logs in $dir"
+        fail "$name" "${reason:-pslaunch exited with $rc; logs in $dir}"
         return
     fi
     local worker_ok server_ok

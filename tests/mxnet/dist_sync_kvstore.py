@@ -218,7 +218,7 @@ class Checker:
         self.mismatches = []
         self.mismatch_count = 0
 
-    def compare(self, what, got, expected):
+    def compare(self, what, got, expected, row_ids=None):
         np = self.np
         got = np.asarray(got, dtype=np.float64)
         expected = np.asarray(expected, dtype=np.float64)
@@ -230,10 +230,13 @@ class Checker:
         bad = np.argwhere(got != expected)
         if len(bad):
             self.mismatch_count += len(bad)
-            for idx in bad[:MAX_SHOWN_MISMATCHES - len(self.mismatches)]:
+            for idx in bad[:max(0, MAX_SHOWN_MISMATCHES - len(self.mismatches))]:
                 idx = tuple(int(v) for v in idx)
+                shown = list(idx)
+                if row_ids is not None:
+                    shown[0] = int(row_ids[idx[0]])
                 self.mismatches.append("%s%s: got %r, expected %r"
-                                       % (what, list(idx), float(got[idx]), float(expected[idx])))
+                                       % (what, shown, float(got[idx]), float(expected[idx])))
 
 
 def run_worker():
@@ -301,8 +304,8 @@ def run_worker():
             out, pull_ids = rsp_outs[key]
             check.compare("round %d row_sparse_pull %s row ids" % (rnd, key),
                           out.indices.asnumpy(), pull_ids)
-            check.compare("round %d row_sparse_pull %s rows" % (rnd, key),
-                          out.data.asnumpy(), current[key][pull_ids])
+            check.compare("round %d row_sparse_pull %s" % (rnd, key),
+                          out.data.asnumpy(), current[key][pull_ids], row_ids=pull_ids)
         if check.mismatches:
             break
 
