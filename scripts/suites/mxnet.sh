@@ -42,16 +42,24 @@ if [ -n "$PRELOAD" ] && [ ! -r "$PRELOAD" ]; then
     preload_problem="preload library $PRELOAD not found"
 fi
 
+# The suite's own ZEBRA_SUITE_* settings are not for the nodes (the library refuses
+# ZEBRA_* names it does not know).
+node_env=(env)
+for var in $(compgen -e | grep '^ZEBRA_SUITE_' || true); do
+    node_env+=(-u "$var")
+done
+
 # The second line of defence: whatever the exit codes say, no process may have logged a
-# Python traceback, an exception swallowed by a ctypes callback, a FAIL line, or a
-# preload that the dynamic loader ignored.
+# Python traceback, an exception swallowed by a ctypes callback, a FAIL line of the test,
+# or a preload that the dynamic loader ignored.
+BAD_LOG_LINES='Traceback \(most recent call last\)|Exception ignored|cannot be preloaded|dist_sync.*: FAIL'
 scan_logs() {
     local dir=$1
     local hit
-    hit=$(grep -l -E "Traceback \(most recent call last\)|Exception ignored|cannot be preloaded|FAIL" \
-        "$dir"/scheduler.log "$dir"/server-*.log "$dir"/worker-*.log 2>/dev/null | head -n 1)
+    hit=$(grep -l -E "$BAD_LOG_LINES" "$dir"/scheduler.log "$dir"/server-*.log "$dir"/worker-*.log \
+        2>/dev/null | head -n 1)
     [ -z "$hit" ] && return 0
-    echo "$(basename "$hit"): $(grep -m 1 -E "Traceback|Exception ignored|cannot be preloaded|FAIL" "$hit")"
+    echo "$(basename "$hit"): $(grep -m 1 -E "$BAD_LOG_LINES" "$hit")"
     return 1
 }
 
@@ -73,7 +81,7 @@ run_test() {
     fi
     local start end rc reason
     start=$(date +%s.%N)
-    "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
+    "${node_env[@]}" "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
         --timeout "$TIMEOUT" --logdir "$dir" --preload "$PRELOAD" \
         -- "$PY" "$TEST" "$@" >"$dir/pslaunch.log" 2>&1
     rc=$?
