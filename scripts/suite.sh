@@ -26,11 +26,11 @@ logdir=$root/.build/logs/$suite-$mode
 rm -rf "$logdir"
 mkdir -p "$logdir/stats"
 for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
-export ZEBRA_SUITE_LOGDIR=$logdir ZEBRA_SUITE_PRELOAD=""
+export SUITE_LOGDIR=$logdir SUITE_PRELOAD=""
 case $mode in
   libzmq) ;;
   off|on)
-    export ZEBRA_SUITE_PRELOAD=$shim ZEBRA_STATS=$logdir/stats/%p
+    export SUITE_PRELOAD=$shim ZEBRA_STATS=$logdir/stats/%p
     [ "$mode" = on ] && export ZEBRA_ENABLE=1 || export ZEBRA_ENABLE=0 ;;
   relinked)
     [ "$suite" = byteps-pslite ] || { echo "suite.sh: mode relinked is for byteps-pslite only" >&2; exit 2; }

@@ -25,8 +25,8 @@ Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
                         built by scripts/build-pslite.sh; the relinked set is in
                         .build/byteps-pslite-relinked/tests after --relink DIST)
-  ZEBRA_SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: none)
-  ZEBRA_SUITE_LOGDIR    logs go to \$ZEBRA_SUITE_LOGDIR/<test>/ (default .build/logs/byteps-pslite)
+  SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: none)
+  SUITE_LOGDIR    logs go to \$SUITE_LOGDIR/<test>/ (default .build/logs/byteps-pslite)
   PSLITE_SUITE_TIMEOUT  seconds before a test's job is killed (default 90)
 EOF
 }
@@ -47,15 +47,11 @@ done
 [ ${#selected[@]} -gt 0 ] || selected=("${TESTS[@]}")
 
 BIN_DIR="${PSLITE_BIN_DIR:-$ROOT/.build/byteps-pslite/tests}"
-PRELOAD="${ZEBRA_SUITE_PRELOAD:-}"
-LOGDIR="${ZEBRA_SUITE_LOGDIR:-$ROOT/.build/logs/byteps-pslite}"
+PRELOAD="${SUITE_PRELOAD:-}"
+LOGDIR="${SUITE_LOGDIR:-$ROOT/.build/logs/byteps-pslite}"
 TIMEOUT="${PSLITE_SUITE_TIMEOUT:-90}"
 LAUNCHER="$ROOT/scripts/pslaunch.py"
 
-# The suite's own ZEBRA_SUITE_* settings are not for the nodes: the library refuses
-# ZEBRA_* names it does not know.
-NODE_ENV=(env)
-for var in $(compgen -e | grep '^ZEBRA_SUITE_' || true); do NODE_ENV+=(-u "$var"); done
 
 failed=0
 pass() { echo "PASS $1"; }
@@ -75,7 +71,7 @@ run_job() {
   JOB_REASON=""
   mkdir -p "$JOB_LOGDIR"
   local out="$JOB_LOGDIR/pslaunch.log"
-  if "${NODE_ENV[@]}" python3 "$LAUNCHER" --servers "$servers" --workers "$workers" --timeout "$TIMEOUT" \
+  if python3 "$LAUNCHER" --servers "$servers" --workers "$workers" --timeout "$TIMEOUT" \
       --logdir "$JOB_LOGDIR" --preload "$PRELOAD" "${envs[@]}" -- "$bin" "$@" >"$out" 2>&1; then
     # The dynamic loader only warns when it cannot preload: then the test ran without it.
     local ignored
@@ -163,7 +159,7 @@ for name in "${selected[@]}"; do
   elif [ ! -x "$bin" ]; then
     fail "$name" "missing $bin; run scripts/build-pslite.sh"
   elif [ -n "$PRELOAD" ] && [ ! -e "$PRELOAD" ]; then
-    fail "$name" "ZEBRA_SUITE_PRELOAD=$PRELOAD does not exist"
+    fail "$name" "SUITE_PRELOAD=$PRELOAD does not exist"
   else
     run_test "$name"
   fi

@@ -3,16 +3,16 @@
 # (scheduler + servers + workers) through scripts/pslaunch.py, with MXNet 1.9.1 from the
 # venv that scripts/mxnet-env.sh sets up.
 #
-#   ZEBRA_SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: MXNet's own libzmq)
-#   ZEBRA_SUITE_LOGDIR    logs go to $ZEBRA_SUITE_LOGDIR/<test-name>/ (default: a temp dir)
+#   SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: MXNet's own libzmq)
+#   SUITE_LOGDIR    logs go to $SUITE_LOGDIR/<test-name>/ (default: a temp dir)
 #   MXNET_SUITE_TIMEOUT   seconds before one job is killed (default 120)
 #
 # Prints "PASS name" or "FAIL name (reason)" per test; exits non-zero if any failed.
 set -uo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-PRELOAD=${ZEBRA_SUITE_PRELOAD:-}
-LOGROOT=${ZEBRA_SUITE_LOGDIR:-}
+PRELOAD=${SUITE_PRELOAD:-}
+LOGROOT=${SUITE_LOGDIR:-}
 [ -n "$LOGROOT" ] || LOGROOT=$(mktemp -d "${TMPDIR:-/tmp}/zebra-mxnet.XXXXXX")
 TIMEOUT=${MXNET_SUITE_TIMEOUT:-120}
 TEST=$ROOT/tests/mxnet/dist_sync_kvstore.py
@@ -41,13 +41,6 @@ preload_problem=""
 if [ -n "$PRELOAD" ] && [ ! -r "$PRELOAD" ]; then
     preload_problem="preload library $PRELOAD not found"
 fi
-
-# The suite's own ZEBRA_SUITE_* settings are not for the nodes (the library refuses
-# ZEBRA_* names it does not know).
-node_env=(env)
-for var in $(compgen -e | grep '^ZEBRA_SUITE_' || true); do
-    node_env+=(-u "$var")
-done
 
 # The second line of defence: whatever the exit codes say, no process may have logged a
 # Python traceback, an exception swallowed by a ctypes callback, a FAIL line of the test,
@@ -81,7 +74,7 @@ run_test() {
     fi
     local start end rc reason
     start=$(date +%s.%N)
-    "${node_env[@]}" "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
+    "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
         --timeout "$TIMEOUT" --logdir "$dir" --preload "$PRELOAD" \
         -- "$PY" "$TEST" "$@" >"$dir/pslaunch.log" 2>&1
     rc=$?
