@@ -19,6 +19,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
+# BytePS's test_benchmark starts without a barrier before its server is ready; an early
+# push aborts the server with one of these (see scripts/suites/byteps-pslite.sh).
+STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
 
 # (label, message bytes, rounds, LOG_DURATION): one small-message and one bulk workload.
 WORKLOADS = [
@@ -31,7 +34,7 @@ def run_once(binary, mode, size, rounds, log_every, logdir, shim):
     cmd = [
         sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"),
         "--servers", "1", "--workers", "2", "--timeout", "300", "--quiet",
-        "--logdir", logdir, "--env", f"LOG_DURATION={log_every}",
+        "--logdir", logdir, "--env", f"LOG_DURATION={log_every}", "--retry-if", STOCK_RACES,
     ]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
     if mode == "off":

@@ -9,6 +9,7 @@ killed and the launcher exits non-zero, naming the process and showing its log t
 
 import argparse
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -80,6 +81,14 @@ class Job:
                 )
             self.procs.append((name, proc, log))
 
+    def logs_match(self, pattern):
+        regex = re.compile(pattern)
+        for _, _, log in self.procs:
+            with open(log, errors="replace") as f:
+                if regex.search(f.read()):
+                    return True
+        return False
+
     def kill_all(self):
         for _, proc, _ in self.procs:
             if proc.poll() is None:
@@ -147,6 +156,10 @@ def main():
     p.add_argument("--port", type=int, default=0, help="scheduler port (default: a free one)")
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="extra environment for every node")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
+    p.add_argument("--retry-if", default=None, metavar="REGEX",
+                   help="when the job fails and a log matches REGEX (a known race of the client, "
+                   "not ours), run it again, up to --attempts times in all")
+    p.add_argument("--attempts", type=int, default=3, help="attempts with --retry-if (default 3)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args()
     if args.command and args.command[0] == "--":
@@ -159,14 +172,20 @@ def main():
         import tempfile
 
         args.logdir = tempfile.mkdtemp(prefix="pslaunch.")
-    job = Job(args)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(130))
-    try:
-        return job.run()
-    except (KeyboardInterrupt, SystemExit):
-        job.kill_all()
-        print("pslaunch: interrupted; job killed", file=sys.stderr)
-        return 130
+    for attempt in range(1, args.attempts + 1):
+        job = Job(args)
+        try:
+            code = job.run()
+        except (KeyboardInterrupt, SystemExit):
+            job.kill_all()
+            print("pslaunch: interrupted; job killed", file=sys.stderr)
+            return 130
+        if code == 0 or not args.retry_if or attempt == args.attempts or not job.logs_match(args.retry_if):
+            return code
+        print(f"pslaunch: known race ({args.retry_if!r}) in attempt {attempt}; running the job again",
+              file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":
