@@ -1,0 +1,83 @@
+//! Every constant the P4 program must agree with, in one place.
+//!
+//! A conformance test (in the P4 crate, later) compares these numbers with
+//! the P4 sources, so they cannot drift. Sizes are in bytes unless named
+//! otherwise. All multi-byte wire fields are big endian.
+
+/// First two bytes of every Zebra hot-path datagram ("ZB").
+pub const MAGIC: u16 = 0x5A42;
+/// Wire format version carried in byte 2.
+pub const VERSION: u8 = 1;
+
+/// Default UDP port of the aggregator (switch) and of the hot-path sockets.
+pub const DEFAULT_UDP_PORT: u16 = 9950;
+
+/// Packet type codes (byte 3 of every datagram).
+pub mod packet_type {
+    /// Worker → switch: sparse `(hot index, value)` pairs.
+    pub const HOT: u8 = 1;
+    /// Worker → switch: a dense block of consecutive hot indices.
+    pub const HOT_DENSE: u8 = 2;
+    /// Switch → worker: the packet was added (or had been added before).
+    pub const ACK: u8 = 3;
+    /// Switch → worker: the packet was not added; send its pairs to the servers.
+    pub const FALLBACK: u8 = 4;
+    /// Switch → server: part of a round's aggregate (summed pairs).
+    pub const AGGREGATE: u8 = 5;
+    /// Switch → server: part of a round's coverage (which worker packets the sum holds).
+    pub const COVERAGE: u8 = 6;
+    /// Server → switch: one aggregate or coverage part arrived.
+    pub const AGGREGATE_ACK: u8 = 7;
+}
+
+/// Header length of a sparse hot packet; pairs follow.
+pub const HOT_HEADER_LEN: usize = 16;
+/// Header length of a dense hot packet; values follow.
+pub const HOT_DENSE_HEADER_LEN: usize = 20;
+/// Length of an ACK or FALLBACK datagram.
+pub const RESPONSE_LEN: usize = 16;
+/// Header length of an aggregate part; pairs follow.
+pub const AGGREGATE_HEADER_LEN: usize = 40;
+/// Header length of a coverage part; bitmap bytes follow.
+pub const COVERAGE_HEADER_LEN: usize = 24;
+/// Length of an aggregate ACK datagram.
+pub const AGGREGATE_ACK_LEN: usize = 16;
+/// One `(index u32, value u32)` pair.
+pub const PAIR_LEN: usize = 8;
+/// One value (f32 bits or i32 fixed point).
+pub const VALUE_LEN: usize = 4;
+
+/// The paper's packet size: the UDP payload of one hot packet.
+pub const DEFAULT_PACKET_SIZE: usize = 192;
+/// Smallest packet size a configuration may ask for (an aggregate header and one pair fit).
+pub const MIN_PACKET_SIZE: usize = 64;
+/// Largest packet size (UDP payload in a 1500-byte MTU).
+pub const MAX_PACKET_SIZE: usize = 1472;
+
+/// Depth of the P4 parser's pair header stack: at most this many pairs per packet.
+pub const MAX_PAIRS_PER_PACKET: usize = 64;
+/// Most pairs in one aggregate part (built by the switch CPU, not parsed by
+/// the pipeline, so only the packet size limits it).
+pub const MAX_AGGREGATE_PAIRS: usize = (MAX_PACKET_SIZE - AGGREGATE_HEADER_LEN) / PAIR_LEN;
+/// Width of the worker bitmaps (one bit per worker rank).
+pub const MAX_WORKERS: usize = 64;
+/// Register arrays the pipeline can give to accumulators (stateful ALUs left
+/// after round state, records, counters and coverage take theirs).
+pub const MAX_REGISTERS: usize = 40;
+/// Entries in one register array (copies × slots).
+pub const MAX_REGISTER_ENTRIES: usize = 65536;
+/// Copies of the slot memory (rounds in flight per job; SwitchML keeps two).
+pub const MAX_COPIES: usize = 4;
+/// Largest per-round packet count of one worker (sequence numbers are u16).
+pub const MAX_SEQS: usize = 65535;
+/// Sequence numbers covered by one coverage register word.
+pub const COVER_WORD_BITS: usize = 32;
+
+/// Default register arrays (R).
+pub const DEFAULT_REGISTERS: u16 = 32;
+/// Default slots per register array and copy (S).
+pub const DEFAULT_SLOTS: u32 = 1024;
+/// Default copies (W).
+pub const DEFAULT_COPIES: u8 = 2;
+/// Default per-worker, per-round packet limit.
+pub const DEFAULT_MAX_SEQS: u16 = 4096;

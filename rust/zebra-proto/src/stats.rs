@@ -1,0 +1,121 @@
+//! Counters of each state machine. Plain numbers, cheap to copy; the I/O
+//! layer prints them (`ZEBRA_STATS`) and tests assert on them.
+
+use crate::wire::FallbackReason;
+
+/// Switch counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SwitchStats {
+    /// Datagrams handed to the switch.
+    pub packets: u64,
+    /// Datagrams dropped as malformed or unexpected (never answered).
+    pub bad_packets: u64,
+    /// Hot packets added to the slots.
+    pub added_packets: u64,
+    /// Pairs (dense values included) added.
+    pub added_pairs: u64,
+    /// Pipeline passes spent adding (one per added packet plus recirculations).
+    pub passes: u64,
+    /// Extra passes because two pairs of one packet shared a register.
+    pub recirculations: u64,
+    /// Passes spent reading out closed rounds (slots and coverage words).
+    pub readout_passes: u64,
+    /// Retransmitted or duplicated hot packets answered from the records.
+    pub duplicates: u64,
+    /// Hot packets older than the worker's record (a stale copy): dropped.
+    pub stale: u64,
+    /// Fallback notices sent for new packets, by reason code (index = code).
+    pub fallbacks: [u64; 8],
+    /// ACKs sent (duplicates included).
+    pub acks: u64,
+    /// Rounds closed because every worker finished.
+    pub rounds_completed: u64,
+    /// Rounds closed by the timeout.
+    pub rounds_flushed: u64,
+    /// Aggregate and coverage parts sent the first time.
+    pub aggregate_parts: u64,
+    /// Parts sent again after their timeout.
+    pub aggregate_retransmits: u64,
+    /// Parts acknowledged by their server.
+    pub aggregate_acked: u64,
+    /// Parts given up after the retry limit (their data is lost: counted loudly).
+    pub aggregate_abandoned: u64,
+    /// Fixed-point sums that saturated.
+    pub saturations: u64,
+}
+
+impl SwitchStats {
+    /// Fallback notices for `reason`.
+    pub fn fallback(&self, reason: FallbackReason) -> u64 {
+        self.fallbacks[reason as usize]
+    }
+
+    /// All fallback notices for new packets.
+    pub fn total_fallbacks(&self) -> u64 {
+        self.fallbacks.iter().sum()
+    }
+
+    /// Recirculations per added packet.
+    pub fn recirculations_per_packet(&self) -> f64 {
+        if self.added_packets == 0 {
+            0.0
+        } else {
+            self.recirculations as f64 / self.added_packets as f64
+        }
+    }
+}
+
+/// Worker counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerStats {
+    /// Rounds pushed.
+    pub rounds: u64,
+    /// Hot packets sent the first time.
+    pub packets: u64,
+    /// Hot packets sent again.
+    pub retransmits: u64,
+    /// Packets acknowledged as added.
+    pub acked: u64,
+    /// Packets the switch refused (pairs handed back, certain).
+    pub fallback_packets: u64,
+    /// Packets given up without an answer (pairs handed back, uncertain).
+    pub given_up: u64,
+    /// Pairs handed back because the round had more packets than `max_seqs`.
+    pub overflow_pairs: u64,
+    /// Answers for packets already settled or unknown.
+    pub stale_responses: u64,
+    /// Datagrams that were not a response for this worker.
+    pub bad_packets: u64,
+    /// Recirculations the packing leaves (what the switch will spend).
+    pub planned_recirculations: u64,
+}
+
+/// Server counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    /// Aggregate and coverage parts received (duplicates included).
+    pub parts: u64,
+    /// Parts received again.
+    pub duplicate_parts: u64,
+    /// Parts for rounds older than the history (acknowledged, ignored).
+    pub stale_parts: u64,
+    /// Datagrams dropped as malformed or not for this server.
+    pub bad_packets: u64,
+    /// Rounds reported.
+    pub rounds: u64,
+    /// Reported rounds that were flushed by the switch's timeout.
+    pub flushed_rounds: u64,
+    /// Fallback batches passed through as certain.
+    pub certain_fallbacks: u64,
+    /// Uncertain batches found in an aggregate (dropped: already summed).
+    pub uncertain_covered: u64,
+    /// Uncertain batches applied because no aggregate holds them.
+    pub uncertain_applied: u64,
+    /// Uncertain batches applied on timeout, before their round's aggregate.
+    pub uncertain_timed_out: u64,
+    /// Uncertain batches applied early and later found in an aggregate (the
+    /// aggregate was corrected by subtracting them).
+    pub corrections: u64,
+    /// Uncertain batches for rounds older than the history (applied unchecked).
+    pub uncertain_unverified: u64,
+}

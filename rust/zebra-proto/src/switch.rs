@@ -1,0 +1,707 @@
+//! The switch's aggregation model: what the P4 program does, as a
+//! deterministic state machine (and what the software switch runs).
+//!
+//! # State (fixed-size register arrays)
+//!
+//! - `R` accumulator register arrays of `W × S` entries. Entry
+//!   `c·S + base_j + slot` holds `(round tag, raw value)` for hot rank `r` of job `j` in
+//!   copy `c = round mod W`, where `(register, slot)` comes from the job's
+//!   [`Layout`]. The tag makes clearing free: an add to a slot whose tag is
+//!   another round overwrites instead of adding.
+//! - Per job and copy: the round state `(round, open, opened_at,
+//!   complete_workers)`.
+//! - Per job, worker and copy: `(round, handled, total)` — packets added
+//!   this round and the count the DONE packet announced (`seq + 1`).
+//! - Per job, worker, copy and sequence number: a record `(round, outcome)`
+//!   — the paper's guard against the "repeat-write-error": a packet whose
+//!   record carries its round was seen before and is answered from the
+//!   record, never added twice; a record carrying a later round means the
+//!   packet is a stale copy and it is dropped.
+//! - Per job, worker and copy: coverage words `(round, 32 bits)`, bit `seq`
+//!   set when packet `seq` is added; read out with the round so servers can
+//!   reconcile uncertain fallbacks.
+//!
+//! Round 0 is reserved (tag 0 means empty) and rounds never wrap.
+//!
+//! # One hot packet, one pass (plus recirculations)
+//!
+//! Check job, worker, number format, size, `seq < max_seqs` and every index
+//! `< K` (else FALLBACK, no state touched). Read the record: same round →
+//! repeat the recorded answer (DUP); later round → drop as stale. Else decide
+//! from the copy's round state: same round and open → add; same round
+//! closed, or the copy already holds a later round → FALLBACK `Late`; copy
+//! holds an older round still open → FALLBACK `WindowFull`; older round
+//! closed (or empty) → open this round and add. Record the outcome. Adding
+//! touches each register array once per pass: a packet whose pairs share a
+//! register needs `max pairs per register` passes (the extra ones are
+//! counted as recirculations). Then bump the worker's `handled`, set `total`
+//! on DONE; when `handled == total` the worker is complete, and when every
+//! worker is complete the round closes.
+//!
+//! # Closing a round, the CPU part
+//!
+//! A round closes when every worker is complete, or in [`Switch::poll`]
+//! `round_timeout` after it opened (flushed: a partial aggregate). Closing
+//! marks it closed (later packets of the round fall back) and reads the
+//! copy out: `region_slots` passes over the accumulators (one slot of every
+//! register per pass) and `ceil(words / R)` passes per worker over the
+//! coverage words. The switch CPU splits the touched slots by owning server,
+//! cuts them into AGGREGATE parts, adds COVERAGE parts, and keeps every part
+//! until its server acknowledges it, retransmitting on `aggregate_rto`
+//! (doubling, at most 16×) up to `aggregate_max_retries` times.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use crate::config::{Config, ConfigError, JobConfig};
+use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
+use crate::layout::Layout;
+use crate::stats::SwitchStats;
+use crate::time::Timestamp;
+use crate::wire::{
+    AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr, FallbackReason, HotRepr, Message,
+    ResponseKind, ResponseRepr,
+};
+
+/// A party the I/O layer maps to an address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Peer {
+    /// A worker of a job (answer to the datagram's source address).
+    Worker {
+        /// Job id.
+        job: u16,
+        /// Worker rank.
+        rank: u16,
+    },
+    /// A server of a job (from the configuration).
+    Server {
+        /// Job id.
+        job: u16,
+        /// Server index.
+        index: u16,
+    },
+}
+
+/// What the switch wants sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SwitchAction {
+    /// ACK to a worker.
+    Ack {
+        /// Job id.
+        job: u16,
+        /// Worker rank.
+        worker: u16,
+        /// Datagram.
+        payload: Vec<u8>,
+    },
+    /// FALLBACK notice to a worker.
+    Fallback {
+        /// Job id.
+        job: u16,
+        /// Worker rank.
+        worker: u16,
+        /// Why.
+        reason: FallbackReason,
+        /// Datagram.
+        payload: Vec<u8>,
+    },
+    /// An aggregate or coverage part to a server.
+    Aggregate {
+        /// Job id.
+        job: u16,
+        /// Server index.
+        server: u16,
+        /// Round.
+        round: u32,
+        /// Part index.
+        part: u16,
+        /// Whether this is a retransmission.
+        retransmit: bool,
+        /// Datagram.
+        payload: Vec<u8>,
+    },
+}
+
+impl SwitchAction {
+    /// Where to send it.
+    pub fn peer(&self) -> Peer {
+        match *self {
+            SwitchAction::Ack { job, worker, .. } | SwitchAction::Fallback { job, worker, .. } => {
+                Peer::Worker { job, rank: worker }
+            }
+            SwitchAction::Aggregate { job, server, .. } => Peer::Server { job, index: server },
+        }
+    }
+
+    /// The datagram.
+    pub fn payload(&self) -> &[u8] {
+        match self {
+            SwitchAction::Ack { payload, .. }
+            | SwitchAction::Fallback { payload, .. }
+            | SwitchAction::Aggregate { payload, .. } => payload,
+        }
+    }
+}
+
+const ADDED: u8 = 0;
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    round: u32,
+    value: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct RoundState {
+    round: u32,
+    open: bool,
+    opened_at: Timestamp,
+    complete_workers: u16,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct WorkerRound {
+    round: u32,
+    handled: u32,
+    total: u32,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct Record {
+    round: u32,
+    outcome: u8,
+}
+
+#[derive(Debug, Clone, Copy, Default)]
+struct CoverWord {
+    round: u32,
+    bits: u32,
+}
+
+#[derive(Debug)]
+struct JobState {
+    cfg: JobConfig,
+    layout: Layout,
+    slot_base: u32,
+    rounds: Vec<RoundState>,
+    workers: Vec<WorkerRound>,
+    records: Vec<Record>,
+    cover: Vec<CoverWord>,
+}
+
+#[derive(Debug)]
+struct Pending {
+    payload: Vec<u8>,
+    next: Timestamp,
+    retries: u32,
+}
+
+type PartKey = (u16, u32, u16, u16);
+
+/// The switch model. See the module documentation.
+pub struct Switch {
+    config: Config,
+    registers: Vec<Vec<Slot>>,
+    jobs: Vec<JobState>,
+    pending: BTreeMap<PartKey, Pending>,
+    stats: SwitchStats,
+}
+
+impl fmt::Debug for Switch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Switch")
+            .field("registers", &self.config.registers)
+            .field("slots", &self.config.slots)
+            .field("copies", &self.config.copies)
+            .field("jobs", &self.jobs.len())
+            .field("pending_parts", &self.pending.len())
+            .field("stats", &self.stats)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Switch {
+    /// A switch with empty registers; fails on a bad configuration.
+    pub fn new(config: Config) -> Result<Switch, ConfigError> {
+        config.validate()?;
+        let w = config.copies as usize;
+        let entries = w * config.slots as usize;
+        let registers = vec![vec![Slot::default(); entries]; config.registers as usize];
+        let mut base = 0;
+        let jobs = config
+            .jobs
+            .iter()
+            .map(|cfg| {
+                let n = cfg.workers as usize;
+                let layout = Layout::new(cfg.layout, config.registers, cfg.hot_keys);
+                let job = JobState {
+                    cfg: cfg.clone(),
+                    slot_base: base,
+                    rounds: vec![RoundState::default(); w],
+                    workers: vec![WorkerRound::default(); w * n],
+                    records: vec![Record::default(); n * w * config.max_seqs as usize],
+                    cover: vec![CoverWord::default(); n * w * config.cover_words()],
+                    layout,
+                };
+                base += config.region_slots(cfg);
+                job
+            })
+            .collect();
+        Ok(Switch {
+            config,
+            registers,
+            jobs,
+            pending: BTreeMap::new(),
+            stats: SwitchStats::default(),
+        })
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &SwitchStats {
+        &self.stats
+    }
+
+    /// Aggregate parts waiting for their server's ACK.
+    pub fn pending_parts(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Rounds currently open, over all jobs.
+    pub fn open_rounds(&self) -> usize {
+        self.jobs
+            .iter()
+            .flat_map(|j| &j.rounds)
+            .filter(|r| r.open)
+            .count()
+    }
+
+    /// Handles one datagram. Malformed or unexpected bytes are counted and
+    /// dropped; nothing here panics on input.
+    pub fn handle_packet(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<SwitchAction> {
+        self.stats.packets += 1;
+        match Message::parse(bytes) {
+            Ok(Message::Hot(h)) => self.on_hot(now, &h, bytes.len()),
+            Ok(Message::AggregateAck(a)) => {
+                self.on_aggregate_ack(a);
+                Vec::new()
+            }
+            Ok(other) => {
+                log::debug!("switch: unexpected {other:?}");
+                self.stats.bad_packets += 1;
+                Vec::new()
+            }
+            Err(e) => {
+                log::debug!("switch: bad datagram ({} bytes): {e}", bytes.len());
+                self.stats.bad_packets += 1;
+                Vec::new()
+            }
+        }
+    }
+
+    /// Flushes rounds past their timeout and retransmits unacknowledged
+    /// aggregate parts.
+    pub fn poll(&mut self, now: Timestamp) -> Vec<SwitchAction> {
+        let mut out = Vec::new();
+        for j in 0..self.jobs.len() {
+            for c in 0..self.jobs[j].rounds.len() {
+                let rs = self.jobs[j].rounds[c];
+                if rs.open && now >= rs.opened_at + self.config.round_timeout {
+                    out.extend(self.close(j, c, now, true));
+                }
+            }
+        }
+        let mut abandoned = Vec::new();
+        for (&(job, round, server, part), p) in self.pending.iter_mut() {
+            if p.next > now {
+                continue;
+            }
+            if p.retries >= self.config.aggregate_max_retries {
+                abandoned.push((job, round, server, part));
+                continue;
+            }
+            p.retries += 1;
+            p.next = now + self.config.aggregate_rto * (1u32 << p.retries.min(4));
+            self.stats.aggregate_retransmits += 1;
+            out.push(SwitchAction::Aggregate {
+                job,
+                server,
+                round,
+                part,
+                retransmit: true,
+                payload: p.payload.clone(),
+            });
+        }
+        for key in abandoned {
+            self.pending.remove(&key);
+            self.stats.aggregate_abandoned += 1;
+            log::warn!(
+                "switch: job {} round {} part {} for server {} given up unacknowledged",
+                key.0,
+                key.1,
+                key.3,
+                key.2
+            );
+        }
+        out
+    }
+
+    /// When [`poll`](Self::poll) next has work, if ever.
+    pub fn poll_at(&self) -> Option<Timestamp> {
+        let rounds = self
+            .jobs
+            .iter()
+            .flat_map(|j| &j.rounds)
+            .filter(|r| r.open)
+            .map(|r| r.opened_at + self.config.round_timeout);
+        rounds.chain(self.pending.values().map(|p| p.next)).min()
+    }
+
+    fn respond(h: &HotRepr, kind: ResponseKind) -> Vec<u8> {
+        ResponseRepr {
+            job: h.job,
+            worker: h.worker,
+            round: h.round,
+            seq: h.seq,
+            kind,
+        }
+        .to_bytes()
+    }
+
+    fn fallback(
+        &mut self,
+        h: &HotRepr,
+        reason: FallbackReason,
+        duplicate: bool,
+    ) -> Vec<SwitchAction> {
+        if !duplicate {
+            self.stats.fallbacks[reason as usize] += 1;
+        }
+        let payload = Self::respond(h, ResponseKind::Fallback { reason, duplicate });
+        vec![SwitchAction::Fallback {
+            job: h.job,
+            worker: h.worker,
+            reason,
+            payload,
+        }]
+    }
+
+    fn ack(&mut self, h: &HotRepr, duplicate: bool) -> SwitchAction {
+        self.stats.acks += 1;
+        SwitchAction::Ack {
+            job: h.job,
+            worker: h.worker,
+            payload: Self::respond(h, ResponseKind::Ack { duplicate }),
+        }
+    }
+
+    fn on_hot(&mut self, now: Timestamp, h: &HotRepr, len: usize) -> Vec<SwitchAction> {
+        let Some(j) = self.jobs.iter().position(|s| s.cfg.id == h.job) else {
+            return self.fallback(h, FallbackReason::UnknownJob, false);
+        };
+        let (n, k, fixed) = {
+            let c = &self.jobs[j].cfg;
+            (c.workers, c.hot_keys, c.number.is_fixed())
+        };
+        if h.worker >= n {
+            return self.fallback(h, FallbackReason::BadWorker, false);
+        }
+        if h.fixed != fixed || len > self.config.packet_size {
+            return self.fallback(h, FallbackReason::BadFormat, false);
+        }
+        if h.seq >= self.config.max_seqs {
+            return self.fallback(h, FallbackReason::SeqOverflow, false);
+        }
+        let pairs = h.body.pairs();
+        if pairs.iter().any(|&(r, _)| r >= k) {
+            return self.fallback(h, FallbackReason::OutOfRange, false);
+        }
+
+        let w = self.config.copies as usize;
+        let copy = (h.round % w as u32) as usize;
+        let worker = h.worker as usize;
+        let ri = (worker * w + copy) * self.config.max_seqs as usize + h.seq as usize;
+        let rec = self.jobs[j].records[ri];
+        if rec.round == h.round {
+            self.stats.duplicates += 1;
+            return match FallbackReason::from_code(rec.outcome) {
+                None => vec![self.ack(h, true)],
+                Some(reason) => self.fallback(h, reason, true),
+            };
+        }
+        if rec.round > h.round {
+            self.stats.stale += 1;
+            return Vec::new();
+        }
+
+        let rs = &mut self.jobs[j].rounds[copy];
+        let outcome = if rs.round == h.round {
+            if rs.open {
+                ADDED
+            } else {
+                FallbackReason::Late as u8
+            }
+        } else if rs.round < h.round {
+            if rs.open {
+                FallbackReason::WindowFull as u8
+            } else {
+                *rs = RoundState {
+                    round: h.round,
+                    open: true,
+                    opened_at: now,
+                    complete_workers: 0,
+                };
+                ADDED
+            }
+        } else {
+            FallbackReason::Late as u8
+        };
+        self.jobs[j].records[ri] = Record {
+            round: h.round,
+            outcome,
+        };
+        if let Some(reason) = FallbackReason::from_code(outcome) {
+            return self.fallback(h, reason, false);
+        }
+
+        self.add(j, copy, h.round, &pairs);
+        let mut out = vec![self.ack(h, false)];
+
+        let words = self.config.cover_words();
+        let job = &mut self.jobs[j];
+        let cw = &mut job.cover[(worker * w + copy) * words + h.seq as usize / COVER_WORD_BITS];
+        if cw.round != h.round {
+            *cw = CoverWord {
+                round: h.round,
+                bits: 0,
+            };
+        }
+        cw.bits |= 1 << (h.seq as usize % COVER_WORD_BITS);
+
+        let wr = &mut job.workers[copy * n as usize + worker];
+        if wr.round != h.round {
+            *wr = WorkerRound {
+                round: h.round,
+                handled: 0,
+                total: 0,
+            };
+        }
+        let was_complete = wr.total != 0 && wr.handled == wr.total;
+        wr.handled += 1;
+        if h.done {
+            wr.total = u32::from(h.seq) + 1;
+        }
+        if !was_complete && wr.total != 0 && wr.handled == wr.total {
+            let rs = &mut job.rounds[copy];
+            rs.complete_workers += 1;
+            if rs.complete_workers == n {
+                out.extend(self.close(j, copy, now, false));
+            }
+        }
+        out
+    }
+
+    fn add(&mut self, j: usize, copy: usize, round: u32, pairs: &[(u32, u32)]) {
+        let job = &self.jobs[j];
+        let mode = job.cfg.number;
+        let base = (copy * self.config.slots as usize) + job.slot_base as usize;
+        let mut load = [0u32; MAX_REGISTERS];
+        let mut passes = 1;
+        for &(rank, raw) in pairs {
+            let loc = job.layout.locate(rank);
+            let reg = loc.register as usize;
+            load[reg] += 1;
+            passes = passes.max(load[reg]);
+            let slot = &mut self.registers[reg][base + loc.slot as usize];
+            if slot.round != round {
+                *slot = Slot { round, value: raw };
+            } else {
+                let (v, saturated) = mode.add(slot.value, raw);
+                slot.value = v;
+                self.stats.saturations += u64::from(saturated);
+            }
+        }
+        self.stats.added_packets += 1;
+        self.stats.added_pairs += pairs.len() as u64;
+        self.stats.passes += u64::from(passes);
+        self.stats.recirculations += u64::from(passes - 1);
+    }
+
+    fn close(&mut self, j: usize, copy: usize, now: Timestamp, flushed: bool) -> Vec<SwitchAction> {
+        let rs = &mut self.jobs[j].rounds[copy];
+        rs.open = false;
+        let round = rs.round;
+        if flushed {
+            self.stats.rounds_flushed += 1;
+        } else {
+            self.stats.rounds_completed += 1;
+        }
+        let cfg = &self.config;
+        let job = &self.jobs[j];
+        let r = cfg.registers;
+        let n = job.cfg.workers as usize;
+        let w = cfg.copies as usize;
+
+        let mut per_server: Vec<Vec<(u32, u32)>> = vec![Vec::new(); job.cfg.servers as usize];
+        let base = copy * cfg.slots as usize + job.slot_base as usize;
+        for s in 0..job.layout.region_slots() {
+            for reg in 0..r {
+                if let Some(rank) = job.layout.rank_at(reg, s) {
+                    let slot = self.registers[reg as usize][base + s as usize];
+                    if slot.round == round {
+                        per_server[job.cfg.owner(rank) as usize].push((rank, slot.value));
+                    }
+                }
+            }
+        }
+        let mut readout = u64::from(job.layout.region_slots());
+
+        let words = cfg.cover_words();
+        let (mut contributed, mut complete) = (0u64, 0u64);
+        let mut coverage: Vec<(u16, u16, u16, CoverBits)> = Vec::new();
+        for wk in 0..n {
+            readout += words.div_ceil(r as usize) as u64;
+            let wr = job.workers[copy * n + wk];
+            if wr.round != round || wr.handled == 0 {
+                continue;
+            }
+            contributed |= 1 << wk;
+            if wr.total != 0 && wr.handled == wr.total {
+                complete |= 1 << wk;
+            }
+            let at = (wk * w + copy) * words;
+            let bits: Vec<u32> = job.cover[at..at + words]
+                .iter()
+                .map(|c| if c.round == round { c.bits } else { 0 })
+                .collect();
+            coverage.extend(coverage_parts(
+                wk as u16,
+                &bits,
+                cfg.coverage_bits_per_packet(),
+            ));
+        }
+        self.stats.readout_passes += readout;
+
+        let per_part = cfg.aggregate_pairs_per_packet();
+        let fixed = job.cfg.number.is_fixed();
+        let job_id = job.cfg.id;
+        let mut out = Vec::new();
+        for (server, mut pairs) in per_server.into_iter().enumerate() {
+            pairs.sort_unstable_by_key(|p| p.0);
+            let data_parts = pairs.len().div_ceil(per_part).max(1);
+            let parts = (data_parts + coverage.len()) as u16;
+            let total = pairs.len() as u32;
+            let mut payloads = Vec::with_capacity(parts as usize);
+            for d in 0..data_parts {
+                let chunk =
+                    &pairs[(d * per_part).min(pairs.len())..((d + 1) * per_part).min(pairs.len())];
+                payloads.push(
+                    AggregateRepr {
+                        job: job_id,
+                        server: server as u16,
+                        round,
+                        part: d as u16,
+                        parts,
+                        contributed,
+                        complete,
+                        fixed,
+                        flushed,
+                        total,
+                        pairs: chunk.to_vec(),
+                    }
+                    .to_bytes(),
+                );
+            }
+            for (i, (worker, first_seq, nbits, bits)) in coverage.iter().enumerate() {
+                payloads.push(
+                    CoverageRepr {
+                        job: job_id,
+                        server: server as u16,
+                        round,
+                        part: (data_parts + i) as u16,
+                        parts,
+                        worker: *worker,
+                        first_seq: *first_seq,
+                        nbits: *nbits,
+                        bits: bits.clone(),
+                    }
+                    .to_bytes(),
+                );
+            }
+            for (part, payload) in payloads.into_iter().enumerate() {
+                let (server, part) = (server as u16, part as u16);
+                self.stats.aggregate_parts += 1;
+                self.pending.insert(
+                    (job_id, round, server, part),
+                    Pending {
+                        payload: payload.clone(),
+                        next: now + self.config.aggregate_rto,
+                        retries: 0,
+                    },
+                );
+                out.push(SwitchAction::Aggregate {
+                    job: job_id,
+                    server,
+                    round,
+                    part,
+                    retransmit: false,
+                    payload,
+                });
+            }
+        }
+        log::debug!(
+            "switch: job {job_id} round {round} {} (contributed {contributed:#x}, complete {complete:#x})",
+            if flushed { "flushed" } else { "complete" }
+        );
+        out
+    }
+
+    fn on_aggregate_ack(&mut self, a: AggregateAckRepr) {
+        if self
+            .pending
+            .remove(&(a.job, a.round, a.server, a.part))
+            .is_some()
+        {
+            self.stats.aggregate_acked += 1;
+        }
+    }
+}
+
+/// Coverage of one worker as parts: one ALL part when packets `0..n` are
+/// all covered, else bitmaps of at most `chunk_bits` sequence numbers.
+fn coverage_parts(
+    worker: u16,
+    words: &[u32],
+    chunk_bits: usize,
+) -> Vec<(u16, u16, u16, CoverBits)> {
+    let bit = |i: usize| words[i / COVER_WORD_BITS] >> (i % COVER_WORD_BITS) & 1 == 1;
+    let total_bits = words.len() * COVER_WORD_BITS;
+    let Some(highest) = (0..total_bits).rev().find(|&i| bit(i)) else {
+        return Vec::new();
+    };
+    let nbits = highest + 1;
+    let ones: u32 = words.iter().map(|w| w.count_ones()).sum();
+    if ones as usize == nbits {
+        return vec![(worker, 0, nbits as u16, CoverBits::All)];
+    }
+    (0..nbits)
+        .step_by(chunk_bits)
+        .map(|first| {
+            let len = chunk_bits.min(nbits - first);
+            let mut map = vec![0u8; len.div_ceil(8)];
+            for i in 0..len {
+                if bit(first + i) {
+                    map[i / 8] |= 1 << (i % 8);
+                }
+            }
+            (worker, first as u16, len as u16, CoverBits::Map(map))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,394 @@
+use super::*;
+use crate::config::JobConfig;
+use crate::number::NumberMode;
+use crate::wire::HotBody;
+use std::time::Duration;
+
+fn config(workers: u16, servers: u16) -> Config {
+    let mut c = Config::new(vec![JobConfig::new(1, workers, 64, servers)]);
+    c.registers = 4;
+    c.slots = 32;
+    c.packet_size = 64;
+    c.max_seqs = 40;
+    c.round_timeout = Duration::from_millis(10);
+    c.aggregate_rto = Duration::from_millis(1);
+    c.aggregate_max_retries = 3;
+    c
+}
+
+fn hot(worker: u16, round: u32, seq: u16, done: bool, pairs: &[(u32, f32)]) -> HotRepr {
+    HotRepr {
+        job: 1,
+        worker,
+        round,
+        seq,
+        retransmission: false,
+        done,
+        fixed: false,
+        body: HotBody::Sparse(pairs.iter().map(|&(r, v)| (r, v.to_bits())).collect()),
+    }
+}
+
+fn send(s: &mut Switch, t: u64, h: &HotRepr) -> Vec<SwitchAction> {
+    s.handle_packet(Timestamp(t), &h.to_bytes())
+}
+
+fn response(a: &SwitchAction) -> ResponseRepr {
+    match Message::parse(a.payload()).unwrap() {
+        Message::Response(r) => r,
+        m => panic!("{m:?}"),
+    }
+}
+
+fn aggregates(actions: &[SwitchAction]) -> (Vec<AggregateRepr>, Vec<CoverageRepr>) {
+    let mut data = Vec::new();
+    let mut cover = Vec::new();
+    for a in actions {
+        if let SwitchAction::Aggregate { payload, .. } = a {
+            match Message::parse(payload).unwrap() {
+                Message::Aggregate(x) => data.push(x),
+                Message::Coverage(x) => cover.push(x),
+                m => panic!("{m:?}"),
+            }
+        }
+    }
+    (data, cover)
+}
+
+fn sums(data: &[AggregateRepr]) -> Vec<(u32, f32)> {
+    let mut v: Vec<(u32, f32)> = data
+        .iter()
+        .flat_map(|a| a.pairs.iter().map(|&(r, x)| (r, f32::from_bits(x))))
+        .collect();
+    v.sort_by_key(|p| p.0);
+    v
+}
+
+#[test]
+fn round_completes_when_every_worker_is_done() {
+    let mut s = Switch::new(config(2, 2)).unwrap();
+    let a = send(
+        &mut s,
+        0,
+        &hot(0, 1, 0, false, &[(0, 1.0), (1, 2.0), (40, 3.0)]),
+    );
+    assert_eq!(response(&a[0]).kind, ResponseKind::Ack { duplicate: false });
+    send(&mut s, 1, &hot(0, 1, 1, true, &[(2, 5.0)]));
+    assert_eq!(s.open_rounds(), 1);
+    let out = send(
+        &mut s,
+        2,
+        &hot(1, 1, 0, true, &[(0, 10.0), (40, -3.0), (63, 1.0)]),
+    );
+    assert_eq!(
+        out.len(),
+        1 + 2 * 3,
+        "ACK, then per server one data part and a coverage part per worker"
+    );
+    let (data, cover) = aggregates(&out);
+    assert_eq!(
+        sums(&data),
+        vec![(0, 11.0), (1, 2.0), (2, 5.0), (40, 0.0), (63, 1.0)]
+    );
+    assert!(data
+        .iter()
+        .all(|d| d.contributed == 0b11 && d.complete == 0b11 && !d.flushed));
+    assert_eq!(data.iter().find(|d| d.server == 1).unwrap().pairs.len(), 2);
+    assert!(cover.iter().all(|c| c.bits == CoverBits::All));
+    let w0 = cover.iter().find(|c| c.worker == 0).unwrap();
+    assert_eq!((w0.first_seq, w0.nbits), (0, 2));
+    assert_eq!(s.stats().rounds_completed, 1);
+    assert_eq!(s.open_rounds(), 0);
+    assert_eq!(s.pending_parts(), 6);
+}
+
+#[test]
+fn retransmission_is_answered_never_added_twice() {
+    let mut s = Switch::new(config(2, 1)).unwrap();
+    let p = hot(0, 1, 0, true, &[(3, 1.0)]);
+    send(&mut s, 0, &p);
+    let again = send(
+        &mut s,
+        1,
+        &HotRepr {
+            retransmission: true,
+            ..p.clone()
+        },
+    );
+    assert_eq!(
+        response(&again[0]).kind,
+        ResponseKind::Ack { duplicate: true }
+    );
+    let out = send(&mut s, 2, &hot(1, 1, 0, true, &[(3, 1.0)]));
+    assert_eq!(sums(&aggregates(&out).0), vec![(3, 2.0)]);
+    assert_eq!(s.stats().duplicates, 1);
+    assert_eq!(s.stats().added_packets, 2);
+    let late_copy = send(&mut s, 3, &p);
+    assert_eq!(
+        response(&late_copy[0]).kind,
+        ResponseKind::Ack { duplicate: true },
+        "after the round closed too"
+    );
+}
+
+#[test]
+fn timeout_flushes_partial_round_and_late_packets_fall_back() {
+    let mut s = Switch::new(config(3, 1)).unwrap();
+    let added = hot(0, 1, 0, false, &[(5, 2.0)]);
+    send(&mut s, 0, &added);
+    send(&mut s, 100, &hot(1, 1, 0, true, &[(5, 4.0)]));
+    assert!(s.poll(Timestamp(9_999)).is_empty());
+    assert_eq!(s.poll_at(), Some(Timestamp(10_000)));
+    let out = s.poll(Timestamp(10_000));
+    let (data, _) = aggregates(&out);
+    assert_eq!(sums(&data), vec![(5, 6.0)]);
+    assert!(data[0].flushed);
+    assert_eq!((data[0].contributed, data[0].complete), (0b011, 0b010));
+    assert_eq!(s.stats().rounds_flushed, 1);
+
+    let late = send(&mut s, 10_001, &hot(2, 1, 0, true, &[(5, 1.0)]));
+    assert_eq!(
+        response(&late[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::Late,
+            duplicate: false
+        }
+    );
+    let again = send(&mut s, 10_002, &hot(2, 1, 0, true, &[(5, 1.0)]));
+    assert_eq!(
+        response(&again[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::Late,
+            duplicate: true
+        }
+    );
+    let old = send(&mut s, 10_003, &added);
+    assert_eq!(
+        response(&old[0]).kind,
+        ResponseKind::Ack { duplicate: true }
+    );
+    assert_eq!(s.stats().fallback(FallbackReason::Late), 1);
+}
+
+#[test]
+fn window_full_answer_is_kept_when_the_copy_frees() {
+    let mut s = Switch::new(config(2, 1)).unwrap();
+    send(&mut s, 0, &hot(0, 1, 0, true, &[(1, 1.0)]));
+    let p3 = hot(1, 3, 0, true, &[(1, 1.0)]);
+    let out = send(&mut s, 1, &p3);
+    assert_eq!(
+        response(&out[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::WindowFull,
+            duplicate: false
+        }
+    );
+    s.poll(Timestamp(10_000));
+    assert_eq!(s.open_rounds(), 0);
+    let out = send(
+        &mut s,
+        10_001,
+        &HotRepr {
+            retransmission: true,
+            ..p3.clone()
+        },
+    );
+    assert_eq!(
+        response(&out[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::WindowFull,
+            duplicate: true
+        }
+    );
+    let other = send(&mut s, 10_002, &hot(0, 3, 0, false, &[(1, 1.0)]));
+    assert_eq!(
+        response(&other[0]).kind,
+        ResponseKind::Ack { duplicate: false },
+        "round 3 opens for others"
+    );
+}
+
+#[test]
+fn stale_copy_of_an_older_round_is_dropped() {
+    let mut s = Switch::new(config(1, 1)).unwrap();
+    let r1 = hot(0, 1, 0, true, &[(1, 1.0)]);
+    send(&mut s, 0, &r1);
+    send(&mut s, 1, &hot(0, 3, 0, true, &[(1, 1.0)]));
+    assert!(send(&mut s, 2, &r1).is_empty());
+    assert_eq!(s.stats().stale, 1);
+    assert_eq!(s.stats().added_packets, 2);
+}
+
+#[test]
+fn conflicting_pairs_cost_recirculations() {
+    let mut s = Switch::new(config(1, 1)).unwrap();
+    send(
+        &mut s,
+        0,
+        &hot(0, 1, 0, true, &[(0, 1.0), (4, 1.0), (8, 1.0), (1, 1.0)]),
+    );
+    assert_eq!((s.stats().passes, s.stats().recirculations), (3, 2));
+    assert_eq!(s.stats().recirculations_per_packet(), 2.0);
+}
+
+#[test]
+fn bad_input_is_counted_or_refused_never_added() {
+    let mut s = Switch::new(config(2, 1)).unwrap();
+    assert!(s.handle_packet(Timestamp(0), b"").is_empty());
+    assert!(s
+        .handle_packet(Timestamp(0), &[0x5A, 0x42, 1, 1, 0, 1])
+        .is_empty());
+    let ack = ResponseRepr {
+        job: 1,
+        worker: 0,
+        round: 1,
+        seq: 0,
+        kind: ResponseKind::Ack { duplicate: false },
+    };
+    assert!(s.handle_packet(Timestamp(0), &ack.to_bytes()).is_empty());
+    assert_eq!(s.stats().bad_packets, 3);
+
+    let cases = [
+        (
+            HotRepr {
+                job: 9,
+                ..hot(0, 1, 0, true, &[])
+            },
+            FallbackReason::UnknownJob,
+        ),
+        (hot(2, 1, 0, true, &[]), FallbackReason::BadWorker),
+        (
+            HotRepr {
+                fixed: true,
+                ..hot(0, 1, 0, true, &[])
+            },
+            FallbackReason::BadFormat,
+        ),
+        (hot(0, 1, 40, true, &[]), FallbackReason::SeqOverflow),
+        (
+            hot(0, 1, 0, true, &[(1, 1.0), (64, 1.0)]),
+            FallbackReason::OutOfRange,
+        ),
+        (
+            HotRepr {
+                body: HotBody::Dense {
+                    base: 62,
+                    values: vec![0; 3],
+                },
+                ..hot(0, 1, 1, true, &[])
+            },
+            FallbackReason::OutOfRange,
+        ),
+        (
+            hot(0, 1, 2, true, &[(1, 1.0); 7]),
+            FallbackReason::BadFormat,
+        ),
+    ];
+    for (h, reason) in cases {
+        let out = send(&mut s, 0, &h);
+        assert_eq!(
+            response(&out[0]).kind,
+            ResponseKind::Fallback {
+                reason,
+                duplicate: false
+            },
+            "{h:?}"
+        );
+    }
+    assert_eq!(s.stats().added_packets, 0);
+    assert_eq!(s.open_rounds(), 0);
+}
+
+#[test]
+fn aggregate_parts_are_kept_until_acked_then_given_up() {
+    let mut s = Switch::new(config(1, 1)).unwrap();
+    let out = send(&mut s, 0, &hot(0, 7, 0, true, &[(1, 1.0)]));
+    assert_eq!(aggregates(&out).0.len(), 1);
+    assert_eq!(s.pending_parts(), 2);
+    let ack = AggregateAckRepr {
+        job: 1,
+        server: 0,
+        round: 7,
+        part: 0,
+    };
+    s.handle_packet(Timestamp(10), &ack.to_bytes());
+    s.handle_packet(Timestamp(10), &ack.to_bytes());
+    assert_eq!((s.pending_parts(), s.stats().aggregate_acked), (1, 1));
+    let mut t = 1000;
+    let mut resent = 0;
+    while s.pending_parts() > 0 {
+        for a in s.poll(Timestamp(t)) {
+            assert!(matches!(
+                a,
+                SwitchAction::Aggregate {
+                    retransmit: true,
+                    part: 1,
+                    ..
+                }
+            ));
+            resent += 1;
+        }
+        t = s.poll_at().map_or(t, |x| x.0);
+    }
+    assert_eq!(resent, 3);
+    assert_eq!(s.stats().aggregate_abandoned, 1);
+    assert_eq!(s.poll_at(), None);
+}
+
+#[test]
+fn coverage_with_holes_is_a_bitmap() {
+    let mut s = Switch::new(config(2, 1)).unwrap();
+    send(&mut s, 0, &hot(0, 1, 0, false, &[(1, 1.0)]));
+    send(&mut s, 0, &hot(0, 1, 2, false, &[(2, 1.0)]));
+    send(&mut s, 0, &hot(0, 1, 33, false, &[(3, 1.0)]));
+    let out = s.poll(Timestamp(20_000));
+    let (_, cover) = aggregates(&out);
+    assert_eq!(cover.len(), 1);
+    let c = &cover[0];
+    assert_eq!((c.worker, c.first_seq, c.nbits), (0, 0, 34));
+    let covered: Vec<u16> = (0..40).filter(|&q| c.covers(q)).collect();
+    assert_eq!(covered, vec![0, 2, 33]);
+}
+
+#[test]
+fn fixed_point_and_dense_and_two_jobs() {
+    let mut c = config(1, 1);
+    c.jobs[0].number = NumberMode::Fixed { frac_bits: 8 };
+    c.jobs.push(JobConfig::new(2, 1, 10, 1));
+    let mut s = Switch::new(c).unwrap();
+    let m = NumberMode::Fixed { frac_bits: 8 };
+    let dense = HotRepr {
+        fixed: true,
+        body: HotBody::Dense {
+            base: 0,
+            values: vec![m.encode(1.5), m.encode(-2.0)],
+        },
+        ..hot(0, 1, 0, false, &[])
+    };
+    send(&mut s, 0, &dense);
+    let other = HotRepr {
+        job: 2,
+        ..hot(0, 1, 0, true, &[(0, 100.0)])
+    };
+    let out2 = send(&mut s, 0, &other);
+    assert_eq!(sums(&aggregates(&out2).0), vec![(0, 100.0)]);
+    let sparse = HotRepr {
+        fixed: true,
+        body: HotBody::Sparse(vec![(0, m.encode(0.25)), (1, m.encode(2.0))]),
+        ..hot(0, 1, 1, true, &[])
+    };
+    let out = send(&mut s, 0, &sparse);
+    let (data, _) = aggregates(&out);
+    assert!(data[0].fixed);
+    let got: Vec<(u32, f32)> = data[0]
+        .pairs
+        .iter()
+        .map(|&(r, v)| (r, m.decode(v)))
+        .collect();
+    assert_eq!(got, vec![(0, 1.75), (1, 0.0)]);
+    assert_eq!(
+        s.stats().readout_passes,
+        (16 + 1) + (3 + 1),
+        "slots per register + coverage words / R"
+    );
+}

@@ -1,0 +1,689 @@
+//! The worker side of the hot path.
+//!
+//! [`Worker::push`] takes the hot `(rank, value)` pairs of one push (one
+//! round), packs them (dense blocks for ranks below `dense_ranks`, then
+//! Algorithm 1 for the rest), numbers the packets `0..n` and marks the last
+//! one DONE. Packets go out up to `worker_max_in_flight` at a time; each is
+//! settled by the switch's ACK (added) or FALLBACK (its pairs come back as a
+//! certain [`Fallback`]), or, after `worker_max_retries` retransmissions
+//! (same seq, RETX flag) without an answer, given up (its pairs come back as
+//! an uncertain [`Fallback`] that the server reconciles by coverage). When
+//! every packet of a round is settled the worker reports
+//! [`WorkerAction::RoundDone`].
+//!
+//! A round `r` starts only when every round up to `r - copies` is settled:
+//! the switch shares one record per sequence number between rounds `r` and
+//! `r + copies`, so this keeps a retransmission from ever meeting another
+//! round's record. Later pushes wait in a queue.
+
+use std::collections::{BTreeMap, VecDeque};
+
+use thiserror::Error;
+
+use crate::config::{Config, ConfigError, JobConfig};
+use crate::fallback::{Fallback, FallbackCause};
+use crate::layout::Layout;
+use crate::packing::{pack, passes};
+use crate::stats::WorkerStats;
+use crate::time::Timestamp;
+use crate::wire::hot::{self, flags};
+use crate::wire::{HotBody, HotRepr, Message, ResponseKind};
+
+/// What the worker wants done.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerAction {
+    /// Send this datagram to the switch.
+    Send(Vec<u8>),
+    /// Send these pairs to their servers directly (with the cold part).
+    Fallback(Fallback),
+    /// Every packet of this round is settled at the switch.
+    RoundDone(RoundSummary),
+}
+
+/// How one round's hot part went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RoundSummary {
+    /// Round.
+    pub round: u32,
+    /// Packets sent to the switch.
+    pub packets: u16,
+    /// Packets the switch added.
+    pub added: u16,
+    /// Packets the switch refused (certain fallback).
+    pub fallen_back: u16,
+    /// Packets given up without an answer (uncertain fallback).
+    pub given_up: u16,
+    /// Packets never sent because the round exceeded `max_seqs` (certain fallback).
+    pub overflow: u32,
+}
+
+/// A push the worker refuses.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum WorkerError {
+    /// Round 0 is reserved.
+    #[error("round 0 is reserved")]
+    RoundZero,
+    /// Rounds must increase.
+    #[error("round {round} after round {last}: rounds must increase")]
+    RoundNotIncreasing {
+        /// Round pushed.
+        round: u32,
+        /// Last round pushed.
+        last: u32,
+    },
+    /// A rank that is not hot.
+    #[error("hot rank {rank} out of range (the job has {hot_keys} hot keys)")]
+    RankOutOfRange {
+        /// The rank.
+        rank: u32,
+        /// Hot keys of the job.
+        hot_keys: u32,
+    },
+}
+
+/// A packet's pairs and, for a dense block, its first rank.
+type Body = (Vec<(u32, f32)>, Option<u32>);
+
+#[derive(Debug, Clone, Copy)]
+enum TxState {
+    Unsent,
+    InFlight { deadline: Timestamp, retries: u32 },
+    Settled,
+}
+
+#[derive(Debug)]
+struct TxPacket {
+    pairs: Vec<(u32, f32)>,
+    bytes: Vec<u8>,
+    state: TxState,
+}
+
+#[derive(Debug)]
+struct RoundTx {
+    packets: Vec<TxPacket>,
+    next_unsent: usize,
+    unsettled: usize,
+    summary: RoundSummary,
+}
+
+/// One worker of one job.
+#[derive(Debug)]
+pub struct Worker {
+    config: Config,
+    job: JobConfig,
+    rank: u16,
+    layout: Layout,
+    last_round: u32,
+    queued: VecDeque<(u32, Vec<(u32, f32)>)>,
+    active: BTreeMap<u32, RoundTx>,
+    in_flight: usize,
+    stats: WorkerStats,
+}
+
+impl Worker {
+    /// Worker `rank` of job `job`; fails on a bad configuration or a job or
+    /// rank the configuration does not have.
+    pub fn new(config: &Config, job: u16, rank: u16) -> Result<Worker, ConfigError> {
+        config.validate()?;
+        let jc = config
+            .job(job)
+            .filter(|j| rank < j.workers)
+            .ok_or(ConfigError::UnknownMember { job, rank })?;
+        Ok(Worker {
+            layout: Layout::new(jc.layout, config.registers, jc.hot_keys),
+            job: jc.clone(),
+            config: config.clone(),
+            rank,
+            last_round: 0,
+            queued: VecDeque::new(),
+            active: BTreeMap::new(),
+            in_flight: 0,
+            stats: WorkerStats::default(),
+        })
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &WorkerStats {
+        &self.stats
+    }
+
+    /// Rounds pushed but not yet settled (sending or queued).
+    pub fn unsettled_rounds(&self) -> usize {
+        self.active.len() + self.queued.len()
+    }
+
+    /// Whether nothing is queued, in flight or unsettled.
+    pub fn is_idle(&self) -> bool {
+        self.unsettled_rounds() == 0
+    }
+
+    /// Starts the hot part of round `round` with `pairs` (hot rank, value).
+    pub fn push(
+        &mut self,
+        now: Timestamp,
+        round: u32,
+        pairs: Vec<(u32, f32)>,
+    ) -> Result<Vec<WorkerAction>, WorkerError> {
+        if round == 0 {
+            return Err(WorkerError::RoundZero);
+        }
+        if round <= self.last_round {
+            return Err(WorkerError::RoundNotIncreasing {
+                round,
+                last: self.last_round,
+            });
+        }
+        if let Some(&(rank, _)) = pairs.iter().find(|p| p.0 >= self.job.hot_keys) {
+            return Err(WorkerError::RankOutOfRange {
+                rank,
+                hot_keys: self.job.hot_keys,
+            });
+        }
+        self.last_round = round;
+        self.stats.rounds += 1;
+        self.queued.push_back((round, pairs));
+        Ok(self.service(now))
+    }
+
+    /// Handles a datagram from the switch. Anything but a response for this
+    /// worker is counted and dropped.
+    pub fn handle_packet(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<WorkerAction> {
+        let resp = match Message::parse(bytes) {
+            Ok(Message::Response(r)) if r.job == self.job.id && r.worker == self.rank => r,
+            other => {
+                log::debug!("worker {}: unexpected datagram: {other:?}", self.rank);
+                self.stats.bad_packets += 1;
+                return Vec::new();
+            }
+        };
+        let Some(tx) = self.active.get_mut(&resp.round) else {
+            self.stats.stale_responses += 1;
+            return Vec::new();
+        };
+        let Some(p) = tx.packets.get_mut(resp.seq as usize) else {
+            self.stats.stale_responses += 1;
+            return Vec::new();
+        };
+        if !matches!(p.state, TxState::InFlight { .. }) {
+            self.stats.stale_responses += 1;
+            return Vec::new();
+        }
+        p.state = TxState::Settled;
+        self.in_flight -= 1;
+        tx.unsettled -= 1;
+        let mut out = Vec::new();
+        match resp.kind {
+            ResponseKind::Ack { .. } => {
+                self.stats.acked += 1;
+                tx.summary.added += 1;
+            }
+            ResponseKind::Fallback { reason, .. } => {
+                self.stats.fallback_packets += 1;
+                tx.summary.fallen_back += 1;
+                out.push(WorkerAction::Fallback(Fallback {
+                    job: self.job.id,
+                    round: resp.round,
+                    worker: self.rank,
+                    seq: resp.seq,
+                    cause: FallbackCause::Switch(reason),
+                    pairs: std::mem::take(&mut p.pairs),
+                }));
+            }
+        }
+        if tx.unsettled == 0 {
+            let summary = tx.summary;
+            self.active.remove(&resp.round);
+            out.push(WorkerAction::RoundDone(summary));
+        }
+        out.extend(self.service(now));
+        out
+    }
+
+    /// Retransmits packets whose timeout passed and gives up on those out of
+    /// retries.
+    pub fn poll(&mut self, now: Timestamp) -> Vec<WorkerAction> {
+        let mut out = Vec::new();
+        let mut done = Vec::new();
+        for (&round, tx) in self.active.iter_mut() {
+            for (seq, p) in tx.packets.iter_mut().enumerate() {
+                let TxState::InFlight { deadline, retries } = p.state else {
+                    continue;
+                };
+                if deadline > now {
+                    continue;
+                }
+                if retries >= self.config.worker_max_retries {
+                    p.state = TxState::Settled;
+                    self.in_flight -= 1;
+                    tx.unsettled -= 1;
+                    tx.summary.given_up += 1;
+                    self.stats.given_up += 1;
+                    out.push(WorkerAction::Fallback(Fallback {
+                        job: self.job.id,
+                        round,
+                        worker: self.rank,
+                        seq: seq as u16,
+                        cause: FallbackCause::NoResponse,
+                        pairs: std::mem::take(&mut p.pairs),
+                    }));
+                } else {
+                    p.state = TxState::InFlight {
+                        deadline: now + self.config.worker_rto,
+                        retries: retries + 1,
+                    };
+                    let mut view = hot::Packet::new_unchecked(&mut p.bytes[..]);
+                    let f = view.flags();
+                    view.set_flags(f | flags::RETX);
+                    self.stats.retransmits += 1;
+                    out.push(WorkerAction::Send(p.bytes.clone()));
+                }
+            }
+            if tx.unsettled == 0 {
+                done.push(round);
+            }
+        }
+        for round in done {
+            if let Some(tx) = self.active.remove(&round) {
+                out.push(WorkerAction::RoundDone(tx.summary));
+            }
+        }
+        out.extend(self.service(now));
+        out
+    }
+
+    /// When [`poll`](Self::poll) next has work, if ever.
+    pub fn poll_at(&self) -> Option<Timestamp> {
+        self.active
+            .values()
+            .flat_map(|tx| &tx.packets)
+            .filter_map(|p| match p.state {
+                TxState::InFlight { deadline, .. } => Some(deadline),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Starts queued rounds the window allows and sends what fits in flight.
+    fn service(&mut self, now: Timestamp) -> Vec<WorkerAction> {
+        let mut out = Vec::new();
+        while let Some(&(round, _)) = self.queued.front() {
+            if let Some(&oldest) = self.active.keys().next() {
+                if round - oldest >= u32::from(self.config.copies) {
+                    break;
+                }
+            }
+            let Some((round, pairs)) = self.queued.pop_front() else {
+                break;
+            };
+            let (tx, overflow) = self.build(round, pairs);
+            out.extend(overflow.into_iter().map(WorkerAction::Fallback));
+            self.active.insert(round, tx);
+        }
+        let max = self.config.worker_max_in_flight;
+        for tx in self.active.values_mut() {
+            while self.in_flight < max && tx.next_unsent < tx.packets.len() {
+                let p = &mut tx.packets[tx.next_unsent];
+                p.state = TxState::InFlight {
+                    deadline: now + self.config.worker_rto,
+                    retries: 0,
+                };
+                out.push(WorkerAction::Send(p.bytes.clone()));
+                tx.next_unsent += 1;
+                self.in_flight += 1;
+                self.stats.packets += 1;
+            }
+        }
+        out
+    }
+
+    /// Packs a round into numbered packets; pairs past `max_seqs` packets
+    /// come back as fallbacks.
+    fn build(&mut self, round: u32, pairs: Vec<(u32, f32)>) -> (RoundTx, Vec<Fallback>) {
+        let dense_n = self.job.dense_ranks;
+        let mut bodies: Vec<Body> = Vec::new();
+        if dense_n > 0 {
+            let mut values = vec![0f32; dense_n as usize];
+            let mut touched = vec![false; dense_n as usize];
+            for &(r, v) in pairs.iter().filter(|p| p.0 < dense_n) {
+                values[r as usize] += v;
+                touched[r as usize] = true;
+            }
+            let per = self.config.dense_values_per_packet() as u32;
+            for base in (0..dense_n).step_by(per as usize) {
+                let end = (base + per).min(dense_n);
+                let block = (base..end).map(|r| (r, values[r as usize])).collect();
+                bodies.push((block, Some(base)));
+            }
+            for (block, _) in &mut bodies {
+                block.retain(|&(r, _)| touched[r as usize]);
+            }
+        }
+        let mut sparse: Vec<(u32, f32)> = pairs.into_iter().filter(|p| p.0 >= dense_n).collect();
+        sparse.sort_by_key(|p| p.0);
+        for packet in pack(
+            &sparse,
+            &self.layout,
+            self.config.pairs_per_packet(),
+            self.config.packing,
+        ) {
+            bodies.push((packet, None));
+        }
+        if bodies.is_empty() {
+            bodies.push((Vec::new(), None));
+        }
+
+        let keep = bodies.len().min(self.config.max_seqs as usize);
+        let overflow: Vec<Fallback> = bodies
+            .drain(keep..)
+            .map(|(pairs, _)| Fallback {
+                job: self.job.id,
+                round,
+                worker: self.rank,
+                seq: u16::MAX,
+                cause: FallbackCause::TooManyPackets,
+                pairs,
+            })
+            .collect();
+        let overflow_pairs: usize = overflow.iter().map(|f| f.pairs.len()).sum();
+        self.stats.overflow_pairs += overflow_pairs as u64;
+
+        let mode = self.job.number;
+        let mut packets = Vec::with_capacity(keep);
+        for (seq, (pairs, dense_base)) in bodies.into_iter().enumerate() {
+            let body = match dense_base {
+                Some(base) => {
+                    let per = self.config.dense_values_per_packet() as u32;
+                    let end = (base + per).min(dense_n);
+                    let mut values = vec![0u32; (end - base) as usize];
+                    for &(r, v) in &pairs {
+                        values[(r - base) as usize] = mode.encode(v);
+                    }
+                    HotBody::Dense { base, values }
+                }
+                None => HotBody::Sparse(pairs.iter().map(|&(r, v)| (r, mode.encode(v))).collect()),
+            };
+            let ranks: Vec<u32> = body.pairs().iter().map(|p| p.0).collect();
+            self.stats.planned_recirculations += u64::from(passes(ranks, &self.layout) - 1);
+            let repr = HotRepr {
+                job: self.job.id,
+                worker: self.rank,
+                round,
+                seq: seq as u16,
+                retransmission: false,
+                done: seq + 1 == keep,
+                fixed: mode.is_fixed(),
+                body,
+            };
+            packets.push(TxPacket {
+                pairs,
+                bytes: repr.to_bytes(),
+                state: TxState::Unsent,
+            });
+        }
+        let summary = RoundSummary {
+            round,
+            packets: keep as u16,
+            overflow: overflow.len() as u32,
+            ..Default::default()
+        };
+        (
+            RoundTx {
+                packets,
+                next_unsent: 0,
+                unsettled: keep,
+                summary,
+            },
+            overflow,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::{FallbackReason, ResponseRepr};
+
+    fn config() -> Config {
+        let mut c = Config::new(vec![JobConfig::new(1, 2, 64, 1)]);
+        c.registers = 4;
+        c.slots = 16;
+        c.packet_size = 64;
+        c
+    }
+
+    fn sends(actions: &[WorkerAction]) -> Vec<HotRepr> {
+        actions
+            .iter()
+            .filter_map(|a| match a {
+                WorkerAction::Send(b) => match Message::parse(b).unwrap() {
+                    Message::Hot(h) => Some(h),
+                    _ => None,
+                },
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn answer(h: &HotRepr, kind: ResponseKind) -> Vec<u8> {
+        ResponseRepr {
+            job: h.job,
+            worker: h.worker,
+            round: h.round,
+            seq: h.seq,
+            kind,
+        }
+        .to_bytes()
+    }
+
+    #[test]
+    fn packs_numbers_and_marks_done() {
+        let mut w = Worker::new(&config(), 1, 1).unwrap();
+        let pairs: Vec<(u32, f32)> = (0..20).map(|r| (r * 3, r as f32)).collect();
+        let out = w.push(Timestamp::ZERO, 5, pairs).unwrap();
+        let hs = sends(&out);
+        assert_eq!(
+            hs.len(),
+            5,
+            "48-byte body: 6 pairs per packet, 4 registers: 4 per packet"
+        );
+        for (i, h) in hs.iter().enumerate() {
+            assert_eq!(
+                (h.seq as usize, h.round, h.worker, h.done),
+                (i, 5, 1, i == 4)
+            );
+            assert!(h.body.len() <= 4);
+        }
+        assert_eq!(w.stats().planned_recirculations, 0);
+    }
+
+    #[test]
+    fn ack_fallback_and_give_up_settle_the_round() {
+        let mut c = config();
+        c.worker_max_retries = 2;
+        let mut w = Worker::new(&c, 1, 0).unwrap();
+        let hs = sends(
+            &w.push(
+                Timestamp::ZERO,
+                1,
+                vec![(0, 1.0), (1, 2.0), (4, 3.0), (5, 4.0), (8, 5.0)],
+            )
+            .unwrap(),
+        );
+        assert_eq!(hs.len(), 3);
+        assert!(w
+            .handle_packet(
+                Timestamp(1),
+                &answer(&hs[0], ResponseKind::Ack { duplicate: false })
+            )
+            .is_empty());
+        let fb = w.handle_packet(
+            Timestamp(2),
+            &answer(
+                &hs[1],
+                ResponseKind::Fallback {
+                    reason: FallbackReason::Late,
+                    duplicate: false,
+                },
+            ),
+        );
+        assert!(
+            matches!(&fb[..], [WorkerAction::Fallback(f)] if f.is_certain() && f.pairs.len() == 2 && f.seq == 1)
+        );
+        assert!(w
+            .handle_packet(
+                Timestamp(3),
+                &answer(&hs[0], ResponseKind::Ack { duplicate: true })
+            )
+            .is_empty());
+        assert_eq!(w.stats().stale_responses, 1);
+        let rto = c.worker_rto;
+        let mut t = Timestamp::ZERO;
+        let mut retx = 0;
+        let mut given = None;
+        for _ in 0..3 {
+            t = t + rto;
+            for a in w.poll(t) {
+                match a {
+                    WorkerAction::Send(b) => {
+                        let Message::Hot(h) = Message::parse(&b).unwrap() else {
+                            panic!()
+                        };
+                        assert!(h.retransmission && h.seq == 2);
+                        retx += 1;
+                    }
+                    WorkerAction::Fallback(f) => given = Some(f),
+                    WorkerAction::RoundDone(s) => {
+                        assert_eq!(
+                            (s.added, s.fallen_back, s.given_up, s.packets),
+                            (1, 1, 1, 3)
+                        );
+                    }
+                }
+            }
+        }
+        assert_eq!(retx, 2);
+        let f = given.unwrap();
+        assert!(!f.is_certain());
+        assert_eq!(f.pairs.len(), 1);
+        assert!(w.is_idle());
+    }
+
+    #[test]
+    fn window_holds_round_r_plus_copies_until_r_settles() {
+        let mut w = Worker::new(&config(), 1, 0).unwrap();
+        let a = sends(&w.push(Timestamp::ZERO, 1, vec![(0, 1.0)]).unwrap());
+        assert_eq!(sends(&w.push(Timestamp::ZERO, 2, vec![]).unwrap()).len(), 1);
+        assert!(sends(&w.push(Timestamp::ZERO, 3, vec![(1, 1.0)]).unwrap()).is_empty());
+        let out = w.handle_packet(
+            Timestamp(5),
+            &answer(&a[0], ResponseKind::Ack { duplicate: false }),
+        );
+        assert!(matches!(
+            out[0],
+            WorkerAction::RoundDone(RoundSummary {
+                round: 1,
+                added: 1,
+                ..
+            })
+        ));
+        assert_eq!(sends(&out).len(), 1);
+        assert_eq!(sends(&out)[0].round, 3);
+    }
+
+    #[test]
+    fn refuses_bad_pushes_and_foreign_datagrams() {
+        let mut w = Worker::new(&config(), 1, 0).unwrap();
+        assert_eq!(
+            w.push(Timestamp::ZERO, 0, vec![]),
+            Err(WorkerError::RoundZero)
+        );
+        assert_eq!(
+            w.push(Timestamp::ZERO, 1, vec![(64, 1.0)]),
+            Err(WorkerError::RankOutOfRange {
+                rank: 64,
+                hot_keys: 64
+            })
+        );
+        w.push(Timestamp::ZERO, 2, vec![]).unwrap();
+        assert_eq!(
+            w.push(Timestamp::ZERO, 2, vec![]),
+            Err(WorkerError::RoundNotIncreasing { round: 2, last: 2 })
+        );
+        assert!(w.handle_packet(Timestamp::ZERO, b"junk").is_empty());
+        let other = ResponseRepr {
+            job: 1,
+            worker: 1,
+            round: 2,
+            seq: 0,
+            kind: ResponseKind::Ack { duplicate: false },
+        };
+        assert!(w
+            .handle_packet(Timestamp::ZERO, &other.to_bytes())
+            .is_empty());
+        assert_eq!(w.stats().bad_packets, 2);
+        assert!(Worker::new(&config(), 1, 2).is_err());
+        assert!(Worker::new(&config(), 9, 0).is_err());
+    }
+
+    #[test]
+    fn too_many_packets_fall_back_at_once() {
+        let mut c = config();
+        c.max_seqs = 2;
+        let mut w = Worker::new(&c, 1, 0).unwrap();
+        let pairs: Vec<(u32, f32)> = (0..12).map(|r| (r, 1.0)).collect();
+        let out = w.push(Timestamp::ZERO, 1, pairs).unwrap();
+        let hs = sends(&out);
+        assert_eq!(hs.len(), 2);
+        assert!(hs[1].done);
+        let fb: usize = out
+            .iter()
+            .filter_map(|a| match a {
+                WorkerAction::Fallback(f) => Some(f.pairs.len()),
+                _ => None,
+            })
+            .sum();
+        assert_eq!(fb, 4);
+        assert_eq!(w.stats().overflow_pairs, 4);
+    }
+
+    #[test]
+    fn dense_block_carries_zeros_but_falls_back_only_touched() {
+        let mut c = config();
+        c.jobs[0].dense_ranks = 6;
+        let mut w = Worker::new(&c, 1, 0).unwrap();
+        let out = w
+            .push(
+                Timestamp::ZERO,
+                1,
+                vec![(1, 2.0), (1, 3.0), (5, 1.0), (30, 7.0)],
+            )
+            .unwrap();
+        let hs = sends(&out);
+        assert_eq!(hs.len(), 3);
+        assert_eq!(
+            hs[0].body,
+            HotBody::Dense {
+                base: 0,
+                values: vec![0, 5f32.to_bits(), 0, 0]
+            }
+        );
+        assert_eq!(
+            hs[1].body,
+            HotBody::Dense {
+                base: 4,
+                values: vec![0, 1f32.to_bits()]
+            }
+        );
+        let fb = w.handle_packet(
+            Timestamp(1),
+            &answer(
+                &hs[0],
+                ResponseKind::Fallback {
+                    reason: FallbackReason::WindowFull,
+                    duplicate: false,
+                },
+            ),
+        );
+        assert!(matches!(&fb[..], [WorkerAction::Fallback(f)] if f.pairs == vec![(1, 5.0)]));
+    }
+}
