@@ -1,0 +1,436 @@
+//! A pipe is one peer of a socket: the queue of messages for that peer and
+//! the transport that carries them, a kernel stream ([`NetConn`]) or a
+//! direct link to another socket of the same context (inproc).
+//!
+//! A connecting pipe outlives its connections: messages queue in it while
+//! the peer is away and go out after the next handshake, as in libzmq. An
+//! accepted pipe lives and dies with its connection.
+//!
+//! Lock order: a pipe's state lock is taken after socket-level locks and
+//! before only leaf locks (a receiving socket's queue, a reactor's command
+//! list), never the other way round.
+
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+
+use bytes::Bytes;
+use mio::{Registry, Token};
+
+use crate::context::CtxState;
+use crate::endpoint::Endpoint;
+use crate::net::{Failure, Msg, NetConn, Turn};
+use crate::reactor::{Command, ReactorHandle};
+use crate::socket::SocketCore;
+
+/// Where a pipe came from.
+#[derive(Debug, Clone)]
+pub(crate) enum Origin {
+    /// `zmq_connect` to a TCP or IPC endpoint (reconnects).
+    Connect { uri: String, endpoint: Endpoint },
+    /// Accepted by the listener with this id.
+    Accept { listener: u64, uri: String },
+    /// One side of an inproc link.
+    Inproc { uri: String },
+}
+
+impl Origin {
+    /// The endpoint string monitor events carry.
+    pub fn uri(&self) -> &str {
+        match self {
+            Origin::Connect { uri, .. }
+            | Origin::Accept { uri, .. }
+            | Origin::Inproc { uri, .. } => uri,
+        }
+    }
+}
+
+/// Options a pipe takes from its socket when it is made.
+#[derive(Debug, Clone)]
+pub(crate) struct PipeOptions {
+    pub zmtp: zebra_zmtp::Config,
+    /// `ZMQ_SNDHWM` (0: no limit).
+    pub sndhwm: usize,
+    /// `ZMQ_RCVHWM` (0: no limit).
+    pub rcvhwm: usize,
+    pub reconnect_ivl: i32,
+    pub handshake_ivl: i32,
+}
+
+/// What carries a pipe's messages.
+#[derive(Debug)]
+pub(crate) enum Link {
+    /// Nothing yet (connecting pipe between attempts, inproc before bind).
+    Idle,
+    /// A kernel stream.
+    Net(Box<NetConn>),
+    /// The peer socket's pipe for this link.
+    Inproc(Weak<Pipe>),
+}
+
+/// The mutable part of a pipe.
+#[derive(Debug)]
+pub(crate) struct PipeState {
+    /// Messages not yet handed to the transport.
+    pub out: VecDeque<Msg>,
+    pub link: Link,
+    /// The owner let go of the pipe; it ends once its queue is flushed.
+    pub closing: bool,
+    /// Counted in the context's lingering pipes (from `close` until the
+    /// pipe ends), so that `zmq_ctx_term` waits for it.
+    pub lingering: bool,
+    /// Finished: nothing more goes in or out.
+    pub terminated: bool,
+}
+
+impl PipeState {
+    /// Whether messages or bytes are still waiting to go out.
+    pub fn has_pending_output(&self) -> bool {
+        !self.out.is_empty() || matches!(&self.link, Link::Net(c) if c.has_pending_output())
+    }
+}
+
+/// One peer of a socket.
+#[derive(Debug)]
+pub(crate) struct Pipe {
+    pub id: u64,
+    pub owner: Weak<SocketCore>,
+    pub origin: Origin,
+    pub options: PipeOptions,
+    /// The I/O thread that owns this pipe's connections (TCP/IPC only).
+    pub reactor: Option<Arc<ReactorHandle>>,
+    pub ctx: Arc<CtxState>,
+    /// The peer's routing id as the owning ROUTER knows it.
+    pub identity: OnceLock<Bytes>,
+    /// Messages from this pipe waiting in the owner's receive queue.
+    pub in_flight: AtomicUsize,
+    /// Most messages of this pipe the owner's queue may hold (0: no limit).
+    pub in_limit: AtomicUsize,
+    /// Reading stopped at `in_limit`; the receiver resumes it.
+    pub read_paused: AtomicBool,
+    out_len: AtomicUsize,
+    state: Mutex<PipeState>,
+}
+
+fn low_water_mark(limit: usize) -> usize {
+    limit.div_ceil(2)
+}
+
+impl Pipe {
+    /// A new pipe owned by `owner`.
+    pub fn new(
+        owner: &Arc<SocketCore>,
+        origin: Origin,
+        options: PipeOptions,
+        reactor: Option<Arc<ReactorHandle>>,
+    ) -> Arc<Pipe> {
+        let in_limit = options.rcvhwm;
+        Arc::new(Pipe {
+            id: owner.ctx.next_id(),
+            owner: Arc::downgrade(owner),
+            origin,
+            options,
+            reactor,
+            ctx: owner.ctx.state.clone(),
+            identity: OnceLock::new(),
+            in_flight: AtomicUsize::new(0),
+            in_limit: AtomicUsize::new(in_limit),
+            read_paused: AtomicBool::new(false),
+            out_len: AtomicUsize::new(0),
+            state: Mutex::new(PipeState {
+                out: VecDeque::new(),
+                link: Link::Idle,
+                closing: false,
+                lingering: false,
+                terminated: false,
+            }),
+        })
+    }
+
+    /// Locks the pipe's state.
+    pub fn lock(&self) -> MutexGuard<'_, PipeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn is_inproc(&self) -> bool {
+        matches!(self.origin, Origin::Inproc { .. })
+    }
+
+    /// Whether one more message fits (`ZMQ_SNDHWM`; for inproc, the peer's
+    /// queue against both high-water marks, as libzmq).
+    pub fn can_write(&self) -> bool {
+        if self.is_inproc() {
+            let st = self.lock();
+            if st.closing || st.terminated {
+                return false;
+            }
+            if let Link::Inproc(peer) = &st.link {
+                return peer.upgrade().is_some_and(|p| {
+                    let limit = p.in_limit.load(Ordering::Relaxed);
+                    limit == 0 || p.in_flight.load(Ordering::Acquire) < limit
+                });
+            }
+        }
+        let limit = self.options.sndhwm;
+        limit == 0 || self.out_len.load(Ordering::Acquire) < limit
+    }
+
+    /// Queues a whole message for the peer and writes what it can now.
+    pub fn push(self: &Arc<Self>, msg: Msg) {
+        let mut st = self.lock();
+        if st.terminated || st.closing {
+            return;
+        }
+        if let Link::Inproc(peer) = &st.link {
+            if let Some(peer) = peer.upgrade() {
+                deliver_inproc(&peer, msg);
+            }
+            return;
+        }
+        st.out.push_back(msg);
+        let PipeState { out, link, .. } = &mut *st;
+        let mut kick = false;
+        if let Link::Net(conn) = link {
+            if conn.failed.is_none() {
+                if let Err(e) = conn.flush(out) {
+                    conn.failed = Some(e);
+                    kick = true;
+                }
+            }
+        }
+        self.out_len.store(st.out.len(), Ordering::Release);
+        drop(st);
+        if kick {
+            if let Some(r) = &self.reactor {
+                r.send(Command::Kick(self.clone()));
+            }
+        }
+    }
+
+    /// The owner took one of this pipe's messages off its queue.
+    pub fn consumed(self: &Arc<Self>) {
+        let before = self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        let limit = self.in_limit.load(Ordering::Relaxed);
+        if limit == 0 {
+            return;
+        }
+        if self.is_inproc() {
+            if before >= limit {
+                let peer = match &self.lock().link {
+                    Link::Inproc(p) => p.upgrade(),
+                    _ => None,
+                };
+                if let Some(owner) = peer.and_then(|p| p.owner.upgrade()) {
+                    owner.signal.notify();
+                }
+            }
+        } else if before - 1 <= low_water_mark(limit)
+            && self.read_paused.load(Ordering::SeqCst)
+            && self.read_paused.swap(false, Ordering::SeqCst)
+        {
+            if let Some(r) = &self.reactor {
+                r.send(Command::Resume(self.clone()));
+            }
+        }
+    }
+
+    /// Marks reading as paused at the receive limit. Returns true if the
+    /// receiver drained meanwhile and reading should go on at once.
+    pub fn pause_reading(&self) -> bool {
+        self.read_paused.store(true, Ordering::SeqCst);
+        let limit = self.in_limit.load(Ordering::Relaxed);
+        self.in_flight.load(Ordering::SeqCst) <= low_water_mark(limit)
+            && self.read_paused.swap(false, Ordering::SeqCst)
+    }
+
+    /// One turn of I/O on the pipe's connection, if `token` is still its
+    /// connection. Runs on the pipe's reactor.
+    pub fn io_turn(
+        &self,
+        token: Token,
+        writable: bool,
+        buf: &mut [u8],
+        budget: usize,
+    ) -> Option<(Turn, i32)> {
+        let mut st = self.lock();
+        let PipeState {
+            out, link, closing, ..
+        } = &mut *st;
+        let Link::Net(conn) = link else {
+            return None;
+        };
+        if conn.token != token {
+            return None;
+        }
+        let mut turn = Turn::default();
+        if let Some(e) = conn.failed.take() {
+            turn.failure = Some(Failure::Io(e));
+            return Some((turn, conn.fd));
+        }
+        if !conn.connected {
+            match conn.poll_connected() {
+                Ok(true) => turn.connected_now = true,
+                Ok(false) => return Some((turn, conn.fd)),
+                Err(e) => {
+                    turn.failure = Some(Failure::ConnectFailed(e));
+                    return Some((turn, conn.fd));
+                }
+            }
+        }
+        if writable {
+            conn.blocked = false;
+        }
+        let limit = self.in_limit.load(Ordering::Relaxed);
+        let room =
+            (limit > 0).then(|| limit.saturating_sub(self.in_flight.load(Ordering::Acquire)));
+        conn.read(buf, budget, room, &mut turn);
+        if turn.failure.is_none() {
+            match conn.flush(out) {
+                Ok(moved) => turn.moved = moved,
+                Err(e) => turn.failure = Some(Failure::Io(e)),
+            }
+        }
+        turn.drained = *closing && out.is_empty() && !conn.has_pending_output();
+        let fd = conn.fd;
+        self.out_len.store(out.len(), Ordering::Release);
+        Some((turn, fd))
+    }
+
+    /// Takes the pipe's connection if it is the one behind `token`.
+    pub fn take_conn(&self, token: Token) -> Option<Box<NetConn>> {
+        let mut st = self.lock();
+        match &st.link {
+            Link::Net(c) if c.token == token => match std::mem::replace(&mut st.link, Link::Idle) {
+                Link::Net(c) => Some(c),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Installs a new connection (reactor side).
+    pub fn set_conn(&self, conn: NetConn) {
+        self.lock().link = Link::Net(Box::new(conn));
+    }
+
+    /// Ends the pipe now: drops its queue and its connection (deregistered
+    /// from `registry`). Returns the dropped connection's token.
+    pub fn finish(&self, registry: Option<&Registry>) -> Option<Token> {
+        let mut st = self.lock();
+        if st.terminated {
+            return None;
+        }
+        st.terminated = true;
+        st.out.clear();
+        self.out_len.store(0, Ordering::Release);
+        let link = std::mem::replace(&mut st.link, Link::Idle);
+        let lingering = std::mem::take(&mut st.lingering);
+        drop(st);
+        let mut token = None;
+        match link {
+            Link::Net(mut conn) => {
+                if let Some(r) = registry {
+                    if let Err(e) = mio::event::Source::deregister(&mut conn.stream, r) {
+                        log::debug!("zebra-engine: deregister: {e}");
+                    }
+                }
+                token = Some(conn.token);
+            }
+            Link::Inproc(peer) => {
+                if let Some(peer) = peer.upgrade() {
+                    peer.unlink_inproc(self);
+                }
+            }
+            Link::Idle => {}
+        }
+        if lingering {
+            self.ctx.linger_done();
+        }
+        if let Some(owner) = self.owner.upgrade() {
+            owner.forget_pipe(self);
+        }
+        token
+    }
+
+    /// The token of the current connection, if any.
+    pub fn conn_token(&self) -> Option<Token> {
+        match &self.lock().link {
+            Link::Net(c) => Some(c.token),
+            _ => None,
+        }
+    }
+
+    /// Whether the connection behind `token` has not finished its handshake.
+    pub fn handshake_pending(&self, token: Token) -> bool {
+        matches!(&self.lock().link, Link::Net(c) if c.token == token && !c.handshaken)
+    }
+
+    /// The inproc peer `gone` ended: this side ends too.
+    fn unlink_inproc(&self, gone: &Pipe) {
+        let mut st = self.lock();
+        let linked_to_gone = matches!(&st.link, Link::Inproc(p) if std::ptr::eq(p.as_ptr(), gone));
+        if !linked_to_gone || st.terminated {
+            return;
+        }
+        st.link = Link::Idle;
+        st.terminated = true;
+        st.out.clear();
+        drop(st);
+        if let Some(owner) = self.owner.upgrade() {
+            owner.forget_pipe(self);
+        }
+    }
+
+    /// Links a pending inproc pipe to its peer pipe and delivers what was
+    /// queued before the bind.
+    pub fn link_inproc(&self, peer: &Arc<Pipe>) -> bool {
+        let mut st = self.lock();
+        if st.terminated || st.closing {
+            return false;
+        }
+        st.link = Link::Inproc(Arc::downgrade(peer));
+        let queued: Vec<Msg> = st.out.drain(..).collect();
+        self.out_len.store(0, Ordering::Release);
+        for msg in queued {
+            deliver_inproc(peer, msg);
+        }
+        true
+    }
+
+    /// Starts closing with the owner's linger: inproc pipes end at once
+    /// (what they sent is already in the peer's queue); stream pipes are
+    /// handed to their reactor to flush.
+    pub fn close(self: &Arc<Self>, linger: i32) {
+        let Some(r) = &self.reactor else {
+            self.finish(None);
+            return;
+        };
+        {
+            let mut st = self.lock();
+            if st.terminated || st.lingering {
+                return;
+            }
+            st.lingering = true;
+            self.ctx.linger_started();
+        }
+        r.send(Command::Close(self.clone(), linger));
+    }
+}
+
+/// Puts a message into the receive queue of `peer`'s owner.
+pub(crate) fn deliver_inproc(peer: &Arc<Pipe>, msg: Msg) {
+    let Some(owner) = peer.owner.upgrade() else {
+        return;
+    };
+    let prefix = if owner.is_router() {
+        match peer.identity.get() {
+            Some(id) => Some(id.clone()),
+            None => return,
+        }
+    } else {
+        None
+    };
+    peer.in_flight.fetch_add(1, Ordering::SeqCst);
+    owner.inbound.push(prefix, msg, Some(peer.clone()));
+    owner.signal.notify();
+}

@@ -1,0 +1,687 @@
+//! Sockets: the `zmq_*` socket calls over pipes, with libzmq's semantics
+//! for multipart messages, high-water marks, timeouts and routing.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use zebra_zmtp::{PeerInfo, SocketType};
+
+use crate::consts::{event, opt, ZMQ_POLLIN, ZMQ_POLLOUT};
+use crate::context::CtxShared;
+use crate::endpoint::{self, Endpoint, Role};
+use crate::error::{Error, Result};
+use crate::inbound::{Inbound, Popped};
+use crate::inproc;
+use crate::monitor::Monitor;
+use crate::net::{Listener, Msg};
+use crate::options::{int_bytes, SocketOptions};
+use crate::pipe::{Origin, Pipe, PipeOptions};
+use crate::reactor::{Command, ListenerEntry, ReactorHandle};
+use crate::routing::{Refused, Routing};
+use crate::signal::Signal;
+
+/// One received message part.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Part {
+    /// The part's bytes.
+    pub data: Bytes,
+    /// More parts of the same message follow (`ZMQ_RCVMORE`).
+    pub more: bool,
+}
+
+/// How long an unbind waits for the I/O thread to close the listener.
+const UNBIND_WAIT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, Default)]
+struct SendState {
+    /// A multipart message is in progress.
+    active: bool,
+    /// Where it goes; `None` drops it (unroutable on a ROUTER).
+    target: Option<Arc<Pipe>>,
+    parts: Vec<Bytes>,
+}
+
+#[derive(Debug)]
+enum EndpointEntry {
+    Listener {
+        keys: Vec<String>,
+        id: u64,
+        reactor: Arc<ReactorHandle>,
+    },
+    InprocBind {
+        uri: String,
+        name: String,
+    },
+    Connect {
+        uri: String,
+        pipe: Arc<Pipe>,
+    },
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn deadline(timeout_ms: i32) -> Option<Instant> {
+    u64::try_from(timeout_ms)
+        .ok()
+        .map(|ms| Instant::now() + Duration::from_millis(ms))
+}
+
+/// The shared state of one socket.
+#[derive(Debug)]
+pub(crate) struct SocketCore {
+    pub id: u64,
+    pub socket_type: SocketType,
+    pub ctx: Arc<CtxShared>,
+    pub inbound: Inbound,
+    /// Wakes blocked sends and receives on any change.
+    pub signal: Signal,
+    options: Mutex<SocketOptions>,
+    routing: Mutex<Routing>,
+    send: Mutex<SendState>,
+    endpoints: Mutex<Vec<EndpointEntry>>,
+    monitor: Mutex<Option<Monitor>>,
+    monitor_mask: AtomicI32,
+    last_endpoint: Mutex<String>,
+    rcvmore: AtomicBool,
+    closed: AtomicBool,
+    warned_duplicate: AtomicBool,
+}
+
+impl SocketCore {
+    pub fn new(ctx: Arc<CtxShared>, id: u64, socket_type: SocketType, seed: u32) -> SocketCore {
+        SocketCore {
+            id,
+            socket_type,
+            ctx,
+            inbound: Inbound::default(),
+            signal: Signal::default(),
+            options: Mutex::new(SocketOptions::new(socket_type)),
+            routing: Mutex::new(Routing::new(socket_type, seed)),
+            send: Mutex::new(SendState::default()),
+            endpoints: Mutex::new(Vec::new()),
+            monitor: Mutex::new(None),
+            monitor_mask: AtomicI32::new(0),
+            last_endpoint: Mutex::new(String::new()),
+            rcvmore: AtomicBool::new(false),
+            closed: AtomicBool::new(false),
+            warned_duplicate: AtomicBool::new(false),
+        }
+    }
+
+    pub fn is_router(&self) -> bool {
+        self.socket_type == SocketType::Router
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    fn check_usable(&self) -> Result<()> {
+        if self.is_closed() {
+            return Err(Error::NotSocket);
+        }
+        if self.inbound.is_terminated() {
+            return Err(Error::Terminated);
+        }
+        Ok(())
+    }
+
+    pub fn options(&self) -> SocketOptions {
+        lock(&self.options).clone()
+    }
+
+    pub fn pipe_options(&self) -> PipeOptions {
+        let o = lock(&self.options);
+        PipeOptions {
+            zmtp: o.zmtp_config(),
+            sndhwm: usize::try_from(o.sndhwm).unwrap_or(0),
+            rcvhwm: usize::try_from(o.rcvhwm).unwrap_or(0),
+            reconnect_ivl: o.reconnect_ivl,
+            handshake_ivl: o.handshake_ivl,
+        }
+    }
+
+    pub fn set_option(&self, option: i32, value: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        lock(&self.options).set(option, value)
+    }
+
+    pub fn get_option(&self, option: i32) -> Result<Vec<u8>> {
+        self.check_usable()?;
+        match option {
+            opt::EVENTS => Ok(int_bytes(self.events())),
+            opt::RCVMORE => Ok(int_bytes(i32::from(self.rcvmore.load(Ordering::Relaxed)))),
+            opt::LAST_ENDPOINT => {
+                let mut v = lock(&self.last_endpoint).as_bytes().to_vec();
+                v.push(0);
+                Ok(v)
+            }
+            opt::FD => {
+                log::warn!("zebra-engine: zmq_getsockopt: ZMQ_FD (14) is not supported");
+                Err(Error::Invalid("ZMQ_FD is not supported".into()))
+            }
+            _ => lock(&self.options).get(option).ok_or_else(|| {
+                log::warn!("zebra-engine: zmq_getsockopt: unsupported socket option {option}");
+                Error::Invalid(format!("unsupported socket option {option}"))
+            }),
+        }
+    }
+
+    // ----- endpoints -----
+
+    pub fn bind(self: &Arc<Self>, uri: &str) -> Result<()> {
+        self.check_usable()?;
+        let ep = endpoint::parse(uri, Role::Bind)?;
+        let (listener, resolved, unlink) = match ep {
+            Endpoint::Inproc { name } => {
+                inproc::bind(self, &name, uri)?;
+                lock(&self.endpoints).push(EndpointEntry::InprocBind {
+                    uri: uri.to_owned(),
+                    name,
+                });
+                *lock(&self.last_endpoint) = uri.to_owned();
+                return Ok(());
+            }
+            Endpoint::Tcp { host, port } => {
+                let addr = endpoint::resolve_bind(&host, port)?;
+                let l = mio::net::TcpListener::bind(addr).map_err(|e| Error::from_bind(e, uri))?;
+                let local = l.local_addr()?;
+                (Listener::Tcp(l), endpoint::tcp_uri(local), None)
+            }
+            Endpoint::Ipc { path } => {
+                let path = if path == "*" {
+                    self.ctx.fresh_ipc_path()
+                } else {
+                    PathBuf::from(path)
+                };
+                match std::fs::remove_file(&path) {
+                    Ok(()) => log::debug!("zebra-engine: removed stale {}", path.display()),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => log::debug!("zebra-engine: removing {}: {e}", path.display()),
+                }
+                let l =
+                    mio::net::UnixListener::bind(&path).map_err(|e| Error::from_bind(e, uri))?;
+                let resolved = format!("ipc://{}", path.display());
+                (Listener::Unix(l), resolved, Some(path))
+            }
+        };
+        let reactor = self.ctx.reactors()?.pick();
+        let id = self.ctx.next_id();
+        self.monitor_event(event::LISTENING, listener.fd(), &resolved);
+        reactor.send(Command::Listen(ListenerEntry {
+            id,
+            listener,
+            socket: Arc::downgrade(self),
+            uri: resolved.clone(),
+            unlink,
+        }));
+        lock(&self.endpoints).push(EndpointEntry::Listener {
+            keys: vec![uri.to_owned(), resolved.clone()],
+            id,
+            reactor,
+        });
+        *lock(&self.last_endpoint) = resolved;
+        Ok(())
+    }
+
+    pub fn connect(self: &Arc<Self>, uri: &str) -> Result<()> {
+        self.check_usable()?;
+        let ep = endpoint::parse(uri, Role::Connect)?;
+        let options = self.pipe_options();
+        let pipe = match ep {
+            Endpoint::Inproc { name } => {
+                let origin = Origin::Inproc {
+                    uri: uri.to_owned(),
+                };
+                let pipe = Pipe::new(self, origin, options, None);
+                if self.adopt_connecter(&pipe) {
+                    inproc::connect(self, &name, pipe.clone());
+                }
+                pipe
+            }
+            endpoint => {
+                let reactor = self.ctx.reactors()?.pick();
+                let origin = Origin::Connect {
+                    uri: uri.to_owned(),
+                    endpoint,
+                };
+                let pipe = Pipe::new(self, origin, options, Some(reactor.clone()));
+                if self.adopt_connecter(&pipe) {
+                    reactor.send(Command::Connect(pipe.clone()));
+                }
+                pipe
+            }
+        };
+        lock(&self.endpoints).push(EndpointEntry::Connect {
+            uri: uri.to_owned(),
+            pipe,
+        });
+        *lock(&self.last_endpoint) = uri.to_owned();
+        Ok(())
+    }
+
+    /// Registers a new connecting pipe; DEALER and PAIR take it as a send
+    /// target at once (messages queue until the peer is there), a ROUTER
+    /// after the handshake tells it the peer's routing id.
+    fn adopt_connecter(&self, pipe: &Arc<Pipe>) -> bool {
+        let mut routing = lock(&self.routing);
+        if self.is_router() {
+            routing.register(pipe);
+            return true;
+        }
+        match routing.attach(pipe, &Bytes::new(), false) {
+            Ok(()) => true,
+            Err(refused) => {
+                log::info!(
+                    "zebra-engine: connect ignored: {} (as libzmq)",
+                    refused.reason()
+                );
+                false
+            }
+        }
+    }
+
+    pub fn unbind(&self, uri: &str) -> Result<()> {
+        self.check_usable()?;
+        let mut removed = Vec::new();
+        {
+            let mut eps = lock(&self.endpoints);
+            let mut i = 0;
+            while i < eps.len() {
+                let hit = match &eps[i] {
+                    EndpointEntry::Listener { keys, .. } => keys.iter().any(|k| k == uri),
+                    EndpointEntry::InprocBind { uri: u, .. } => u == uri,
+                    EndpointEntry::Connect { .. } => false,
+                };
+                if hit {
+                    removed.push(eps.remove(i));
+                } else {
+                    i += 1;
+                }
+            }
+        }
+        if removed.is_empty() {
+            return Err(Error::NotFound(uri.to_owned()));
+        }
+        let linger = lock(&self.options).linger;
+        for entry in removed {
+            match entry {
+                EndpointEntry::Listener { id, reactor, .. } => {
+                    let (tx, rx) = mpsc::channel();
+                    reactor.send(Command::StopListener(id, Some(tx)));
+                    if rx.recv_timeout(UNBIND_WAIT).is_err() {
+                        log::debug!("zebra-engine: unbind {uri}: listener close not confirmed");
+                    }
+                    let accepted: Vec<Arc<Pipe>> = {
+                        let mut routing = lock(&self.routing);
+                        let pipes: Vec<Arc<Pipe>> = routing
+                            .pipes
+                            .values()
+                            .filter(|p| matches!(p.origin, Origin::Accept { listener, .. } if listener == id))
+                            .cloned()
+                            .collect();
+                        for p in &pipes {
+                            routing.remove(p);
+                        }
+                        pipes
+                    };
+                    for p in accepted {
+                        p.close(linger);
+                    }
+                }
+                EndpointEntry::InprocBind { name, .. } => inproc::unbind(self, &name),
+                EndpointEntry::Connect { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    pub fn disconnect(&self, uri: &str) -> Result<()> {
+        self.check_usable()?;
+        let pipes: Vec<Arc<Pipe>> = {
+            let mut eps = lock(&self.endpoints);
+            let mut pipes = Vec::new();
+            eps.retain(|e| match e {
+                EndpointEntry::Connect { uri: u, pipe } if u == uri => {
+                    pipes.push(pipe.clone());
+                    false
+                }
+                _ => true,
+            });
+            pipes
+        };
+        if pipes.is_empty() {
+            return Err(Error::NotFound(uri.to_owned()));
+        }
+        let linger = lock(&self.options).linger;
+        {
+            let mut routing = lock(&self.routing);
+            for p in &pipes {
+                routing.remove(p);
+            }
+        }
+        for p in pipes {
+            p.close(linger);
+        }
+        Ok(())
+    }
+
+    // ----- pipes, called by the I/O threads and inproc -----
+
+    /// A pipe for a connection accepted by listener `listener`; `None` if
+    /// the socket is closed.
+    pub fn new_accepted_pipe(
+        self: &Arc<Self>,
+        listener: u64,
+        uri: &str,
+        reactor: Arc<ReactorHandle>,
+    ) -> Option<Arc<Pipe>> {
+        let origin = Origin::Accept {
+            listener,
+            uri: uri.to_owned(),
+        };
+        let pipe = Pipe::new(self, origin, self.pipe_options(), Some(reactor));
+        let mut routing = lock(&self.routing);
+        if self.is_closed() {
+            return None;
+        }
+        routing.register(&pipe);
+        Some(pipe)
+    }
+
+    /// A pipe for the binding side of an inproc link.
+    pub fn new_inproc_peer(self: &Arc<Self>, uri: &str) -> Option<Arc<Pipe>> {
+        let origin = Origin::Inproc {
+            uri: uri.to_owned(),
+        };
+        let pipe = Pipe::new(self, origin, self.pipe_options(), None);
+        let mut routing = lock(&self.routing);
+        if self.is_closed() {
+            return None;
+        }
+        routing.register(&pipe);
+        Some(pipe)
+    }
+
+    /// Makes a registered pipe a send target once its peer is known.
+    pub fn attach(&self, pipe: &Arc<Pipe>, peer_id: &Bytes) -> std::result::Result<(), Refused> {
+        let handover = lock(&self.options).router_handover;
+        let mut routing = lock(&self.routing);
+        if !routing.pipes.contains_key(&pipe.id) {
+            return Ok(());
+        }
+        let r = routing.attach(pipe, peer_id, handover);
+        drop(routing);
+        if r.is_ok() {
+            self.signal.notify();
+        }
+        r
+    }
+
+    /// The handshake of one of our pipes completed.
+    pub fn on_handshake(
+        &self,
+        pipe: &Arc<Pipe>,
+        peer: &PeerInfo,
+    ) -> std::result::Result<(), Refused> {
+        let r = self.attach(pipe, &peer.identity);
+        if r == Err(Refused::DuplicateId) {
+            let first = !self.warned_duplicate.swap(true, Ordering::Relaxed);
+            let id = String::from_utf8_lossy(&peer.identity);
+            if first {
+                log::warn!(
+                    "zebra-engine: ROUTER refuses a second peer with routing id {id:?} on {}",
+                    pipe.origin.uri()
+                );
+            } else {
+                log::debug!("zebra-engine: ROUTER refuses duplicate routing id {id:?}");
+            }
+        }
+        r
+    }
+
+    /// Queues messages received on `pipe`.
+    pub fn deliver(&self, pipe: &Arc<Pipe>, messages: Vec<Msg>) {
+        if self.is_closed() {
+            return;
+        }
+        let prefix = if self.is_router() {
+            match pipe.identity.get() {
+                Some(id) => Some(id),
+                None => return,
+            }
+        } else {
+            None
+        };
+        pipe.in_flight.fetch_add(messages.len(), Ordering::SeqCst);
+        self.inbound.push_batch(prefix, messages, pipe);
+        self.signal.notify();
+    }
+
+    /// Forgets a pipe that ended.
+    pub fn forget_pipe(&self, pipe: &Pipe) {
+        lock(&self.routing).remove(pipe);
+        self.signal.notify();
+    }
+
+    // ----- messages -----
+
+    pub fn send(&self, data: Bytes, more: bool, dontwait: bool) -> Result<()> {
+        self.check_usable()?;
+        let mut st = lock(&self.send);
+        if !st.active {
+            if self.is_router() {
+                if !more {
+                    return Ok(());
+                }
+                st.target = self.route_by_id(&data, dontwait)?;
+                st.active = true;
+                return Ok(());
+            }
+            st.target = Some(self.choose_pipe(dontwait)?);
+            st.active = true;
+        }
+        st.parts.push(data);
+        if !more {
+            let parts = std::mem::take(&mut st.parts);
+            st.active = false;
+            if let Some(pipe) = st.target.take() {
+                pipe.push(parts);
+            }
+        }
+        Ok(())
+    }
+
+    fn wait_for_room(
+        &self,
+        seen: u64,
+        dontwait: bool,
+        until: &mut Option<Option<Instant>>,
+    ) -> Result<()> {
+        if dontwait {
+            return Err(Error::Again);
+        }
+        let deadline = *until.get_or_insert_with(|| deadline(lock(&self.options).sndtimeo));
+        if deadline.is_some_and(|d| d <= Instant::now()) {
+            return Err(Error::Again);
+        }
+        self.check_usable()?;
+        if !self.signal.wait(seen, deadline) {
+            return Err(Error::Again);
+        }
+        self.check_usable()
+    }
+
+    fn choose_pipe(&self, dontwait: bool) -> Result<Arc<Pipe>> {
+        let mut until = None;
+        loop {
+            let seen = self.signal.seq();
+            if let Some(p) = lock(&self.routing).choose() {
+                return Ok(p);
+            }
+            self.wait_for_room(seen, dontwait, &mut until)?;
+        }
+    }
+
+    fn route_by_id(&self, id: &[u8], dontwait: bool) -> Result<Option<Arc<Pipe>>> {
+        let mandatory = lock(&self.options).router_mandatory;
+        let mut until = None;
+        loop {
+            let seen = self.signal.seq();
+            match lock(&self.routing).route(id) {
+                None if mandatory => return Err(Error::HostUnreachable),
+                None => return Ok(None),
+                Some(p) if p.can_write() => return Ok(Some(p)),
+                Some(_) if !mandatory => return Ok(None),
+                Some(_) => {}
+            }
+            self.wait_for_room(seen, dontwait, &mut until)?;
+        }
+    }
+
+    /// Sends a whole message without blocking, dropping it if it does not
+    /// fit (monitor events).
+    pub fn send_nowait(&self, parts: Msg) {
+        if self.is_closed() {
+            return;
+        }
+        if let Some(p) = lock(&self.routing).choose() {
+            p.push(parts);
+        }
+    }
+
+    #[inline]
+    pub fn recv(&self, dontwait: bool) -> Result<Part> {
+        if let Some(p) = self.inbound.try_pop()? {
+            return Ok(self.took(p));
+        }
+        if dontwait {
+            return Err(Error::Again);
+        }
+        self.recv_blocking()
+    }
+
+    fn recv_blocking(&self) -> Result<Part> {
+        let timeout = lock(&self.options).rcvtimeo;
+        if timeout == 0 {
+            return Err(Error::Again);
+        }
+        let until = deadline(timeout);
+        loop {
+            let seen = self.signal.seq();
+            if let Some(p) = self.inbound.try_pop()? {
+                return Ok(self.took(p));
+            }
+            self.check_usable()?;
+            if !self.signal.wait(seen, until) {
+                return Err(Error::Again);
+            }
+        }
+    }
+
+    fn took(&self, p: Popped) -> Part {
+        self.rcvmore.store(p.more, Ordering::Relaxed);
+        if let Some(source) = p.source {
+            source.consumed();
+        }
+        Part {
+            data: p.data,
+            more: p.more,
+        }
+    }
+
+    pub fn events(&self) -> i32 {
+        if self.is_closed() || self.inbound.is_terminated() {
+            return 0;
+        }
+        let mut events = 0;
+        if self.inbound.readable() {
+            events |= ZMQ_POLLIN;
+        }
+        let mandatory = lock(&self.options).router_mandatory;
+        if lock(&self.send).active || lock(&self.routing).writable(mandatory) {
+            events |= ZMQ_POLLOUT;
+        }
+        events
+    }
+
+    // ----- monitor -----
+
+    pub fn monitor(self: &Arc<Self>, uri: Option<&str>, events: i32) -> Result<()> {
+        self.check_usable()?;
+        self.stop_monitor();
+        let Some(uri) = uri else {
+            return Ok(());
+        };
+        match endpoint::parse(uri, Role::Bind)? {
+            Endpoint::Inproc { .. } => {}
+            _ => {
+                return Err(Error::ProtocolNotSupported(format!(
+                    "monitor endpoint {uri:?} must be inproc://"
+                )))
+            }
+        }
+        let monitor = Monitor::start(&self.ctx, uri, events)?;
+        *lock(&self.monitor) = Some(monitor);
+        self.monitor_mask.store(events, Ordering::Release);
+        Ok(())
+    }
+
+    fn stop_monitor(&self) {
+        self.monitor_mask.store(0, Ordering::Release);
+        if let Some(m) = lock(&self.monitor).take() {
+            m.stop();
+        }
+    }
+
+    /// Publishes a monitor event if it is being watched.
+    pub fn monitor_event(&self, event: u16, value: i32, uri: &str) {
+        if self.monitor_mask.load(Ordering::Relaxed) & i32::from(event) == 0 {
+            return;
+        }
+        if let Some(m) = lock(&self.monitor).as_ref() {
+            m.emit(event, value as u32, uri);
+        }
+    }
+
+    // ----- close -----
+
+    pub fn close(&self) {
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.stop_monitor();
+        for source in self.inbound.close() {
+            source.consumed();
+        }
+        let endpoints = std::mem::take(&mut *lock(&self.endpoints));
+        for entry in endpoints {
+            match entry {
+                EndpointEntry::Listener { id, reactor, .. } => {
+                    reactor.send(Command::StopListener(id, None));
+                }
+                EndpointEntry::InprocBind { name, .. } => inproc::unbind(self, &name),
+                EndpointEntry::Connect { .. } => {}
+            }
+        }
+        let linger = lock(&self.options).linger;
+        let pipes = lock(&self.routing).take_all();
+        for p in pipes {
+            p.close(linger);
+        }
+        *lock(&self.send) = SendState::default();
+        self.signal.notify();
+        self.ctx.socket_closed(self.id);
+    }
+
+    /// Called by the context on `zmq_ctx_shutdown`.
+    pub fn terminate(&self) {
+        self.inbound.set_terminated();
+        self.signal.notify();
+    }
+}

@@ -1,0 +1,644 @@
+//! Our sockets talking to our sockets over tcp, ipc and inproc.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::time::{Duration, Instant};
+
+use common::*;
+use zebra_engine::consts::{opt, ZMQ_DEALER, ZMQ_PAIR, ZMQ_POLLIN, ZMQ_POLLOUT, ZMQ_ROUTER};
+use zebra_engine::{Bytes, Context, Error};
+
+/// A DEALER with an identity talks to a ROUTER: routing-id prefix on
+/// receive, routing by it on send, multipart whole.
+fn router_dealer(ctx: &Context, bind: &str) {
+    let router = socket(ctx, ZMQ_ROUTER);
+    set_int(&router, opt::ROUTER_MANDATORY, 1);
+    router.bind(bind).unwrap();
+    let endpoint = last_endpoint(&router);
+    let dealer = socket(ctx, ZMQ_DEALER);
+    dealer.set_option(opt::ROUTING_ID, b"ps9").unwrap();
+    dealer.connect(&endpoint).unwrap();
+
+    send_msg(&dealer, &[b"meta", b"", b"data"]);
+    let got = recv_msg(&router);
+    assert_eq!(strs(&got), [&b"ps9"[..], b"meta", b"", b"data"]);
+
+    send_msg(&router, &[b"ps9", b"ps1", b"reply"]);
+    assert_eq!(strs(&recv_msg(&dealer)), [&b"ps1"[..], b"reply"]);
+
+    for i in 0..100u32 {
+        send_msg(&dealer, &[&i.to_le_bytes(), b"x"]);
+    }
+    for i in 0..100u32 {
+        assert_eq!(
+            strs(&recv_msg(&router)),
+            [&b"ps9"[..], &i.to_le_bytes(), b"x"]
+        );
+    }
+    dealer.close();
+    router.close();
+}
+
+#[test]
+fn router_dealer_over_tcp_ipc_inproc() {
+    init_log();
+    let ctx = Context::new();
+    router_dealer(&ctx, "tcp://127.0.0.1:*");
+    router_dealer(&ctx, &ipc_path("rd"));
+    router_dealer(&ctx, "inproc://rd");
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn pair_over_tcp_and_inproc() {
+    init_log();
+    let ctx = Context::new();
+    for bind in ["tcp://127.0.0.1:*", "inproc://pair"] {
+        let a = socket(&ctx, ZMQ_PAIR);
+        a.bind(bind).unwrap();
+        let b = socket(&ctx, ZMQ_PAIR);
+        b.connect(&last_endpoint(&a)).unwrap();
+        send_msg(&b, &[b"ping", b"1"]);
+        assert_eq!(strs(&recv_msg(&a)), [&b"ping"[..], b"1"]);
+        send_msg(&a, &[b"pong"]);
+        assert_eq!(strs(&recv_msg(&b)), [&b"pong"[..]]);
+        a.close();
+        b.close();
+    }
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn second_pair_peer_is_refused() {
+    init_log();
+    let ctx = Context::new();
+    let a = socket(&ctx, ZMQ_PAIR);
+    a.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&a);
+    let b = socket(&ctx, ZMQ_PAIR);
+    b.connect(&ep).unwrap();
+    send_msg(&b, &[b"first"]);
+    assert_eq!(strs(&recv_msg(&a)), [&b"first"[..]]);
+    let c = socket(&ctx, ZMQ_PAIR);
+    set_int(&c, opt::LINGER, 0);
+    c.connect(&ep).unwrap();
+    send_msg(&c, &[b"intruder"]);
+    send_msg(&b, &[b"second"]);
+    assert_eq!(strs(&recv_msg(&a)), [&b"second"[..]]);
+    std::thread::sleep(Duration::from_millis(100));
+    assert!(matches!(a.recv(true), Err(Error::Again)));
+    for s in [a, b, c] {
+        s.close();
+    }
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn router_mandatory_and_silent_drop() {
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    router.bind("inproc://mandatory").unwrap();
+    router
+        .send(Bytes::from_static(b"nobody"), true, false)
+        .unwrap();
+    router.send(Bytes::from_static(b"x"), false, false).unwrap();
+    set_int(&router, opt::ROUTER_MANDATORY, 1);
+    assert_eq!(get_int(&router, opt::ROUTER_MANDATORY), 1);
+    let e = router
+        .send(Bytes::from_static(b"nobody"), true, false)
+        .unwrap_err();
+    assert!(matches!(e, Error::HostUnreachable));
+    assert_eq!(e.errno(), libc::EHOSTUNREACH);
+    let dealer = ctx.socket(ZMQ_DEALER).unwrap();
+    assert!(dealer
+        .set_option(opt::ROUTER_MANDATORY, &1i32.to_ne_bytes())
+        .is_err());
+    router.close();
+    dealer.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn generated_routing_ids_are_five_bytes_and_route_back() {
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    dealer.connect(&last_endpoint(&router)).unwrap();
+    send_msg(&dealer, &[b"hi"]);
+    let got = recv_msg(&router);
+    assert_eq!(got[0].len(), 5);
+    assert_eq!(got[0][0], 0);
+    send_parts(&router, vec![got[0].clone(), Bytes::from_static(b"back")]).unwrap();
+    assert_eq!(strs(&recv_msg(&dealer)), [&b"back"[..]]);
+    router.close();
+    dealer.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn sndhwm_blocks_or_says_again() {
+    init_log();
+    let ctx = Context::new();
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    set_int(&dealer, opt::SNDHWM, 5);
+    set_int(&dealer, opt::LINGER, 0);
+    dealer
+        .connect(&format!("tcp://127.0.0.1:{}", free_port()))
+        .unwrap();
+    for _ in 0..5 {
+        dealer.send(Bytes::from_static(b"m"), false, true).unwrap();
+    }
+    assert_eq!(dealer.events() & ZMQ_POLLOUT, 0);
+    let e = dealer
+        .send(Bytes::from_static(b"m"), false, true)
+        .unwrap_err();
+    assert!(matches!(e, Error::Again));
+    assert_eq!(e.errno(), libc::EAGAIN);
+    set_int(&dealer, opt::SNDTIMEO, 100);
+    let t = Instant::now();
+    assert!(matches!(
+        dealer.send(Bytes::from_static(b"m"), false, false),
+        Err(Error::Again)
+    ));
+    assert!(t.elapsed() >= Duration::from_millis(90));
+
+    let lone = socket(&ctx, ZMQ_DEALER);
+    assert!(matches!(
+        lone.send(Bytes::from_static(b"m"), false, true),
+        Err(Error::Again)
+    ));
+    dealer.close();
+    lone.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn connect_before_bind_over_tcp_and_inproc() {
+    init_log();
+    let ctx = Context::new();
+    let port = free_port();
+    let tcp = format!("tcp://127.0.0.1:{port}");
+    for ep in [tcp.as_str(), "inproc://later"] {
+        let dealer = socket(&ctx, ZMQ_DEALER);
+        set_int(&dealer, opt::RECONNECT_IVL, 20);
+        dealer.set_option(opt::ROUTING_ID, b"early").unwrap();
+        dealer.connect(ep).unwrap();
+        send_msg(&dealer, &[b"sent before bind"]);
+        std::thread::sleep(Duration::from_millis(60));
+        let router = socket(&ctx, ZMQ_ROUTER);
+        router.bind(ep).unwrap();
+        assert_eq!(
+            strs(&recv_msg(&router)),
+            [&b"early"[..], b"sent before bind"]
+        );
+        send_msg(&router, &[b"early", b"welcome"]);
+        assert_eq!(strs(&recv_msg(&dealer)), [&b"welcome"[..]]);
+        dealer.close();
+        router.close();
+    }
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn peer_restart_reconnects_and_delivers_queued_messages() {
+    init_log();
+    let ctx = Context::new();
+    let port = free_port();
+    let ep = format!("tcp://127.0.0.1:{port}");
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    set_int(&dealer, opt::RECONNECT_IVL, 20);
+    dealer.set_option(opt::ROUTING_ID, b"w").unwrap();
+    dealer.connect(&ep).unwrap();
+    for round in 0..3u8 {
+        let server_ctx = Context::new();
+        let router = socket(&server_ctx, ZMQ_ROUTER);
+        set_int(&router, opt::LINGER, 0);
+        router.bind(&ep).unwrap();
+        send_msg(&dealer, &[&[round]]);
+        assert_eq!(strs(&recv_msg(&router)), [&b"w"[..], &[round]]);
+        send_msg(&router, &[b"w", b"ack"]);
+        assert_eq!(strs(&recv_msg(&dealer)), [&b"ack"[..]]);
+        router.close();
+        server_ctx.terminate().unwrap();
+    }
+    dealer.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn sixty_four_dealers_on_one_router() {
+    init_log();
+    let ctx = Context::new();
+    ctx.set(zebra_engine::consts::ZMQ_IO_THREADS, 2).unwrap();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    set_int(&router, opt::ROUTER_MANDATORY, 1);
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&router);
+    let dealers: Vec<_> = (0..64)
+        .map(|i| {
+            let d = socket(&ctx, ZMQ_DEALER);
+            d.set_option(opt::ROUTING_ID, format!("ps{i}").as_bytes())
+                .unwrap();
+            d.connect(&ep).unwrap();
+            d
+        })
+        .collect();
+    for (i, d) in dealers.iter().enumerate() {
+        send_msg(d, &[format!("hello {i}").as_bytes(), b"tail"]);
+    }
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..64 {
+        let m = recv_msg(&router);
+        let id = String::from_utf8(m[0].to_vec()).unwrap();
+        assert_eq!(m[1], format!("hello {}", &id[2..]).as_bytes());
+        assert!(seen.insert(id));
+    }
+    for i in 0..64 {
+        send_msg(
+            &router,
+            &[format!("ps{i}").as_bytes(), format!("to {i}").as_bytes()],
+        );
+    }
+    for (i, d) in dealers.iter().enumerate() {
+        assert_eq!(recv_msg(d)[0], format!("to {i}").as_bytes());
+    }
+    for d in dealers {
+        d.close();
+    }
+    router.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn sixty_four_mib_message() {
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    dealer.set_option(opt::ROUTING_ID, b"big").unwrap();
+    dealer.connect(&last_endpoint(&router)).unwrap();
+    let big: Bytes = (0..64u32 << 20)
+        .map(|i| (i % 251) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+    send_parts(&dealer, vec![Bytes::from_static(b"meta"), big.clone()]).unwrap();
+    let got = recv_msg(&router);
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[2].len(), big.len());
+    assert!(got[2] == big);
+    send_parts(&router, vec![Bytes::from_static(b"big"), got[2].clone()]).unwrap();
+    assert!(recv_msg(&dealer)[0] == big);
+    dealer.close();
+    router.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn last_endpoint_reports_the_ephemeral_port() {
+    init_log();
+    let ctx = Context::new();
+    let s = socket(&ctx, ZMQ_ROUTER);
+    assert_eq!(s.get_option(opt::LAST_ENDPOINT).unwrap(), b"\0");
+    s.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&s);
+    let port: u16 = ep
+        .strip_prefix("tcp://127.0.0.1:")
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert_ne!(port, 0);
+    std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    let other = socket(&ctx, ZMQ_ROUTER);
+    let e = other.bind(&ep).unwrap_err();
+    assert_eq!(e.errno(), libc::EADDRINUSE);
+    s.unbind(&ep).unwrap();
+    other.bind(&ep).unwrap();
+    assert_eq!(s.unbind(&ep).unwrap_err().errno(), libc::ENOENT);
+    assert_eq!(
+        s.disconnect("tcp://127.0.0.1:1").unwrap_err().errno(),
+        libc::ENOENT
+    );
+    s.close();
+    other.close();
+    ctx.terminate().unwrap();
+}
+
+fn monitor_events(pair: &zebra_engine::Socket) -> Vec<(u16, String)> {
+    let mut out = Vec::new();
+    while let Ok(p) = pair.recv(true) {
+        assert!(p.more);
+        assert_eq!(p.data.len(), 6);
+        let event = u16::from_ne_bytes([p.data[0], p.data[1]]);
+        let addr = pair.recv(true).unwrap();
+        out.push((event, String::from_utf8(addr.data.to_vec()).unwrap()));
+    }
+    out
+}
+
+#[test]
+fn monitor_reports_libzmq_events() {
+    use zebra_engine::consts::event as ev;
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    let watcher = socket(&ctx, ZMQ_PAIR);
+    watcher.connect("inproc://router-events").unwrap();
+    router
+        .monitor(Some("inproc://router-events"), ev::ALL)
+        .unwrap();
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&router);
+
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    dealer
+        .monitor(Some("inproc://dealer-events"), ev::ALL)
+        .unwrap();
+    let dwatch = socket(&ctx, ZMQ_PAIR);
+    dwatch.connect("inproc://dealer-events").unwrap();
+    dealer.connect(&ep).unwrap();
+    send_msg(&dealer, &[b"x"]);
+    recv_msg(&router);
+    dealer.close();
+
+    let mut got = Vec::new();
+    assert!(eventually(3000, || {
+        got.extend(monitor_events(&watcher));
+        got.iter().any(|e| e.0 == ev::DISCONNECTED)
+    }));
+    let kinds: Vec<u16> = got.iter().map(|e| e.0).collect();
+    assert_eq!(
+        kinds,
+        [
+            ev::LISTENING,
+            ev::ACCEPTED,
+            ev::HANDSHAKE_SUCCEEDED,
+            ev::DISCONNECTED
+        ]
+    );
+    assert!(got.iter().all(|e| e.1 == ep));
+
+    let dkinds: Vec<u16> = monitor_events(&dwatch).iter().map(|e| e.0).collect();
+    assert_eq!(
+        &dkinds[..4],
+        [
+            ev::CONNECT_DELAYED,
+            ev::CONNECTED,
+            ev::HANDSHAKE_SUCCEEDED,
+            ev::MONITOR_STOPPED
+        ]
+    );
+
+    router.monitor(None, 0).unwrap();
+    assert_eq!(
+        monitor_events(&watcher)
+            .iter()
+            .map(|e| e.0)
+            .collect::<Vec<_>>(),
+        [ev::MONITOR_STOPPED]
+    );
+    let e = router
+        .monitor(Some("tcp://127.0.0.1:1"), ev::ALL)
+        .unwrap_err();
+    assert_eq!(e.errno(), libc::EPROTONOSUPPORT);
+    for s in [router, watcher, dwatch] {
+        s.close();
+    }
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn terminate_wakes_blocked_calls_and_waits_for_close() {
+    init_log();
+    let ctx = Context::new();
+    let s = ctx.socket(ZMQ_DEALER).unwrap();
+    s.bind("inproc://blocked").unwrap();
+    let t = {
+        let s = s.clone();
+        std::thread::spawn(move || {
+            let e = s.recv(false).unwrap_err();
+            assert_eq!(e.errno(), zebra_engine::consts::ETERM);
+            assert!(matches!(
+                s.send(Bytes::new(), false, false),
+                Err(Error::Terminated)
+            ));
+            std::thread::sleep(Duration::from_millis(50));
+            s.close();
+        })
+    };
+    drop(s);
+    std::thread::sleep(Duration::from_millis(50));
+    let started = Instant::now();
+    ctx.terminate().unwrap();
+    assert!(started.elapsed() >= Duration::from_millis(40));
+    t.join().unwrap();
+    assert!(matches!(ctx.socket(ZMQ_PAIR), Err(Error::Terminated)));
+}
+
+#[test]
+fn linger_bounds_terminate_when_the_peer_is_gone() {
+    init_log();
+    for (linger, min, max) in [(0, 0, 500), (300, 250, 2000)] {
+        let ctx = Context::new();
+        let dealer = ctx.socket(ZMQ_DEALER).unwrap();
+        set_int(&dealer, opt::LINGER, linger);
+        dealer
+            .connect(&format!("tcp://127.0.0.1:{}", free_port()))
+            .unwrap();
+        send_msg(&dealer, &[b"never delivered"]);
+        dealer.close();
+        let t = Instant::now();
+        ctx.terminate().unwrap();
+        let ms = t.elapsed().as_millis();
+        assert!((min..max).contains(&ms), "linger {linger}: {ms} ms");
+    }
+}
+
+#[test]
+fn linger_flushes_pending_output_after_close() {
+    init_log();
+    let ctx = Context::new();
+    let port = free_port();
+    let ep = format!("tcp://127.0.0.1:{port}");
+    let dealer = ctx.socket(ZMQ_DEALER).unwrap();
+    set_int(&dealer, opt::RECONNECT_IVL, 20);
+    dealer.connect(&ep).unwrap();
+    for i in 0..10u8 {
+        send_msg(&dealer, &[&[i]]);
+    }
+    dealer.close();
+    let server = Context::new();
+    let router = socket(&server, ZMQ_ROUTER);
+    router.bind(&ep).unwrap();
+    for i in 0..10u8 {
+        assert_eq!(recv_msg(&router)[1], [i][..]);
+    }
+    ctx.terminate().unwrap();
+    router.close();
+    server.terminate().unwrap();
+}
+
+#[test]
+fn garbage_from_a_raw_stream_closes_only_that_connection() {
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&router);
+    let good = socket(&ctx, ZMQ_DEALER);
+    good.set_option(opt::ROUTING_ID, b"good").unwrap();
+    good.connect(&ep).unwrap();
+    send_msg(&good, &[b"before"]);
+    assert_eq!(strs(&recv_msg(&router)), [&b"good"[..], b"before"]);
+
+    let addr = ep.strip_prefix("tcp://").unwrap();
+    let mut raw = std::net::TcpStream::connect(addr).unwrap();
+    raw.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    raw.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+    let mut sink = Vec::new();
+    let _ = raw.read_to_end(&mut sink);
+    assert!(sink.len() <= 64, "only (part of) our greeting came back");
+
+    let mut half = std::net::TcpStream::connect(addr).unwrap();
+    half.write_all(&[0xFF, 0, 0, 0, 0, 0, 0, 0, 1, 0x7F, 3, 0])
+        .unwrap();
+    half.write_all(&[0xEE; 60]).unwrap();
+    half.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let _ = half.read_to_end(&mut sink);
+
+    send_msg(&good, &[b"after"]);
+    assert_eq!(strs(&recv_msg(&router)), [&b"good"[..], b"after"]);
+    good.close();
+    router.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn rcvhwm_pushes_back_and_loses_nothing() {
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    set_int(&router, opt::RCVHWM, 4);
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    set_int(&dealer, opt::SNDHWM, 4);
+    dealer.connect(&last_endpoint(&router)).unwrap();
+    let body = Bytes::from(vec![7u8; 256 * 1024]);
+    let mut sent = 0u32;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        match dealer.send(body.clone(), false, true) {
+            Ok(()) => sent += 1,
+            Err(Error::Again) if sent > 0 => break,
+            Err(Error::Again) => std::thread::sleep(Duration::from_millis(1)),
+            Err(e) => panic!("{e}"),
+        }
+        assert!(Instant::now() < deadline, "sender never blocked");
+    }
+    assert!(sent < 2000, "backpressure took {sent} messages");
+    for _ in 0..sent {
+        assert_eq!(recv_msg(&router)[1].len(), body.len());
+    }
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(matches!(router.recv(true), Err(Error::Again)));
+    dealer.close();
+    router.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn ipc_bind_replaces_a_stale_socket_file() {
+    init_log();
+    let ep = ipc_path("stale");
+    let path = ep.strip_prefix("ipc://").unwrap().to_owned();
+    std::fs::write(&path, b"stale").unwrap();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    router.bind(&ep).unwrap();
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    dealer.connect(&ep).unwrap();
+    send_msg(&dealer, &[b"over ipc"]);
+    assert_eq!(recv_msg(&router)[1], b"over ipc"[..]);
+    dealer.close();
+    router.close();
+    ctx.terminate().unwrap();
+    assert!(
+        !std::path::Path::new(&path).exists(),
+        "socket file removed on close"
+    );
+}
+
+#[test]
+fn context_options_limits_and_errors() {
+    init_log();
+    let ctx = Context::new();
+    assert_eq!(ctx.get(zebra_engine::consts::ZMQ_IO_THREADS).unwrap(), 1);
+    assert_eq!(
+        ctx.get(zebra_engine::consts::ZMQ_MAX_SOCKETS).unwrap(),
+        1023
+    );
+    ctx.set(zebra_engine::consts::ZMQ_MAX_SOCKETS, 2).unwrap();
+    assert!(ctx.set(zebra_engine::consts::ZMQ_MAX_SOCKETS, 0).is_err());
+    assert_eq!(ctx.set(99, 1).unwrap_err().errno(), libc::EINVAL);
+    let a = ctx.socket(ZMQ_PAIR).unwrap();
+    let b = ctx.socket(ZMQ_PAIR).unwrap();
+    assert_eq!(ctx.socket(ZMQ_PAIR).unwrap_err().errno(), libc::EMFILE);
+    b.close();
+    let c = ctx.socket(ZMQ_PAIR).unwrap();
+    let e = ctx.socket(1).unwrap_err();
+    assert_eq!(e.errno(), libc::ENOTSUP);
+    assert!(e.to_string().contains("PUB"));
+    assert_eq!(ctx.socket(42).unwrap_err().errno(), libc::EINVAL);
+    assert_eq!(get_int(&a, opt::TYPE), ZMQ_PAIR);
+    assert_eq!(
+        a.set_option(4242, &[0; 4]).unwrap_err().errno(),
+        libc::EINVAL
+    );
+    assert_eq!(
+        a.bind("foo://x").unwrap_err().errno(),
+        libc::EPROTONOSUPPORT
+    );
+    assert_eq!(a.connect("tcp://nope").unwrap_err().errno(), libc::EINVAL);
+    assert_eq!(
+        a.bind("tcp://no-such-host.invalid:5555")
+            .unwrap_err()
+            .errno(),
+        libc::ENODEV
+    );
+    a.close();
+    assert_eq!(
+        a.send(Bytes::new(), false, true).unwrap_err().errno(),
+        libc::ENOTSOCK
+    );
+    assert_eq!(a.recv(true).unwrap_err().errno(), libc::ENOTSOCK);
+    c.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn events_and_rcvmore() {
+    init_log();
+    let ctx = Context::new();
+    let a = socket(&ctx, ZMQ_PAIR);
+    a.bind("inproc://events").unwrap();
+    let b = socket(&ctx, ZMQ_PAIR);
+    assert_eq!(b.events(), 0);
+    b.connect("inproc://events").unwrap();
+    assert_eq!(b.events(), ZMQ_POLLOUT);
+    assert_eq!(a.events() & ZMQ_POLLIN, 0);
+    send_msg(&b, &[b"1", b"2"]);
+    assert_eq!(a.events() & ZMQ_POLLIN, ZMQ_POLLIN);
+    assert_eq!(get_int(&a, opt::EVENTS) & ZMQ_POLLIN, ZMQ_POLLIN);
+    a.recv(false).unwrap();
+    assert_eq!(get_int(&a, opt::RCVMORE), 1);
+    a.recv(false).unwrap();
+    assert_eq!(get_int(&a, opt::RCVMORE), 0);
+    assert!(matches!(a.recv(true), Err(Error::Again)));
+    a.close();
+    b.close();
+    ctx.terminate().unwrap();
+}
