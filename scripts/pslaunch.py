@@ -58,8 +58,6 @@ class Job:
             DMLC_NODE_HOST="127.0.0.1",
         )
         env.update(parse_env(self.args.env))
-        if self.args.preload:
-            env["LD_PRELOAD"] = self.args.preload
         return env
 
     def start(self):
@@ -70,6 +68,8 @@ class Job:
         for role, name in roles:
             log = os.path.join(self.args.logdir, f"{name}.log")
             penv = dict(env, DMLC_ROLE=role, PSLAUNCH_NAME=name)
+            if self.args.preload and (not self.args.preload_names or name in self.args.preload_names):
+                penv["LD_PRELOAD"] = self.args.preload
             with open(log, "wb") as out:
                 proc = subprocess.Popen(
                     self.args.command,
@@ -153,6 +153,9 @@ def main():
     p.add_argument("--timeout", type=float, default=120, help="seconds before the whole job is killed (default 120)")
     p.add_argument("--logdir", default=None, help="directory for scheduler.log, server-I.log, worker-I.log")
     p.add_argument("--preload", default="", help="library to LD_PRELOAD into every node (empty: none)")
+    p.add_argument("--preload-names", default=os.environ.get("PSLAUNCH_PRELOAD_NAMES", ""),
+                   help="comma-separated node names (scheduler, server-0, worker-1, ...) that get --preload; "
+                   "default: every node (env PSLAUNCH_PRELOAD_NAMES)")
     p.add_argument("--port", type=int, default=0, help="scheduler port (default: a free one)")
     p.add_argument("--env", action="append", default=[], metavar="K=V", help="extra environment for every node")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
@@ -166,6 +169,7 @@ def main():
         args.command = args.command[1:]
     if not args.command:
         p.error("missing the command to run (after --)")
+    args.preload_names = {n for n in args.preload_names.split(",") if n}
     if args.servers < 1 or args.workers < 1:
         p.error("--servers and --workers must be at least 1")
     if args.logdir is None:
