@@ -11,12 +11,14 @@
 #          relinked  (byteps-pslite only) binaries linked against dist/lib/libzmq.so.5, no
 #                    preload, ZEBRA_ENABLE=0
 #          on        shim preloaded, ZEBRA_ENABLE=1: Zebra's own engine
+#          mixed     the scheduler, server 0 and worker 0 on Zebra's engine, every other
+#                    node on the real libzmq: the two interoperate in one job
 #
 # Needs `scripts/setup.sh --clients` first. Logs: .build/logs/SUITE-MODE/.
 # Exit 0 when every test passed; the last line is a summary naming suite, mode and library.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -eq 2 ] || { usage >&2; exit 2; }
 suite=$1 mode=$2
 case $suite in byteps-pslite|mxnet) ;; -h|--help) usage; exit 0 ;; *) echo "suite.sh: unknown suite '$suite'" >&2; usage >&2; exit 2 ;; esac
@@ -29,9 +31,10 @@ for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
 export SUITE_LOGDIR=$logdir SUITE_PRELOAD=""
 case $mode in
   libzmq) ;;
-  off|on)
+  off|on|mixed)
     export SUITE_PRELOAD=$shim ZEBRA_STATS=$logdir/stats/%p
-    [ "$mode" = on ] && export ZEBRA_ENABLE=1 || export ZEBRA_ENABLE=0 ;;
+    [ "$mode" = off ] && export ZEBRA_ENABLE=0 || export ZEBRA_ENABLE=1
+    [ "$mode" = mixed ] && export PSLAUNCH_PRELOAD_NAMES=scheduler,server-0,worker-0 ;;
   relinked)
     [ "$suite" = byteps-pslite ] || { echo "suite.sh: mode relinked is for byteps-pslite only" >&2; exit 2; }
     export PSLITE_BIN_DIR=$root/.build/byteps-pslite-relinked/tests ZEBRA_STATS=$logdir/stats/%p ZEBRA_ENABLE=0 ;;
@@ -71,8 +74,14 @@ else
     targets=$(grep -h '^real_libzmq ' "${reports[@]}" | cut -d' ' -f2 | sort -u | paste -sd, -)
     found=$(grep -h '^found_by ' "${reports[@]}" | cut -d' ' -f2 | sort -u | paste -sd, -)
     calls=$(grep -h '^call ' "${reports[@]}" | awk '{n += $3} END {print n + 0}')
-    library="the shim $shim in ${#reports[@]} processes (mode: $modes; forwarding to $targets, found by $found; $calls zmq calls)"
-    expected_mode=$([ "$mode" = on ] && echo on || echo off)
+    if [ "$mode" = mixed ]; then
+      library="Zebra's engine in ${#reports[@]} processes ($PSLAUNCH_PRELOAD_NAMES of each job), the real libzmq in the others; $calls zmq calls through Zebra"
+    elif [ "$mode" = on ]; then
+      library="Zebra's engine in the shim $shim, in ${#reports[@]} processes (mode: $modes; $calls zmq calls; only utility calls such as zmq_strerror forwarded to $targets)"
+    else
+      library="the shim $shim in ${#reports[@]} processes (mode: $modes; forwarding to $targets, found by $found; $calls zmq calls)"
+    fi
+    expected_mode=$([ "$mode" = off ] || [ "$mode" = relinked ] && echo off || echo on)
     if grep -L "^mode $expected_mode\$" "${reports[@]}" | grep -q .; then
       echo "FAIL $suite $mode: some processes were not in mode $expected_mode"
       status=1

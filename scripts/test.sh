@@ -71,7 +71,8 @@ rust_tests
 run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
 
 if [ $quick = 0 ]; then
-  for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "mxnet libzmq" "mxnet off"; do
+  for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" \
+    "mxnet libzmq" "mxnet off" "mxnet on" "mxnet mixed"; do
     set -- $spec
     run_part "suite-$1-$2" "$root/scripts/suite.sh" "$1" "$2"
   done

@@ -1,5 +1,6 @@
 // The exported libzmq C API. Every call first asks `state()`, decided once per process
-// from Rust (configuration, logging, mode), then either forwards to the real libzmq
+// from Rust (configuration, logging, mode), then forwards to the real libzmq (mode off,
+// and always for the utility functions), goes to Zebra's engine (mode on, native.cc),
 // or refuses to create a context when the configuration cannot be honoured.
 #include <zmq.h>
 
@@ -11,6 +12,7 @@
 
 #include <unistd.h>
 
+#include "native.h"
 #include "real_libzmq.h"
 #include "zebra-ffi/src/lib.rs.h"
 
@@ -61,8 +63,6 @@ std::string mode_name(Mode mode) {
       return "on";
     case Mode::BadConfig:
       return "refused (bad configuration)";
-    case Mode::NoEngine:
-      return "refused (no native engine)";
   }
   return "unknown";
 }
@@ -129,9 +129,10 @@ class CountScope {
   std::abort();
 }
 
-// zmq_ctx_new and zmq_init: where a refused configuration surfaces to the caller.
-template <typename Real, typename... Args>
-void *create_context(Fn fn, Real real, Args... args) {
+// zmq_ctx_new and zmq_init: where the mode is applied, and where a refused
+// configuration surfaces to the caller.
+template <typename Real, typename Native, typename... Args>
+void *create_context(Fn fn, Real real, Native native, Args... args) {
   State &s = state();
   CountScope scope(s, fn);
   switch (s.mode) {
@@ -141,14 +142,11 @@ void *create_context(Fn fn, Real real, Args... args) {
         return nullptr;
       }
       return real(args...);
+    case Mode::On:
+      return native(args...);
     case Mode::BadConfig:
       log(kError, std::string(kFnNames[static_cast<size_t>(fn)]) + " refused: " + s.refuse_reason);
       errno = EINVAL;
-      return nullptr;
-    case Mode::NoEngine:
-    case Mode::On:
-      log(kError, std::string(kFnNames[static_cast<size_t>(fn)]) + " refused: " + s.refuse_reason);
-      errno = ENOTSUP;
       return nullptr;
   }
   errno = ENOTSUP;
@@ -161,22 +159,37 @@ void *create_context(Fn fn, Real real, Args... args) {
 extern "C" {
 
 void *zmq_ctx_new(void) {
-  return zebra::create_context(zebra::Fn::zmq_ctx_new, zebra::state().real.zmq_ctx_new);
+  return zebra::create_context(zebra::Fn::zmq_ctx_new, zebra::state().real.zmq_ctx_new,
+                               zebra::native::zmq_ctx_new);
 }
 
 void *zmq_init(int io_threads) {
-  return zebra::create_context(zebra::Fn::zmq_init, zebra::state().real.zmq_init, io_threads);
+  return zebra::create_context(zebra::Fn::zmq_init, zebra::state().real.zmq_init,
+                               zebra::native::zmq_init, io_threads);
 }
 
 // Parameter names come from api.def, so the locals here have names no parameter uses.
-#define ZEBRA_API(ret, name, params, args)                           \
-  ret name params {                                                  \
-    zebra::State &zebra_state = zebra::state();                      \
-    zebra::CountScope zebra_scope(zebra_state, zebra::Fn::name);     \
-    if (zebra_state.real.name == nullptr) zebra::missing(zebra_state, #name); \
-    return zebra_state.real.name args;                               \
+#define ZEBRA_FORWARD(name, args)                                                 \
+  if (zebra_state.real.name == nullptr) zebra::missing(zebra_state, #name); \
+  return zebra_state.real.name args;
+
+#define ZEBRA_UTILITY_API(ret, name, params, args)               \
+  ret name params {                                              \
+    zebra::State &zebra_state = zebra::state();                  \
+    zebra::CountScope zebra_scope(zebra_state, zebra::Fn::name); \
+    ZEBRA_FORWARD(name, args)                                    \
+  }
+
+#define ZEBRA_ENGINE_API(ret, name, params, args)                                           \
+  ret name params {                                                                        \
+    zebra::State &zebra_state = zebra::state();                                            \
+    zebra::CountScope zebra_scope(zebra_state, zebra::Fn::name);                           \
+    if (zebra_state.mode == zebra::ffi::Mode::On) return zebra::native::name args;         \
+    ZEBRA_FORWARD(name, args)                                                              \
   }
 #include "api.def"
-#undef ZEBRA_API
+#undef ZEBRA_ENGINE_API
+#undef ZEBRA_UTILITY_API
+#undef ZEBRA_FORWARD
 
 }  // extern "C"

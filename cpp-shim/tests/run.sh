@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Tests of the libzmq.so.5 shim in its "off" and refused modes, through a real libzmq
-# client (forward_check.c) in every way the shim can be loaded:
-#   preloaded, relinked, preloaded before another libzmq (RTLD_NEXT), and beside a
-#   libzmq opened with RTLD_LOCAL (the MXNet case).
+# Tests of the libzmq.so.5 shim through a real libzmq client (forward_check.c):
+#   mode off in every way the shim can be loaded (preloaded, relinked, preloaded before
+#   another libzmq (RTLD_NEXT), beside a libzmq opened with RTLD_LOCAL (the MXNet case));
+#   mode on (Zebra's engine carries the same client); refused configurations.
 # Usage: cpp-shim/tests/run.sh [DIST]   (DIST: install prefix of the shim, default ./dist)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -64,8 +64,18 @@ EXTRA_ARGS="--dlopen-local $system_libzmq" check \
   forwards "$work/check-relinked" loaded-object
 check "off, ZEBRA_REAL_LIBZMQ is honoured" \
   forwards "$work/check-relinked" path ZEBRA_REAL_LIBZMQ="$system_libzmq"
-check "ZEBRA_ENABLE=1 without the native engine: zmq_ctx_new fails with ENOTSUP and says why" \
-  refused "$work/check-relinked" ENOTSUP "no native ZeroMQ engine" ZEBRA_ENABLE=1
+# Mode on: the same client, every message carried by Zebra's engine.
+on_mode() {
+  local binary=$1
+  shift
+  local stats=$work/stats.on.$$.$RANDOM
+  env ZEBRA_ENABLE=1 ZEBRA_STATS="$stats" "$@" "$binary" >"$stats.client"
+  grep -q '^forward_check: OK$' "$stats.client"
+  grep -qx 'mode on' "$stats" || { cat "$stats"; return 1; }
+}
+check "on, preloaded: the client runs over Zebra's engine (inproc and tcp, ROUTER/DEALER)" \
+  on_mode "$work/check-system" LD_PRELOAD="$shim"
+check "on, relinked: the client runs over Zebra's engine" on_mode "$work/check-relinked"
 check "bad configuration: zmq_ctx_new fails with EINVAL naming each bad value" \
   refused "$work/check-relinked" EINVAL 'ZEBRA_ENABLE="maybe": expected 0 or 1' \
   ZEBRA_ENABLE=maybe ZEBRA_NOPE=1

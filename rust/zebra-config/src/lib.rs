@@ -59,7 +59,12 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Config { enable: false, log_filter: "warn".into(), real_libzmq: None, stats: None }
+        Config {
+            enable: false,
+            log_filter: "warn".into(),
+            real_libzmq: None,
+            stats: None,
+        }
     }
 }
 
@@ -67,7 +72,11 @@ impl Default for Config {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     #[error("{name}={value:?}: {expected}")]
-    BadValue { name: &'static str, value: String, expected: &'static str },
+    BadValue {
+        name: &'static str,
+        value: String,
+        expected: &'static str,
+    },
     #[error("{name} is not a Zebra setting (known: {known}); check the spelling")]
     Unknown { name: String, known: String },
 }
@@ -106,7 +115,10 @@ impl Config {
         let vars: Vec<(String, String)> = std::env::vars_os()
             .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
             .collect();
-        Config::from_vars(vars.iter().map(|(k, v)| (k.as_str(), v.as_str())), std::process::id())
+        Config::from_vars(
+            vars.iter().map(|(k, v)| (k.as_str(), v.as_str())),
+            std::process::id(),
+        )
     }
 
     /// Parses `(name, value)` pairs; names without the `ZEBRA_` prefix are ignored
@@ -141,11 +153,18 @@ impl Config {
                 "ZEBRA_STATS" => match value {
                     "" => {}
                     "stderr" => cfg.stats = Some(StatsSink::Stderr),
-                    path => cfg.stats = Some(StatsSink::File(path.replace("%p", &pid.to_string()).into())),
+                    path => {
+                        cfg.stats =
+                            Some(StatsSink::File(path.replace("%p", &pid.to_string()).into()))
+                    }
                 },
                 other if other.starts_with("ZEBRA_") => errors.push(ConfigError::Unknown {
                     name: other.to_string(),
-                    known: VARIABLES.iter().map(|v| v.name).collect::<Vec<_>>().join(", "),
+                    known: VARIABLES
+                        .iter()
+                        .map(|v| v.name)
+                        .collect::<Vec<_>>()
+                        .join(", "),
                 }),
                 _ => {}
             }
@@ -184,25 +203,51 @@ mod tests {
 
     #[test]
     fn every_bad_value_is_reported() {
-        let err = parse(&[("ZEBRA_ENABLE", "2"), ("ZEBRA_REAL_LIBZMQ", "libzmq.so"), ("ZEBRA_ENABEL", "1")])
-            .unwrap_err();
+        let err = parse(&[
+            ("ZEBRA_ENABLE", "2"),
+            ("ZEBRA_REAL_LIBZMQ", "libzmq.so"),
+            ("ZEBRA_ENABEL", "1"),
+        ])
+        .unwrap_err();
         assert_eq!(err.0.len(), 3);
         let text = err.to_string();
-        assert!(text.contains("ZEBRA_ENABLE=\"2\": expected 0 or 1"), "{text}");
-        assert!(text.contains("ZEBRA_REAL_LIBZMQ=\"libzmq.so\": expected an absolute path"), "{text}");
-        assert!(text.contains("ZEBRA_ENABEL is not a Zebra setting"), "{text}");
+        assert!(
+            text.contains("ZEBRA_ENABLE=\"2\": expected 0 or 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ZEBRA_REAL_LIBZMQ=\"libzmq.so\": expected an absolute path"),
+            "{text}"
+        );
+        assert!(
+            text.contains("ZEBRA_ENABEL is not a Zebra setting"),
+            "{text}"
+        );
     }
 
     #[test]
     fn log_filter_prefers_zebra_log() {
         assert_eq!(parse(&[("RUST_LOG", "debug")]).unwrap().log_filter, "debug");
-        assert_eq!(parse(&[("RUST_LOG", "debug"), ("ZEBRA_LOG", "info")]).unwrap().log_filter, "info");
-        assert_eq!(parse(&[("ZEBRA_LOG", "info"), ("RUST_LOG", "debug")]).unwrap().log_filter, "info");
+        assert_eq!(
+            parse(&[("RUST_LOG", "debug"), ("ZEBRA_LOG", "info")])
+                .unwrap()
+                .log_filter,
+            "info"
+        );
+        assert_eq!(
+            parse(&[("ZEBRA_LOG", "info"), ("RUST_LOG", "debug")])
+                .unwrap()
+                .log_filter,
+            "info"
+        );
     }
 
     #[test]
     fn stats_sink_substitutes_pid() {
-        assert_eq!(parse(&[("ZEBRA_STATS", "stderr")]).unwrap().stats, Some(StatsSink::Stderr));
+        assert_eq!(
+            parse(&[("ZEBRA_STATS", "stderr")]).unwrap().stats,
+            Some(StatsSink::Stderr)
+        );
         assert_eq!(
             parse(&[("ZEBRA_STATS", "/tmp/s.%p.txt")]).unwrap().stats,
             Some(StatsSink::File("/tmp/s.42.txt".into()))
@@ -213,7 +258,11 @@ mod tests {
     fn docs_list_every_variable() {
         let doc = include_str!("../../../docs/CONFIG.md");
         for v in VARIABLES {
-            assert!(doc.contains(&format!("`{}`", v.name)), "docs/CONFIG.md does not document {}", v.name);
+            assert!(
+                doc.contains(&format!("`{}`", v.name)),
+                "docs/CONFIG.md does not document {}",
+                v.name
+            );
         }
     }
 }

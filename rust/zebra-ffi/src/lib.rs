@@ -21,8 +21,6 @@ mod ffi {
         On,
         /// The configuration is invalid: refuse to create contexts (EINVAL).
         BadConfig,
-        /// `ZEBRA_ENABLE=1` but no native engine is built in: refuse (ENOTSUP).
-        NoEngine,
     }
 
     /// What the shim needs to know at first use.
@@ -50,9 +48,7 @@ mod ffi {
 
 pub use ffi::{Mode, Startup};
 
-/// The native engine is the ZMTP issue's work; until it is linked in, `ZEBRA_ENABLE=1`
-/// must fail loudly instead of silently passing through.
-const ENGINE_BUILT: bool = false;
+mod native;
 
 struct Decision {
     mode: Mode,
@@ -64,26 +60,40 @@ fn decision() -> &'static Decision {
     static DECISION: OnceLock<Decision> = OnceLock::new();
     DECISION.get_or_init(|| {
         let parsed = Config::from_env();
-        let filter = parsed.as_ref().map(|c| c.log_filter.clone()).unwrap_or_else(|_| "warn".into());
+        let filter = parsed
+            .as_ref()
+            .map(|c| c.log_filter.clone())
+            .unwrap_or_else(|_| "warn".into());
         // A second logger (e.g. the host program is Rust too) is fine: keep theirs.
-        let _ = env_logger::Builder::new().parse_filters(&filter).format_target(false).try_init();
+        let _ = env_logger::Builder::new()
+            .parse_filters(&filter)
+            .format_target(false)
+            .try_init();
         match parsed {
             Err(errors) => {
                 let reason = format!("{errors}");
                 log::error!("zebra: {reason}");
-                Decision { mode: Mode::BadConfig, reason, config: None }
-            }
-            Ok(config) if config.enable && !ENGINE_BUILT => {
-                let reason = "ZEBRA_ENABLE=1 but this build of Zebra has no native ZeroMQ engine yet; \
-                              unset ZEBRA_ENABLE to use the real libzmq"
-                    .to_string();
-                log::error!("zebra: {reason}");
-                Decision { mode: Mode::NoEngine, reason, config: Some(config) }
+                Decision {
+                    mode: Mode::BadConfig,
+                    reason,
+                    config: None,
+                }
             }
             Ok(config) => {
                 let mode = if config.enable { Mode::On } else { Mode::Off };
-                log::info!("zebra: mode {}", if config.enable { "on" } else { "off (forwarding to the real libzmq)" });
-                Decision { mode, reason: String::new(), config: Some(config) }
+                log::info!(
+                    "zebra: mode {}",
+                    if config.enable {
+                        "on (Zebra's engine)"
+                    } else {
+                        "off (forwarding to the real libzmq)"
+                    }
+                );
+                Decision {
+                    mode,
+                    reason: String::new(),
+                    config: Some(config),
+                }
             }
         }
     })
@@ -118,12 +128,17 @@ pub fn log_line(level: u8, message: &str) {
 
 /// See the bridge declaration.
 pub fn write_stats(report: &str) {
-    let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else { return };
+    let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else {
+        return;
+    };
     match sink {
         StatsSink::Stderr => eprint!("{report}"),
         StatsSink::File(path) => {
             if let Err(e) = std::fs::write(path, report) {
-                log::error!("zebra: cannot write ZEBRA_STATS file {}: {e}", path.display());
+                log::error!(
+                    "zebra: cannot write ZEBRA_STATS file {}: {e}",
+                    path.display()
+                );
             }
         }
     }

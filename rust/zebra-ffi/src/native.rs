@@ -1,0 +1,280 @@
+//! The bridge for `ZEBRA_ENABLE=1`: contexts, sockets and message parts of
+//! `zebra-engine`, as the C++ shim's `native.cc` uses them.
+//!
+//! Calls that can fail return `0` or an errno value instead of a `Result`: a `Result`
+//! becomes a C++ exception, and BytePS's van calls `zmq_msg_recv(ZMQ_DONTWAIT)` in a
+//! spin loop, so `EAGAIN` must cost no more than a return.
+
+use std::sync::OnceLock;
+
+use bytes::Bytes;
+use zebra_engine::{Context, Error, Part, Socket};
+
+#[allow(unsafe_code)]
+#[cxx::bridge(namespace = "zebra::native_ffi")]
+mod bridge {
+    extern "Rust" {
+        type ContextHandle;
+        type SocketHandle;
+        type RecvPart;
+
+        fn ctx_new() -> Box<ContextHandle>;
+        fn ctx_set(ctx: &ContextHandle, option: i32, value: i32) -> i32;
+        fn ctx_get(ctx: &ContextHandle, option: i32, value: &mut i32) -> i32;
+        fn ctx_shutdown(ctx: &ContextHandle);
+        fn ctx_term(ctx: &ContextHandle) -> i32;
+
+        /// A socket, or (on failure) a handle whose `socket_error` is non-zero.
+        fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle>;
+        fn socket_error(socket: &SocketHandle) -> i32;
+        fn socket_close(socket: &SocketHandle);
+        fn socket_set(socket: &SocketHandle, option: i32, value: &[u8]) -> i32;
+        fn socket_get(socket: &SocketHandle, option: i32, value: &mut Vec<u8>) -> i32;
+        fn socket_bind(socket: &SocketHandle, endpoint: &[u8]) -> i32;
+        fn socket_connect(socket: &SocketHandle, endpoint: &[u8]) -> i32;
+        fn socket_unbind(socket: &SocketHandle, endpoint: &[u8]) -> i32;
+        fn socket_disconnect(socket: &SocketHandle, endpoint: &[u8]) -> i32;
+        fn socket_monitor(socket: &SocketHandle, endpoint: &[u8], events: i32) -> i32;
+        fn socket_events(socket: &SocketHandle) -> i32;
+
+        fn socket_send_copy(socket: &SocketHandle, data: &[u8], more: bool, dontwait: bool) -> i32;
+        fn socket_send_part(
+            socket: &SocketHandle,
+            part: &RecvPart,
+            more: bool,
+            dontwait: bool,
+        ) -> i32;
+        /// Sends `len` bytes at `data` without copying them. `token` names the C++ owner
+        /// of the bytes; Rust hands it to the release hook once it no longer needs them
+        /// (also when the send fails).
+        ///
+        /// # Safety
+        /// `data..data+len` stays valid and unchanged until the hook is called with `token`.
+        unsafe fn socket_send_foreign(
+            socket: &SocketHandle,
+            data: *const u8,
+            len: usize,
+            token: usize,
+            more: bool,
+            dontwait: bool,
+        ) -> i32;
+        /// # Safety
+        /// `hook` is the address of an `extern "C" fn(usize)` that stays valid for the
+        /// life of the process.
+        unsafe fn set_release_hook(hook: usize);
+
+        fn socket_recv(
+            socket: &SocketHandle,
+            dontwait: bool,
+            error_code: &mut i32,
+        ) -> Box<RecvPart>;
+        fn part_data(part: &RecvPart) -> &[u8];
+        fn part_more(part: &RecvPart) -> bool;
+        fn part_clone(part: &RecvPart) -> Box<RecvPart>;
+    }
+}
+
+/// A context as the C++ shim holds it.
+pub struct ContextHandle(Context);
+
+/// A socket as the C++ shim holds it; `Err` when creation failed.
+pub struct SocketHandle(Result<Socket, i32>);
+
+/// A received message part, kept alive while a `zmq_msg_t` refers to its bytes.
+pub struct RecvPart(Part);
+
+fn code(result: Result<(), Error>) -> i32 {
+    match result {
+        Ok(()) => 0,
+        Err(e) => {
+            if !matches!(e, Error::Again) {
+                log::debug!("zebra: {e}");
+            }
+            e.errno()
+        }
+    }
+}
+
+fn endpoint(bytes: &[u8]) -> Result<&str, Error> {
+    std::str::from_utf8(bytes).map_err(|_| Error::Invalid("endpoint is not UTF-8".into()))
+}
+
+impl SocketHandle {
+    fn with<T>(&self, f: impl FnOnce(&Socket) -> Result<T, Error>) -> Result<T, Error> {
+        match &self.0 {
+            Ok(socket) => f(socket),
+            Err(_) => Err(Error::Invalid("socket creation failed".into())),
+        }
+    }
+}
+
+fn ctx_new() -> Box<ContextHandle> {
+    Box::new(ContextHandle(Context::new()))
+}
+
+fn ctx_set(ctx: &ContextHandle, option: i32, value: i32) -> i32 {
+    code(ctx.0.set(option, value))
+}
+
+fn ctx_get(ctx: &ContextHandle, option: i32, value: &mut i32) -> i32 {
+    code(ctx.0.get(option).map(|v| *value = v))
+}
+
+fn ctx_shutdown(ctx: &ContextHandle) {
+    ctx.0.shutdown();
+}
+
+fn ctx_term(ctx: &ContextHandle) -> i32 {
+    code(ctx.0.terminate())
+}
+
+fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle> {
+    Box::new(SocketHandle(ctx.0.socket(socket_type).map_err(|e| {
+        log::warn!("zebra: zmq_socket({socket_type}): {e}");
+        e.errno()
+    })))
+}
+
+fn socket_error(socket: &SocketHandle) -> i32 {
+    socket.0.as_ref().err().copied().unwrap_or(0)
+}
+
+fn socket_close(socket: &SocketHandle) {
+    if let Ok(s) = &socket.0 {
+        s.close();
+    }
+}
+
+fn socket_set(socket: &SocketHandle, option: i32, value: &[u8]) -> i32 {
+    code(socket.with(|s| s.set_option(option, value)))
+}
+
+fn socket_get(socket: &SocketHandle, option: i32, value: &mut Vec<u8>) -> i32 {
+    code(socket.with(|s| s.get_option(option)).map(|v| *value = v))
+}
+
+fn socket_bind(socket: &SocketHandle, addr: &[u8]) -> i32 {
+    code(socket.with(|s| s.bind(endpoint(addr)?)))
+}
+
+fn socket_connect(socket: &SocketHandle, addr: &[u8]) -> i32 {
+    code(socket.with(|s| s.connect(endpoint(addr)?)))
+}
+
+fn socket_unbind(socket: &SocketHandle, addr: &[u8]) -> i32 {
+    code(socket.with(|s| s.unbind(endpoint(addr)?)))
+}
+
+fn socket_disconnect(socket: &SocketHandle, addr: &[u8]) -> i32 {
+    code(socket.with(|s| s.disconnect(endpoint(addr)?)))
+}
+
+fn socket_monitor(socket: &SocketHandle, addr: &[u8], events: i32) -> i32 {
+    code(socket.with(|s| {
+        let addr = if addr.is_empty() {
+            None
+        } else {
+            Some(endpoint(addr)?)
+        };
+        s.monitor(addr, events)
+    }))
+}
+
+fn socket_events(socket: &SocketHandle) -> i32 {
+    socket.0.as_ref().map(|s| s.events()).unwrap_or(0)
+}
+
+fn socket_send_copy(socket: &SocketHandle, data: &[u8], more: bool, dontwait: bool) -> i32 {
+    code(socket.with(|s| s.send(Bytes::copy_from_slice(data), more, dontwait)))
+}
+
+fn socket_send_part(socket: &SocketHandle, part: &RecvPart, more: bool, dontwait: bool) -> i32 {
+    code(socket.with(|s| s.send(part.0.data.clone(), more, dontwait)))
+}
+
+static RELEASE_HOOK: OnceLock<extern "C" fn(usize)> = OnceLock::new();
+
+/// Bytes owned by the C++ side (a `zmq_msg_init_data` buffer or a shim allocation).
+struct Foreign {
+    data: *const u8,
+    len: usize,
+    token: usize,
+}
+
+// SAFETY: the C++ owner keeps `data` valid and unchanged until `release` runs, from
+// whichever thread drops the last `Bytes` (its hook is thread-safe: an atomic count).
+#[allow(unsafe_code)]
+unsafe impl Send for Foreign {}
+
+impl AsRef<[u8]> for Foreign {
+    fn as_ref(&self) -> &[u8] {
+        if self.len == 0 {
+            return &[];
+        }
+        // SAFETY: see `socket_send_foreign`: valid for `len` bytes until released.
+        #[allow(unsafe_code)]
+        unsafe {
+            std::slice::from_raw_parts(self.data, self.len)
+        }
+    }
+}
+
+impl Drop for Foreign {
+    fn drop(&mut self) {
+        if let Some(hook) = RELEASE_HOOK.get() {
+            hook(self.token);
+        }
+    }
+}
+
+#[allow(unsafe_code)]
+unsafe fn socket_send_foreign(
+    socket: &SocketHandle,
+    data: *const u8,
+    len: usize,
+    token: usize,
+    more: bool,
+    dontwait: bool,
+) -> i32 {
+    let bytes = Bytes::from_owner(Foreign { data, len, token });
+    code(socket.with(|s| s.send(bytes, more, dontwait)))
+}
+
+#[allow(unsafe_code)]
+unsafe fn set_release_hook(hook: usize) {
+    // SAFETY: the caller passes the address of an `extern "C" fn(usize)`.
+    let hook: extern "C" fn(usize) =
+        unsafe { std::mem::transmute::<usize, extern "C" fn(usize)>(hook) };
+    let _ = RELEASE_HOOK.set(hook);
+}
+
+fn socket_recv(socket: &SocketHandle, dontwait: bool, error_code: &mut i32) -> Box<RecvPart> {
+    match socket.with(|s| s.recv(dontwait)) {
+        Ok(part) => {
+            *error_code = 0;
+            Box::new(RecvPart(part))
+        }
+        Err(e) => {
+            *error_code = e.errno();
+            Box::new(RecvPart(Part {
+                data: Bytes::new(),
+                more: false,
+            }))
+        }
+    }
+}
+
+fn part_data(part: &RecvPart) -> &[u8] {
+    &part.0.data
+}
+
+fn part_more(part: &RecvPart) -> bool {
+    part.0.more
+}
+
+fn part_clone(part: &RecvPart) -> Box<RecvPart> {
+    Box::new(RecvPart(Part {
+        data: part.0.data.clone(),
+        more: part.0.more,
+    }))
+}
