@@ -48,6 +48,25 @@ rust_tests() {
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + i))
 }
 
+# The ZMTP decoder's fuzz targets, bounded (FUZZ_SECONDS per target, default
+# 30), from the committed seed corpus. cargo-fuzz is installed on first use.
+fuzz() {
+  local seconds=${FUZZ_SECONDS:-30}
+  if ! cargo fuzz --version >/dev/null 2>&1; then
+    echo "installing cargo-fuzz (first run only)"
+    cargo install --locked --quiet cargo-fuzz || { echo "FAIL fuzz (cargo install cargo-fuzz failed)"; return 1; }
+  fi
+  local target
+  for target in connection wire; do
+    if "$root/rust/zebra-zmtp/fuzz/run.sh" "$seconds" "$target" >"$logs/fuzz-$target.log" 2>&1; then
+      echo "PASS fuzz zmtp $target for ${seconds}s: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/fuzz-$target.log" | awk '{print $2}') runs, no crash"
+    else
+      tail -n 20 "$logs/fuzz-$target.log"
+      echo "FAIL fuzz zmtp $target (log: $logs/fuzz-$target.log)"
+    fi
+  done
+}
+
 summary() {
   printf '\ntest.sh: finished in %ss; logs in %s\n' "$(($(date +%s) - started))" "$logs"
   echo "$passed passed, $failed failed, $skipped skipped"
@@ -69,6 +88,7 @@ echo "setup ok (log: $logs/setup.log)"
 printf '\n=== rust unit tests\n'
 rust_tests
 run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
+run_part fuzz fuzz
 
 if [ $quick = 0 ]; then
   for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" \
