@@ -242,6 +242,9 @@ impl Config {
                 return Err(E::DenseRanks(job.id));
             }
             used_slots += u64::from(self.region_slots(job));
+            if self.max_parts(job) > usize::from(u16::MAX) {
+                return Err(E::TooManyParts(job.id));
+            }
         }
         if used_slots > u64::from(self.slots) {
             return Err(E::Memory {
@@ -285,6 +288,16 @@ impl Config {
     /// Sequence-number bits per coverage part (a multiple of 8).
     pub fn coverage_bits_per_packet(&self) -> usize {
         (self.packet_size - consts::COVERAGE_HEADER_LEN) * 8
+    }
+
+    /// Most parts (aggregate and coverage) one round can need for one
+    /// server: every hot key in data parts, every worker's full bitmap.
+    pub fn max_parts(&self, job: &JobConfig) -> usize {
+        (job.hot_keys as usize)
+            .div_ceil(self.aggregate_pairs_per_packet())
+            .max(1)
+            + job.workers as usize
+                * (self.max_seqs as usize).div_ceil(self.coverage_bits_per_packet())
     }
 
     /// Coverage register words per worker and copy.
@@ -385,6 +398,9 @@ pub enum ConfigError {
         /// Slots configured.
         slots: u32,
     },
+    /// A round could need more than 65535 parts per server.
+    #[error("job {0}: a round could need more than 65535 parts per server (raise packet_size)")]
+    TooManyParts(u16),
     /// A job id or rank that the configuration does not have.
     #[error("job {job} rank {rank} is not in the configuration")]
     UnknownMember {

@@ -231,6 +231,13 @@ impl Server {
     }
 
     fn part_is_sane(&self, part: &Part) -> bool {
+        let parts = match part {
+            Part::Data(a) => a.parts,
+            Part::Cover(c) => c.parts,
+        };
+        if usize::from(parts) > self.config.max_parts(&self.job) {
+            return false;
+        }
         match part {
             Part::Data(a) => {
                 a.fixed == self.job.number.is_fixed()

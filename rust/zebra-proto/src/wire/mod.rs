@@ -1,6 +1,6 @@
 //! Byte layouts of the hot path, smoltcp style: a `Packet<T: AsRef<[u8]>>`
 //! view over a buffer with a `field` table of byte ranges, checked
-//! construction (`new_checked` returns an [`Error`], never panics), and a
+//! construction (`new_checked` returns an [`enum@Error`], never panics), and a
 //! `Repr` that parses from and emits into a view. `WIRE.md` beside the
 //! crate has the byte tables.
 //!
