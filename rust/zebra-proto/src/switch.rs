@@ -8,6 +8,9 @@
 //!   copy `c = round mod W`, where `(register, slot)` comes from the job's
 //!   [`Layout`]. The tag makes clearing free: an add to a slot whose tag is
 //!   another round overwrites instead of adding.
+//! - A counter register beside each accumulator: pairs added to the slot
+//!   this round (read out with it; the CPU keeps per-rank totals for online
+//!   hot-key ranking, [`Switch::hot_key_hits`]).
 //! - Per job and copy: the round state `(round, open, opened_at,
 //!   complete_workers)`.
 //! - Per job, worker and copy: `(round, handled, total)` — packets added
@@ -149,6 +152,7 @@ const ADDED: u8 = 0;
 struct Slot {
     round: u32,
     value: u32,
+    hits: u32,
 }
 
 #[derive(Debug, Clone, Copy, Default)]
@@ -187,6 +191,7 @@ struct JobState {
     workers: Vec<WorkerRound>,
     records: Vec<Record>,
     cover: Vec<CoverWord>,
+    hits: Vec<u64>,
 }
 
 #[derive(Debug)]
@@ -241,6 +246,7 @@ impl Switch {
                     workers: vec![WorkerRound::default(); w * n],
                     records: vec![Record::default(); n * w * config.max_seqs as usize],
                     cover: vec![CoverWord::default(); n * w * config.cover_words()],
+                    hits: vec![0; cfg.hot_keys as usize],
                     layout,
                 };
                 base += config.region_slots(cfg);
@@ -269,6 +275,16 @@ impl Switch {
     /// Aggregate parts waiting for their server's ACK.
     pub fn pending_parts(&self) -> usize {
         self.pending.len()
+    }
+
+    /// Per hot rank of job `job`: pairs added over all closed rounds (the
+    /// switch's side of online hot-key ranking; a counter register per slot,
+    /// accumulated by the CPU at readout).
+    pub fn hot_key_hits(&self, job: u16) -> Option<&[u64]> {
+        self.jobs
+            .iter()
+            .find(|j| j.cfg.id == job)
+            .map(|j| &j.hits[..])
     }
 
     /// Rounds currently open, over all jobs.
@@ -518,10 +534,15 @@ impl Switch {
             passes = passes.max(load[reg]);
             let slot = &mut self.registers[reg][base + loc.slot as usize];
             if slot.round != round {
-                *slot = Slot { round, value: raw };
+                *slot = Slot {
+                    round,
+                    value: raw,
+                    hits: 1,
+                };
             } else {
                 let (v, saturated) = mode.add(slot.value, raw);
                 slot.value = v;
+                slot.hits += 1;
                 self.stats.saturations += u64::from(saturated);
             }
         }
@@ -541,7 +562,7 @@ impl Switch {
             self.stats.rounds_completed += 1;
         }
         let cfg = &self.config;
-        let job = &self.jobs[j];
+        let job = &mut self.jobs[j];
         let r = cfg.registers;
         let n = job.cfg.workers as usize;
         let w = cfg.copies as usize;
@@ -554,6 +575,7 @@ impl Switch {
                     let slot = self.registers[reg as usize][base + s as usize];
                     if slot.round == round {
                         per_server[job.cfg.owner(rank) as usize].push((rank, slot.value));
+                        job.hits[rank as usize] += u64::from(slot.hits);
                     }
                 }
             }

@@ -100,6 +100,9 @@ fn round_completes_when_every_worker_is_done() {
     assert_eq!(s.stats().rounds_completed, 1);
     assert_eq!(s.open_rounds(), 0);
     assert_eq!(s.pending_parts(), 6);
+    let hits = s.hot_key_hits(1).unwrap();
+    assert_eq!((hits[0], hits[1], hits[40], hits[5]), (2, 1, 2, 0));
+    assert!(s.hot_key_hits(2).is_none());
 }
 
 #[test]
