@@ -13,6 +13,7 @@
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use mio::{Registry, Token};
@@ -81,6 +82,10 @@ pub(crate) struct PipeState {
     pub lingering: bool,
     /// Finished: nothing more goes in or out.
     pub terminated: bool,
+    /// The I/O thread has been asked to write the queue.
+    pub flush_scheduled: bool,
+    /// When a write was last attempted (see [`Pipe::push`]).
+    pub last_write: Option<Instant>,
 }
 
 impl PipeState {
@@ -111,6 +116,10 @@ pub(crate) struct Pipe {
     out_len: AtomicUsize,
     state: Mutex<PipeState>,
 }
+
+/// Messages pushed closer together than this are written by the I/O
+/// thread in batches rather than one system call each.
+pub(crate) const STREAM_GAP: Duration = Duration::from_micros(20);
 
 fn low_water_mark(limit: usize) -> usize {
     limit.div_ceil(2)
@@ -143,6 +152,8 @@ impl Pipe {
                 closing: false,
                 lingering: false,
                 terminated: false,
+                flush_scheduled: false,
+                last_write: None,
             }),
         })
     }
@@ -175,7 +186,11 @@ impl Pipe {
         limit == 0 || self.out_len.load(Ordering::Acquire) < limit
     }
 
-    /// Queues a whole message for the peer and writes what it can now.
+    /// Queues a whole message for the peer. The first message after a quiet
+    /// spell is written by the calling thread at once (no hand-off, lowest
+    /// latency); while messages follow each other closer than
+    /// [`STREAM_GAP`], writing is left to the I/O thread, which sends what
+    /// accumulated in one `writev`.
     pub fn push(self: &Arc<Self>, msg: Msg) {
         let mut st = self.lock();
         if st.terminated || st.closing {
@@ -188,23 +203,62 @@ impl Pipe {
             return;
         }
         st.out.push_back(msg);
-        let PipeState { out, link, .. } = &mut *st;
-        let mut kick = false;
+        let PipeState {
+            out,
+            link,
+            flush_scheduled,
+            last_write,
+            ..
+        } = &mut *st;
+        let mut command = None;
         if let Link::Net(conn) = link {
-            if conn.failed.is_none() {
-                if let Err(e) = conn.flush(out) {
-                    conn.failed = Some(e);
-                    kick = true;
+            if conn.failed.is_none() && conn.connected && !conn.blocked && !*flush_scheduled {
+                let now = Instant::now();
+                if last_write.is_some_and(|t| now.duration_since(t) < STREAM_GAP) {
+                    *flush_scheduled = true;
+                    command = Some(Command::Flush(self.clone()));
+                } else {
+                    *last_write = Some(now);
+                    if let Err(e) = conn.flush(out) {
+                        conn.failed = Some(e);
+                        command = Some(Command::Kick(self.clone()));
+                    }
                 }
             }
         }
         self.out_len.store(st.out.len(), Ordering::Release);
         drop(st);
-        if kick {
+        if let (Some(c), Some(r)) = (command, &self.reactor) {
+            r.send(c);
+        }
+    }
+
+    /// Writes what `push` left to the I/O thread. Returns the number of
+    /// messages taken from the queue.
+    pub fn flush_deferred(self: &Arc<Self>) -> usize {
+        let mut st = self.lock();
+        st.flush_scheduled = false;
+        st.last_write = Some(Instant::now());
+        let PipeState { out, link, .. } = &mut *st;
+        let Link::Net(conn) = link else {
+            return 0;
+        };
+        let mut moved = 0;
+        if conn.failed.is_none() {
+            match conn.flush(out) {
+                Ok(n) => moved = n,
+                Err(e) => conn.failed = Some(e),
+            }
+        }
+        let failed = conn.failed.is_some();
+        self.out_len.store(st.out.len(), Ordering::Release);
+        drop(st);
+        if failed {
             if let Some(r) = &self.reactor {
                 r.send(Command::Kick(self.clone()));
             }
         }
+        moved
     }
 
     /// The owner took one of this pipe's messages off its queue.

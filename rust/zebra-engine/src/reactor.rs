@@ -64,6 +64,8 @@ pub(crate) enum Command {
     Resume(Arc<Pipe>),
     /// An application thread saw the connection fail.
     Kick(Arc<Pipe>),
+    /// Write the pipe's queue (messages pushed in a stream).
+    Flush(Arc<Pipe>),
     /// The pipe's socket let go of it: flush for up to `linger` ms, then end.
     Close(Arc<Pipe>, i32),
     /// Exit the thread.
@@ -407,14 +409,21 @@ impl Reactor {
             return false;
         }
         pipe.set_conn(NetConn::new(stream, token, zmtp, connected));
+        if connected {
+            self.handshake_timer(pipe, token);
+        }
+        self.conn_turn(pipe, token, true);
+        true
+    }
+
+    /// Limits the handshake of a connection to `ZMQ_HANDSHAKE_IVL`.
+    fn handshake_timer(&mut self, pipe: &Arc<Pipe>, token: Token) {
         if pipe.options.handshake_ivl > 0 {
             self.add_timer(
                 ms(pipe.options.handshake_ivl),
                 TimerKind::Handshake(pipe.clone(), token),
             );
         }
-        self.conn_turn(pipe, token, true);
-        true
     }
 
     fn adopt(&mut self, pipe: Arc<Pipe>, stream: Stream) {
@@ -485,6 +494,7 @@ impl Reactor {
         let owner = pipe.owner.upgrade();
         let uri = pipe.origin.uri();
         if turn.connected_now {
+            self.handshake_timer(pipe, token);
             if let Some(o) = &owner {
                 o.monitor_event(event::CONNECTED, fd, uri);
             }
@@ -618,6 +628,13 @@ impl Reactor {
                         self.conn_turn(&pipe, token, false);
                     }
                 }
+                Command::Flush(pipe) => {
+                    if pipe.flush_deferred() > 0 {
+                        if let Some(owner) = pipe.owner.upgrade() {
+                            owner.signal.notify();
+                        }
+                    }
+                }
                 Command::Close(pipe, linger) => self.begin_close(pipe, linger),
                 Command::Stop => self.stopping = true,
             }
@@ -731,6 +748,7 @@ impl Reactor {
                 | Command::Adopt(p, _)
                 | Command::Resume(p)
                 | Command::Kick(p)
+                | Command::Flush(p)
                 | Command::Close(p, _) => {
                     p.finish(None);
                 }

@@ -88,6 +88,8 @@ pub(crate) struct SocketCore {
     monitor_mask: AtomicI32,
     last_endpoint: Mutex<String>,
     rcvmore: AtomicBool,
+    /// A multipart send is in progress (mirrors `send.active` for `events`).
+    sending: AtomicBool,
     closed: AtomicBool,
     warned_duplicate: AtomicBool,
 }
@@ -108,6 +110,7 @@ impl SocketCore {
             monitor_mask: AtomicI32::new(0),
             last_endpoint: Mutex::new(String::new()),
             rcvmore: AtomicBool::new(false),
+            sending: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             warned_duplicate: AtomicBool::new(false),
         }
@@ -481,15 +484,20 @@ impl SocketCore {
                 }
                 st.target = self.route_by_id(&data, dontwait)?;
                 st.active = true;
+                self.sending.store(true, Ordering::Relaxed);
                 return Ok(());
             }
             st.target = Some(self.choose_pipe(dontwait)?);
             st.active = true;
+            if more {
+                self.sending.store(true, Ordering::Relaxed);
+            }
         }
         st.parts.push(data);
         if !more {
             let parts = std::mem::take(&mut st.parts);
             st.active = false;
+            self.sending.store(false, Ordering::Relaxed);
             if let Some(pipe) = st.target.take() {
                 pipe.push(parts);
             }
@@ -604,7 +612,7 @@ impl SocketCore {
             events |= ZMQ_POLLIN;
         }
         let mandatory = lock(&self.options).router_mandatory;
-        if lock(&self.send).active || lock(&self.routing).writable(mandatory) {
+        if self.sending.load(Ordering::Relaxed) || lock(&self.routing).writable(mandatory) {
             events |= ZMQ_POLLOUT;
         }
         events
@@ -655,6 +663,7 @@ impl SocketCore {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
+        self.signal.notify();
         self.stop_monitor();
         for source in self.inbound.close() {
             source.consumed();
@@ -675,7 +684,7 @@ impl SocketCore {
             p.close(linger);
         }
         *lock(&self.send) = SendState::default();
-        self.signal.notify();
+        self.sending.store(false, Ordering::Relaxed);
         self.ctx.socket_closed(self.id);
     }
 

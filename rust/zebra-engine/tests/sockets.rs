@@ -204,7 +204,8 @@ fn connect_before_bind_over_tcp_and_inproc() {
 }
 
 #[test]
-fn peer_restart_reconnects_and_delivers_queued_messages() {
+fn peer_restart_reconnects() {
+    use zebra_engine::consts::event as ev;
     init_log();
     let ctx = Context::new();
     let port = free_port();
@@ -212,6 +213,11 @@ fn peer_restart_reconnects_and_delivers_queued_messages() {
     let dealer = socket(&ctx, ZMQ_DEALER);
     set_int(&dealer, opt::RECONNECT_IVL, 20);
     dealer.set_option(opt::ROUTING_ID, b"w").unwrap();
+    dealer
+        .monitor(Some("inproc://restart"), i32::from(ev::DISCONNECTED))
+        .unwrap();
+    let watch = socket(&ctx, ZMQ_PAIR);
+    watch.connect("inproc://restart").unwrap();
     dealer.connect(&ep).unwrap();
     for round in 0..3u8 {
         let server_ctx = Context::new();
@@ -224,8 +230,12 @@ fn peer_restart_reconnects_and_delivers_queued_messages() {
         assert_eq!(strs(&recv_msg(&dealer)), [&b"ack"[..]]);
         router.close();
         server_ctx.terminate().unwrap();
+        // What is written to a connection whose peer just died is lost (as
+        // with libzmq): wait until the dealer has seen it go.
+        assert_eq!(recv_msg(&watch)[0][..2], ev::DISCONNECTED.to_ne_bytes());
     }
     dealer.close();
+    watch.close();
     ctx.terminate().unwrap();
 }
 
@@ -640,5 +650,29 @@ fn events_and_rcvmore() {
     assert!(matches!(a.recv(true), Err(Error::Again)));
     a.close();
     b.close();
+    ctx.terminate().unwrap();
+}
+
+#[test]
+fn close_from_another_thread_wakes_a_blocked_send() {
+    init_log();
+    let ctx = Context::new();
+    let dealer = ctx.socket(ZMQ_DEALER).unwrap();
+    set_int(&dealer, opt::SNDHWM, 1);
+    set_int(&dealer, opt::LINGER, 0);
+    dealer
+        .connect(&format!("tcp://127.0.0.1:{}", free_port()))
+        .unwrap();
+    dealer
+        .send(Bytes::from_static(b"fills the queue"), false, false)
+        .unwrap();
+    let blocked = {
+        let dealer = dealer.clone();
+        std::thread::spawn(move || dealer.send(Bytes::from_static(b"waits"), false, false))
+    };
+    std::thread::sleep(Duration::from_millis(50));
+    assert!(!blocked.is_finished());
+    dealer.close();
+    assert!(matches!(blocked.join().unwrap(), Err(Error::NotSocket)));
     ctx.terminate().unwrap();
 }
