@@ -92,6 +92,9 @@ fn parse_tcp(endpoint: &str, address: &str, role: Role) -> Result<Endpoint> {
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
+    if host.is_empty() {
+        return Err(invalid(endpoint, "empty host"));
+    }
     let port = match (port, role) {
         ("*", Role::Bind) => None,
         (p, _) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
@@ -213,6 +216,7 @@ mod tests {
             "tcp://127.0.0.1:abc",
             "tcp://127.0.0.1:70000",
             "tcp://:5555",
+            "tcp://[]:5555",
             "tcp://a b:5",
             "inproc://",
             "ipc://",
@@ -244,6 +248,29 @@ mod tests {
             parse(&long, Role::Bind).unwrap_err().errno(),
             libc::ENAMETOOLONG
         );
+    }
+
+    #[test]
+    fn arbitrary_strings_never_panic() {
+        let alphabet = b"tcpiproc:/*[]0123456789.-;%_ab\x00\xff";
+        let mut x: u64 = 0x2545_F491_4F6C_DD1D;
+        for _ in 0..20_000 {
+            let len = (x % 24) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    alphabet[(x % alphabet.len() as u64) as usize]
+                })
+                .collect();
+            let s = String::from_utf8_lossy(&bytes);
+            for role in [Role::Bind, Role::Connect] {
+                if let Ok(Endpoint::Tcp { host, .. }) = parse(&s, role) {
+                    assert!(!host.is_empty());
+                }
+            }
+        }
     }
 
     #[test]
