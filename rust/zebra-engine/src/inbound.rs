@@ -2,6 +2,10 @@
 //! the number of queued parts is mirrored in one atomic word so that an
 //! empty non-blocking receive is a single load: no lock, no allocation, no
 //! system call. The word's top bits carry "closed" and "terminated".
+//!
+//! The queue has two halves: I/O threads append to `incoming`, the
+//! receiver takes from `ready` and swaps the halves when `ready` runs dry,
+//! so the two sides meet on a lock only once per batch.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -55,7 +59,12 @@ pub(crate) struct Popped {
 #[derive(Debug, Default)]
 pub(crate) struct Inbound {
     state: AtomicU64,
-    queue: Mutex<VecDeque<Entry>>,
+    incoming: Mutex<VecDeque<Entry>>,
+    ready: Mutex<VecDeque<Entry>>,
+}
+
+fn lock(m: &Mutex<VecDeque<Entry>>) -> std::sync::MutexGuard<'_, VecDeque<Entry>> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 impl Inbound {
@@ -72,12 +81,15 @@ impl Inbound {
         if state & TERMINATED != 0 {
             return Err(Error::Terminated);
         }
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let Some(e) = queue.pop_front() else {
+        let mut ready = lock(&self.ready);
+        if ready.is_empty() {
+            std::mem::swap(&mut *ready, &mut *lock(&self.incoming));
+        }
+        let Some(e) = ready.pop_front() else {
             return Ok(None);
         };
         self.state.fetch_sub(1, Ordering::AcqRel);
-        drop(queue);
+        drop(ready);
         Ok(Some(Popped {
             data: e.data,
             more: e.more,
@@ -87,8 +99,7 @@ impl Inbound {
 
     /// Appends one whole message (`prefix` first, if any).
     pub fn push(&self, prefix: Option<Bytes>, parts: Vec<Bytes>, source: Option<Arc<Pipe>>) {
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let n = append(&mut queue, prefix, parts, source);
+        let n = append(&mut lock(&self.incoming), prefix, parts, source);
         self.state.fetch_add(n as u64, Ordering::Release);
     }
 
@@ -99,7 +110,7 @@ impl Inbound {
         messages: Vec<Vec<Bytes>>,
         source: &Arc<Pipe>,
     ) {
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
+        let mut queue = lock(&self.incoming);
         let mut n = 0;
         for parts in messages {
             n += append(&mut queue, prefix.cloned(), parts, Some(source.clone()));
@@ -122,8 +133,13 @@ impl Inbound {
     /// queued, returning the sources of the dropped messages.
     pub fn close(&self) -> Vec<Arc<Pipe>> {
         self.state.fetch_or(CLOSED, Ordering::AcqRel);
-        let mut queue = self.queue.lock().unwrap_or_else(|e| e.into_inner());
-        let sources = queue.drain(..).filter_map(|e| e.source).collect();
+        let mut ready = lock(&self.ready);
+        let mut incoming = lock(&self.incoming);
+        let sources = ready
+            .drain(..)
+            .chain(incoming.drain(..))
+            .filter_map(|e| e.source)
+            .collect();
         self.state.fetch_and(CLOSED | TERMINATED, Ordering::AcqRel);
         sources
     }

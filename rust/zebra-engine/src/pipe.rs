@@ -362,9 +362,15 @@ impl Pipe {
         }
     }
 
-    /// Installs a new connection (reactor side).
-    pub fn set_conn(&self, conn: NetConn) {
-        self.lock().link = Link::Net(Box::new(conn));
+    /// Installs a new connection (reactor side). Refused, and handed
+    /// back, if the pipe has ended meanwhile.
+    pub fn set_conn(&self, conn: NetConn) -> Result<(), Box<NetConn>> {
+        let mut st = self.lock();
+        if st.terminated {
+            return Err(Box::new(conn));
+        }
+        st.link = Link::Net(Box::new(conn));
+        Ok(())
     }
 
     /// Ends the pipe now: drops its queue and its connection (deregistered

@@ -408,7 +408,13 @@ impl Reactor {
             self.release(token);
             return false;
         }
-        pipe.set_conn(NetConn::new(stream, token, zmtp, connected));
+        if let Err(mut conn) = pipe.set_conn(NetConn::new(stream, token, zmtp, connected)) {
+            if let Err(e) = conn.stream.deregister(&self.handle.registry) {
+                log::debug!("zebra-engine: deregister: {e}");
+            }
+            self.release(token);
+            return true;
+        }
         if connected {
             self.handshake_timer(pipe, token);
         }
