@@ -130,6 +130,6 @@ fn link(a: &Arc<Pipe>, binder: &Arc<SocketCore>, uri: &str) {
         b.finish(None);
         return;
     }
-    connecter.signal.notify();
-    binder.signal.notify();
+    connecter.changed();
+    binder.changed();
 }

@@ -14,7 +14,8 @@
 //! | `zmq_bind` / `zmq_connect` / `zmq_unbind` / `zmq_disconnect` | same names |
 //! | `zmq_msg_send` / `zmq_msg_recv` | [`Socket::send`], [`Socket::recv`] (one part each) |
 //! | `zmq_socket_monitor` | [`Socket::monitor`] |
-//! | `ZMQ_EVENTS` for `zmq_poll` | [`Socket::events`] |
+//! | `ZMQ_EVENTS` | [`Socket::events`] |
+//! | `zmq_poll` over sockets | [`poll`] |
 //! | `zmq_close` | [`Socket::close`] |
 //!
 //! Errors carry libzmq's errno ([`Error::errno`]).
@@ -57,6 +58,7 @@ mod monitor;
 mod net;
 mod options;
 mod pipe;
+mod poll;
 mod reactor;
 mod routing;
 mod signal;
@@ -65,6 +67,7 @@ mod socket;
 pub use bytes::Bytes;
 pub use context::Context;
 pub use error::{Error, Result};
+pub use poll::poll;
 pub use socket::Part;
 
 use std::sync::Arc;
@@ -160,6 +163,12 @@ impl Socket {
     /// terminated).
     pub fn events(&self) -> i32 {
         self.core().events()
+    }
+
+    /// The socket's events, or why it has none (`ENOTSOCK`, `ETERM`).
+    pub(crate) fn ready_events(&self) -> Result<i32> {
+        self.core().check_usable()?;
+        Ok(self.core().events())
     }
 
     /// `zmq_close`: returns at once; pending output is flushed in the

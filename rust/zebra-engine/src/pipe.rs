@@ -275,7 +275,7 @@ impl Pipe {
                     _ => None,
                 };
                 if let Some(owner) = peer.and_then(|p| p.owner.upgrade()) {
-                    owner.signal.notify();
+                    owner.changed();
                 }
             }
         } else if before - 1 <= low_water_mark(limit)
@@ -492,5 +492,5 @@ pub(crate) fn deliver_inproc(peer: &Arc<Pipe>, msg: Msg) {
     };
     peer.in_flight.fetch_add(1, Ordering::SeqCst);
     owner.inbound.push(prefix, msg, Some(peer.clone()));
-    owner.signal.notify();
+    owner.changed();
 }

@@ -527,7 +527,7 @@ impl Reactor {
                 o.deliver(pipe, std::mem::take(&mut turn.messages));
             }
             if turn.moved > 0 {
-                o.signal.notify();
+                o.changed();
             }
         }
         if turn.drained {
@@ -637,7 +637,7 @@ impl Reactor {
                 Command::Flush(pipe) => {
                     if pipe.flush_deferred() > 0 {
                         if let Some(owner) = pipe.owner.upgrade() {
-                            owner.signal.notify();
+                            owner.changed();
                         }
                     }
                 }

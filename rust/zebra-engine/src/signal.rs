@@ -15,7 +15,20 @@ pub(crate) struct Signal {
     cv: Condvar,
 }
 
+/// Moves whenever any socket's readiness may have changed (for `poll`).
+pub(crate) static ACTIVITY: Signal = Signal::new();
+
 impl Signal {
+    /// A signal nobody has notified yet.
+    pub const fn new() -> Signal {
+        Signal {
+            seq: AtomicU64::new(0),
+            waiters: AtomicUsize::new(0),
+            lock: Mutex::new(()),
+            cv: Condvar::new(),
+        }
+    }
+
     /// The current sequence number; read it before checking the condition
     /// a waiter waits for.
     pub fn seq(&self) -> u64 {

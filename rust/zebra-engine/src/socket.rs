@@ -21,7 +21,7 @@ use crate::options::{int_bytes, SocketOptions};
 use crate::pipe::{Origin, Pipe, PipeOptions};
 use crate::reactor::{Command, ListenerEntry, ReactorHandle};
 use crate::routing::{Refused, Routing};
-use crate::signal::Signal;
+use crate::signal::{Signal, ACTIVITY};
 
 /// One received message part.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -116,6 +116,12 @@ impl SocketCore {
         }
     }
 
+    /// Wakes this socket's blocked calls and pollers.
+    pub fn changed(&self) {
+        self.signal.notify();
+        ACTIVITY.notify();
+    }
+
     pub fn is_router(&self) -> bool {
         self.socket_type == SocketType::Router
     }
@@ -124,7 +130,7 @@ impl SocketCore {
         self.closed.load(Ordering::Acquire)
     }
 
-    fn check_usable(&self) -> Result<()> {
+    pub fn check_usable(&self) -> Result<()> {
         if self.is_closed() {
             return Err(Error::NotSocket);
         }
@@ -421,7 +427,7 @@ impl SocketCore {
         let r = routing.attach(pipe, peer_id, handover);
         drop(routing);
         if r.is_ok() {
-            self.signal.notify();
+            self.changed();
         }
         r
     }
@@ -463,13 +469,13 @@ impl SocketCore {
         };
         pipe.in_flight.fetch_add(messages.len(), Ordering::SeqCst);
         self.inbound.push_batch(prefix, messages, pipe);
-        self.signal.notify();
+        self.changed();
     }
 
     /// Forgets a pipe that ended.
     pub fn forget_pipe(&self, pipe: &Pipe) {
         lock(&self.routing).remove(pipe);
-        self.signal.notify();
+        self.changed();
     }
 
     // ----- messages -----
@@ -663,7 +669,7 @@ impl SocketCore {
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        self.signal.notify();
+        self.changed();
         self.stop_monitor();
         for source in self.inbound.close() {
             source.consumed();
@@ -691,6 +697,6 @@ impl SocketCore {
     /// Called by the context on `zmq_ctx_shutdown`.
     pub fn terminate(&self) {
         self.inbound.set_terminated();
-        self.signal.notify();
+        self.changed();
     }
 }

@@ -676,3 +676,42 @@ fn close_from_another_thread_wakes_a_blocked_send() {
     assert!(matches!(blocked.join().unwrap(), Err(Error::NotSocket)));
     ctx.terminate().unwrap();
 }
+
+#[test]
+fn poll_sleeps_until_a_socket_is_ready() {
+    init_log();
+    let ctx = Context::new();
+    let a = socket(&ctx, ZMQ_PAIR);
+    a.bind("tcp://127.0.0.1:*").unwrap();
+    let b = socket(&ctx, ZMQ_PAIR);
+    b.connect(&last_endpoint(&a)).unwrap();
+    let idle = socket(&ctx, ZMQ_DEALER);
+    let t = Instant::now();
+    let got = zebra_engine::poll(&[(&a, ZMQ_POLLIN), (&idle, ZMQ_POLLIN)], 50).unwrap();
+    assert_eq!(got, [0, 0]);
+    assert!(t.elapsed() >= Duration::from_millis(45));
+    let sender = {
+        let b = b.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            send_msg(&b, &[b"wake"]);
+        })
+    };
+    let got = zebra_engine::poll(&[(&idle, ZMQ_POLLIN), (&a, ZMQ_POLLIN)], -1).unwrap();
+    assert_eq!(got, [0, ZMQ_POLLIN]);
+    sender.join().unwrap();
+    assert_eq!(
+        zebra_engine::poll(&[(&b, ZMQ_POLLOUT)], 0).unwrap(),
+        [ZMQ_POLLOUT]
+    );
+    idle.close();
+    assert_eq!(
+        zebra_engine::poll(&[(&idle, ZMQ_POLLIN)], 0)
+            .unwrap_err()
+            .errno(),
+        libc::ENOTSOCK
+    );
+    a.close();
+    b.close();
+    ctx.terminate().unwrap();
+}
