@@ -98,10 +98,11 @@ fn looks_protobuf(meta: &[u8]) -> bool {
 /// The format of a meta frame: the one it fits, [`Error::UnknownFormat`]
 /// if none, [`Error::AmbiguousFormat`] if both.
 ///
-/// A BytePS meta starts with its `head` as 4 little-endian bytes; as
-/// protobuf that is field 1 only when the low byte is 8..=15 with a varint
-/// wire type, and then its 88-byte struct must also parse as protobuf, so
-/// in practice the two never overlap.
+/// Real messages never fit both: as protobuf, a BytePS meta must start
+/// with the tag of `head` (its head's low byte 0x08), which no control
+/// message does (head `kEmpty` starts 0xFF), and a data message's zero
+/// `body_size` at bytes 4..8 is not a valid protobuf field. A contrived
+/// frame can fit both (see the tests), hence [`Error::AmbiguousFormat`].
 pub fn detect(meta: &[u8]) -> Result<Format> {
     match (looks_byteps(meta), looks_protobuf(meta)) {
         (true, false) => Ok(Format::Byteps),
@@ -186,6 +187,28 @@ mod tests {
         assert_eq!(detect(b"hello"), Err(Error::UnknownFormat { len: 5 }));
         assert_eq!(detect(b""), Err(Error::UnknownFormat { len: 0 }));
         assert_eq!(ctl.head, EMPTY);
+    }
+
+    /// A contrived frame that is both: as protobuf, head 0, request false, an
+    /// 82-byte body holding the rest of the 88-byte struct, and an unknown
+    /// field holding the BytePS body; as BytePS, head 0x00200008 and a
+    /// 21010-byte body (bytes 4..8 read 0x12, 82, 0, 0).
+    #[test]
+    fn a_frame_can_fit_both() {
+        let body_size = 0x12 + 82 * 256;
+        let mut b = vec![0u8; byteps::HEADER_LEN + body_size];
+        b[..6].copy_from_slice(&[0x08, 0x00, 0x20, 0x00, 0x12, 82]);
+        let rest = body_size - 4;
+        let mut at = byteps::HEADER_LEN;
+        b[at] = (15 << 3) | pb::LEN;
+        at += 1;
+        let mut len = Vec::new();
+        pb::put_varint(&mut len, rest as u64);
+        assert_eq!(len.len(), 3);
+        b[at..at + 3].copy_from_slice(&len);
+        assert!(Format::Byteps.parse(&b).is_ok());
+        assert!(Format::Protobuf.parse(&b).is_ok());
+        assert_eq!(detect(&b), Err(Error::AmbiguousFormat { len: b.len() }));
     }
 
     #[test]

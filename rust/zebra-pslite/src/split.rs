@@ -114,7 +114,7 @@ pub fn synthesize_push(
     meta.body.clear();
     meta.sender = sender;
     meta.timestamp = timestamp;
-    with_kv(&meta, &kv.clone())
+    with_kv(&meta, kv)
 }
 
 /// The meta of the response to a request, as `KVServer::Response` builds
