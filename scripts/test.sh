@@ -48,22 +48,27 @@ rust_tests() {
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + i))
 }
 
-# The ZMTP decoder's fuzz targets, bounded (FUZZ_SECONDS per target, default
-# 30), from the committed seed corpus. cargo-fuzz is installed on first use.
+# The fuzz targets of every parser of network bytes (ZMTP, PS-lite meta), bounded
+# (FUZZ_SECONDS per target, default 30), from the committed seeds. cargo-fuzz is
+# installed on first use.
 fuzz() {
   local seconds=${FUZZ_SECONDS:-30}
   if ! cargo fuzz --version >/dev/null 2>&1; then
     echo "installing cargo-fuzz (first run only)"
     cargo install --locked --quiet cargo-fuzz || { echo "FAIL fuzz (cargo install cargo-fuzz failed)"; return 1; }
   fi
-  local target
-  for target in connection wire; do
-    if "$root/rust/zebra-zmtp/fuzz/run.sh" "$seconds" "$target" >"$logs/fuzz-$target.log" 2>&1; then
-      echo "PASS fuzz zmtp $target for ${seconds}s: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$logs/fuzz-$target.log" | awk '{print $2}') runs, no crash"
-    else
-      tail -n 20 "$logs/fuzz-$target.log"
-      echo "FAIL fuzz zmtp $target (log: $logs/fuzz-$target.log)"
-    fi
+  local crate f target log
+  for crate in zebra-zmtp zebra-pslite; do
+    for f in "$root/rust/$crate/fuzz/fuzz_targets"/*.rs; do
+      target=$(basename "$f" .rs)
+      log=$logs/fuzz-$crate-$target.log
+      if "$root/scripts/fuzz.sh" "$crate" "$seconds" "$target" >"$log" 2>&1; then
+        echo "PASS fuzz $crate $target for ${seconds}s: $(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | awk '{print $2}') runs, no crash"
+      else
+        tail -n 20 "$log"
+        echo "FAIL fuzz $crate $target (log: $log)"
+      fi
+    done
   done
 }
 
