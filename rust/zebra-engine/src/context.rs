@@ -195,7 +195,8 @@ impl Context {
     }
 
     /// `zmq_ctx_set`: `ZMQ_IO_THREADS` (used when the first socket is
-    /// made, as libzmq) and `ZMQ_MAX_SOCKETS`.
+    /// made, as libzmq) and `ZMQ_MAX_SOCKETS` (any positive value, as
+    /// libzmq on epoll: upstream PS-lite asks for 65536).
     pub fn set(&self, option: i32, value: i32) -> Result<()> {
         match option {
             ZMQ_IO_THREADS if value >= 0 => {
@@ -204,7 +205,7 @@ impl Context {
                     .store(value as usize, Ordering::Relaxed);
                 Ok(())
             }
-            ZMQ_MAX_SOCKETS if (1..=SOCKET_LIMIT).contains(&value) => {
+            ZMQ_MAX_SOCKETS if value >= 1 => {
                 self.shared
                     .max_sockets
                     .store(value as usize, Ordering::Relaxed);
