@@ -15,7 +15,7 @@
 //! | `zmq_msg_send` / `zmq_msg_recv` | [`Socket::send`], [`Socket::recv`] (one part each) |
 //! | `zmq_socket_monitor` | [`Socket::monitor`] |
 //! | `ZMQ_EVENTS` | [`Socket::events`] |
-//! | `zmq_poll` over sockets | [`poll`] |
+//! | `zmq_poll` over sockets | [`poll()`] |
 //! | `zmq_close` | [`Socket::close`] |
 //!
 //! Errors carry libzmq's errno ([`Error::errno`]).

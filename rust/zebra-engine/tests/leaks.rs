@@ -45,4 +45,19 @@ fn terminate_joins_threads_and_closes_descriptors() {
     }
     assert_eq!(count("/proc/self/task"), threads, "threads");
     assert_eq!(count("/proc/self/fd"), fds, "file descriptors");
+
+    // Reconnecting to nobody, many times, holds at most one socket at once.
+    let ctx = Context::new();
+    let d = socket(&ctx, ZMQ_DEALER);
+    set_int(&d, opt::RECONNECT_IVL, 2);
+    set_int(&d, opt::LINGER, 0);
+    d.connect(&format!("tcp://127.0.0.1:{}", free_port()))
+        .unwrap();
+    d.connect(&ipc_path("nobody")).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let during = count("/proc/self/fd");
+    assert!(during <= fds + 5, "{during} descriptors open, {fds} before");
+    d.close();
+    ctx.terminate().unwrap();
+    assert_eq!(count("/proc/self/fd"), fds, "file descriptors");
 }
