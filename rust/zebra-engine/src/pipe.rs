@@ -102,7 +102,8 @@ pub(crate) struct Pipe {
     pub owner: Weak<SocketCore>,
     pub origin: Origin,
     pub options: PipeOptions,
-    /// The I/O thread that owns this pipe's connections (TCP/IPC only).
+    /// The I/O thread that owns this pipe's connections (TCP/IPC only),
+    /// given by [`crate::reactor::Reactors::assign`].
     pub reactor: Option<Arc<ReactorHandle>>,
     pub ctx: Arc<CtxState>,
     /// The peer's routing id as the owning ROUTER knows it.
@@ -405,6 +406,9 @@ impl Pipe {
         }
         if lingering {
             self.ctx.linger_done();
+        }
+        if let Some(r) = &self.reactor {
+            r.unassign();
         }
         if let Some(owner) = self.owner.upgrade() {
             owner.forget_pipe(self);

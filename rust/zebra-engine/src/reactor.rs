@@ -78,11 +78,16 @@ pub(crate) struct ReactorHandle {
     registry: Registry,
     waker: Waker,
     commands: Mutex<Vec<Command>>,
-    /// Connections served, for choosing the least loaded thread.
+    /// Pipes served, for choosing the least loaded thread.
     load: AtomicUsize,
 }
 
 impl ReactorHandle {
+    /// A pipe given by [`Reactors::assign`] ended.
+    pub fn unassign(&self) {
+        self.load.fetch_sub(1, Ordering::Relaxed);
+    }
+
     /// Queues a command and wakes the thread.
     pub fn send(&self, command: Command) {
         let mut commands = lock(&self.commands);
@@ -142,6 +147,14 @@ impl Reactors {
             .min_by_key(|h| h.load.load(Ordering::Relaxed))
             .cloned()
             .unwrap_or_else(|| self.handles[0].clone())
+    }
+
+    /// The least loaded I/O thread, counted as serving one more pipe until
+    /// [`ReactorHandle::unassign`].
+    pub fn assign(&self) -> Arc<ReactorHandle> {
+        let h = self.pick();
+        h.load.fetch_add(1, Ordering::Relaxed);
+        h
     }
 
     /// Asks every thread to exit.
@@ -284,9 +297,6 @@ impl Reactor {
     // ----- slots -----
 
     fn alloc(&mut self, entry: Entry) -> Token {
-        if matches!(entry, Entry::Conn(_)) {
-            self.handle.load.fetch_add(1, Ordering::Relaxed);
-        }
         let index = self.free.pop().unwrap_or_else(|| {
             self.slots.push(Slot::default());
             self.slots.len() - 1
@@ -309,9 +319,6 @@ impl Reactor {
         slot.generation = slot.generation.wrapping_add(1);
         let entry = slot.entry.take();
         self.free.push(index);
-        if matches!(entry, Some(Entry::Conn(_))) {
-            self.handle.load.fetch_sub(1, Ordering::Relaxed);
-        }
         entry
     }
 
@@ -362,8 +369,9 @@ impl Reactor {
                         continue;
                     };
                     stream.set_nodelay();
-                    let target = self.all.pick();
+                    let target = self.all.assign();
                     let Some(pipe) = socket.new_accepted_pipe(id, &uri, target.clone()) else {
+                        target.unassign();
                         continue;
                     };
                     socket.monitor_event(event::ACCEPTED, stream.fd(), &uri);

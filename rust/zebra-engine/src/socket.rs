@@ -254,7 +254,7 @@ impl SocketCore {
                 pipe
             }
             endpoint => {
-                let reactor = self.ctx.reactors()?.pick();
+                let reactor = self.ctx.reactors()?.assign();
                 let origin = Origin::Connect {
                     uri: uri.to_owned(),
                     endpoint,
@@ -262,6 +262,8 @@ impl SocketCore {
                 let pipe = Pipe::new(self, origin, options, Some(reactor.clone()));
                 if self.adopt_connecter(&pipe) {
                     reactor.send(Command::Connect(pipe.clone()));
+                } else {
+                    pipe.finish(None);
                 }
                 pipe
             }
