@@ -28,6 +28,10 @@ pub mod packet_type {
     pub const COVERAGE: u8 = 6;
     /// Server → switch: one aggregate or coverage part arrived.
     pub const AGGREGATE_ACK: u8 = 7;
+    /// Server → switch CPU: aggregates for this (job, server) go to my address.
+    pub const REGISTER: u8 = 8;
+    /// Switch CPU → server: the registration is recorded.
+    pub const REGISTER_ACK: u8 = 9;
 }
 
 /// Header length of a sparse hot packet; pairs follow.
@@ -42,6 +46,8 @@ pub const AGGREGATE_HEADER_LEN: usize = 40;
 pub const COVERAGE_HEADER_LEN: usize = 24;
 /// Length of an aggregate ACK datagram.
 pub const AGGREGATE_ACK_LEN: usize = 16;
+/// Length of a REGISTER or REGISTER_ACK datagram.
+pub const REGISTER_LEN: usize = 8;
 /// One `(index u32, value u32)` pair.
 pub const PAIR_LEN: usize = 8;
 /// One value (f32 bits or i32 fixed point).

@@ -11,12 +11,14 @@ pub mod aggregate;
 pub mod aggregate_ack;
 pub mod coverage;
 pub mod hot;
+pub mod register;
 pub mod response;
 
 pub use aggregate::AggregateRepr;
 pub use aggregate_ack::AggregateAckRepr;
 pub use coverage::{CoverBits, CoverageRepr};
 pub use hot::{HotBody, HotRepr};
+pub use register::RegisterRepr;
 pub use response::{FallbackReason, ResponseKind, ResponseRepr};
 
 use thiserror::Error;
@@ -134,7 +136,7 @@ pub(crate) fn check_common(b: &[u8], types: &[u8], header_len: usize) -> Result<
     let t = b[field::TYPE];
     if !types.contains(&t) {
         return Err(
-            if (packet_type::HOT..=packet_type::AGGREGATE_ACK).contains(&t) {
+            if (packet_type::HOT..=packet_type::REGISTER_ACK).contains(&t) {
                 Error::WrongType(t)
             } else {
                 Error::UnknownType(t)
@@ -187,6 +189,8 @@ pub enum Message {
     Coverage(CoverageRepr),
     /// Server → switch.
     AggregateAck(AggregateAckRepr),
+    /// Server ↔ switch CPU: REGISTER or REGISTER_ACK.
+    Register(RegisterRepr),
 }
 
 impl Message {
@@ -200,6 +204,8 @@ impl Message {
             packet_type::AGGREGATE,
             packet_type::COVERAGE,
             packet_type::AGGREGATE_ACK,
+            packet_type::REGISTER,
+            packet_type::REGISTER_ACK,
         ];
         match check_common(bytes, &all, 4)? {
             packet_type::HOT | packet_type::HOT_DENSE => Ok(Message::Hot(HotRepr::parse(
@@ -214,8 +220,11 @@ impl Message {
             packet_type::COVERAGE => Ok(Message::Coverage(CoverageRepr::parse(
                 &coverage::Packet::new_checked(bytes)?,
             )?)),
-            _ => Ok(Message::AggregateAck(AggregateAckRepr::parse(
+            packet_type::AGGREGATE_ACK => Ok(Message::AggregateAck(AggregateAckRepr::parse(
                 &aggregate_ack::Packet::new_checked(bytes)?,
+            )?)),
+            _ => Ok(Message::Register(RegisterRepr::parse(
+                &register::Packet::new_checked(bytes)?,
             )?)),
         }
     }
@@ -228,6 +237,7 @@ impl Message {
             Message::Aggregate(r) => r.to_bytes(),
             Message::Coverage(r) => r.to_bytes(),
             Message::AggregateAck(r) => r.to_bytes(),
+            Message::Register(r) => r.to_bytes(),
         }
     }
 }
@@ -258,5 +268,15 @@ mod tests {
             Message::parse(&[0x5A, 0x42, 1, 1]),
             Err(Error::Truncated { .. })
         ));
+        let reg = [0x5A, 0x42, 1, 8, 0, 1, 0, 2];
+        assert_eq!(
+            Message::parse(&reg),
+            Ok(Message::Register(RegisterRepr {
+                job: 1,
+                server: 2,
+                ack: false
+            }))
+        );
+        assert_eq!(Message::parse(&reg).unwrap().to_bytes(), reg);
     }
 }
