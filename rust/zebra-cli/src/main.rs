@@ -1,5 +1,7 @@
 //! `zebra`: the command-line front of Zebra for PS-lite.
 
+mod switch;
+
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -24,6 +26,13 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
+    /// Run the software switch for one job over UDP until SIGINT or SIGTERM.
+    ///
+    /// Sums the hot pairs of the job's workers (ACK or FALLBACK to each packet's source), sends
+    /// each server its aggregate (at the address learned from its REGISTER, or --server-addr),
+    /// and prints the statistics on SIGUSR1 and at exit.
+    #[command(after_long_help = switch::FORMATS)]
+    Switch(switch::SwitchArgs),
 }
 
 fn main() -> ExitCode {
@@ -44,5 +53,6 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+        Command::Switch(args) => switch::run(args),
     }
 }

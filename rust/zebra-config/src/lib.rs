@@ -7,6 +7,7 @@
 
 use std::fmt;
 use std::path::PathBuf;
+use std::str::FromStr;
 
 /// One documented variable.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +39,72 @@ pub const VARIABLES: &[Variable] = &[
         default: "(off)",
         help: "`stderr` or a file path: at exit, write the mode, the library forwarded to and per-function call counts (a file path may contain `%p`, replaced by the process id)",
     },
+    Variable {
+        name: "ZEBRA_HOT_LOSS",
+        default: "(off)",
+        help: "seeded fault injection on every hot-path send, for tests: a drop probability (`0.05`) or `drop=P,dup=P,delay=P,delay_ms=MS,seed=N`",
+    },
 ];
+
+/// Seeded faults injected on the hot path's send side (`ZEBRA_HOT_LOSS`).
+/// Probabilities are in parts per million.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HotLoss {
+    pub drop_ppm: u32,
+    pub duplicate_ppm: u32,
+    pub delay_ppm: u32,
+    /// A delayed datagram waits up to this long (uniformly).
+    pub max_delay_us: u64,
+    pub seed: u64,
+}
+
+impl HotLoss {
+    /// What a bad spec is told.
+    pub const EXPECTED: &'static str = "expected a drop probability (e.g. 0.05) or comma-separated drop=P, dup=P, delay=P (P in 0..=1), delay_ms=MS (> 0, at most 10000), seed=N";
+
+    /// Whether any fault is injected.
+    pub fn is_active(&self) -> bool {
+        self.drop_ppm > 0 || self.duplicate_ppm > 0 || self.delay_ppm > 0
+    }
+}
+
+impl FromStr for HotLoss {
+    type Err = &'static str;
+
+    fn from_str(spec: &str) -> Result<HotLoss, &'static str> {
+        fn ppm(v: &str) -> Option<u32> {
+            let p: f64 = v.trim().parse().ok()?;
+            (0.0..=1.0).contains(&p).then(|| (p * 1e6).round() as u32)
+        }
+        let mut loss = HotLoss {
+            max_delay_us: 1000,
+            seed: 1,
+            ..HotLoss::default()
+        };
+        if let Some(p) = ppm(spec) {
+            loss.drop_ppm = p;
+            return Ok(loss);
+        }
+        for item in spec.split(',') {
+            let (k, v) = item.split_once('=').ok_or(Self::EXPECTED)?;
+            match k.trim() {
+                "drop" => loss.drop_ppm = ppm(v).ok_or(Self::EXPECTED)?,
+                "dup" => loss.duplicate_ppm = ppm(v).ok_or(Self::EXPECTED)?,
+                "delay" => loss.delay_ppm = ppm(v).ok_or(Self::EXPECTED)?,
+                "delay_ms" => {
+                    let ms: f64 = v.trim().parse().map_err(|_| Self::EXPECTED)?;
+                    if !(ms > 0.0 && ms <= 10_000.0) {
+                        return Err(Self::EXPECTED);
+                    }
+                    loss.max_delay_us = (ms * 1000.0).round().max(1.0) as u64;
+                }
+                "seed" => loss.seed = v.trim().parse().map_err(|_| Self::EXPECTED)?,
+                _ => return Err(Self::EXPECTED),
+            }
+        }
+        Ok(loss)
+    }
+}
 
 /// Where the at-exit statistics go.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -55,6 +121,7 @@ pub struct Config {
     pub log_filter: String,
     pub real_libzmq: Option<PathBuf>,
     pub stats: Option<StatsSink>,
+    pub hot_loss: Option<HotLoss>,
 }
 
 impl Default for Config {
@@ -64,6 +131,7 @@ impl Default for Config {
             log_filter: "warn".into(),
             real_libzmq: None,
             stats: None,
+            hot_loss: None,
         }
     }
 }
@@ -157,6 +225,15 @@ impl Config {
                         cfg.stats =
                             Some(StatsSink::File(path.replace("%p", &pid.to_string()).into()))
                     }
+                },
+                "ZEBRA_HOT_LOSS" if value.trim().is_empty() => {}
+                "ZEBRA_HOT_LOSS" => match value.parse::<HotLoss>() {
+                    Ok(loss) => cfg.hot_loss = Some(loss).filter(HotLoss::is_active),
+                    Err(expected) => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_HOT_LOSS",
+                        value: value.to_string(),
+                        expected,
+                    }),
                 },
                 other if other.starts_with("ZEBRA_") => errors.push(ConfigError::Unknown {
                     name: other.to_string(),
@@ -252,6 +329,37 @@ mod tests {
             parse(&[("ZEBRA_STATS", "/tmp/s.%p.txt")]).unwrap().stats,
             Some(StatsSink::File("/tmp/s.42.txt".into()))
         );
+    }
+
+    #[test]
+    fn hot_loss_specs() {
+        let l = parse(&[("ZEBRA_HOT_LOSS", "0.05")])
+            .unwrap()
+            .hot_loss
+            .unwrap();
+        assert_eq!((l.drop_ppm, l.duplicate_ppm, l.seed), (50_000, 0, 1));
+        let l: HotLoss = "drop=0.01, dup=0.5,delay=1,delay_ms=2.5,seed=9"
+            .parse()
+            .unwrap();
+        assert_eq!(
+            l,
+            HotLoss {
+                drop_ppm: 10_000,
+                duplicate_ppm: 500_000,
+                delay_ppm: 1_000_000,
+                max_delay_us: 2500,
+                seed: 9
+            }
+        );
+        assert_eq!(parse(&[("ZEBRA_HOT_LOSS", "0")]).unwrap().hot_loss, None);
+        assert_eq!(parse(&[("ZEBRA_HOT_LOSS", "")]).unwrap().hot_loss, None);
+        for bad in ["1.5", "drop=x", "loss=0.1", "delay_ms=0", "seed=-1", "0.1,"] {
+            let err = parse(&[("ZEBRA_HOT_LOSS", bad)]).unwrap_err();
+            assert!(
+                err.to_string().contains("expected a drop probability"),
+                "{bad}: {err}"
+            );
+        }
     }
 
     #[test]

@@ -1,0 +1,187 @@
+//! `zebra switch`: the software switch on a UDP socket until SIGINT or
+//! SIGTERM. Its flags are the hot-path knobs of
+//! [`zebra_hotpath::settings::KNOBS`], so the file format, the flags and
+//! `--help` cannot disagree.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
+use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
+use signal_hook::iterator::Signals;
+use zebra_hotpath::settings::KNOBS;
+use zebra_hotpath::{HotpathConfig, Settings, SwitchNode};
+
+/// Shown after the flags by `zebra switch --help`.
+pub const FORMATS: &str = "\
+Configuration file (--config FILE): the same settings as the flags, one `key = value` per
+line. The key is the flag's name with `_` for `-` (e.g. round_timeout_ms), except --listen,
+whose key is `switch`. `#` starts a comment; a value may be in double quotes; a relative
+hot_keys path is relative to the file. Flags override the file. Workers and servers read the
+same file, so every party agrees on the protocol settings.
+
+Hot-keys file (--hot-keys FILE): PS-lite keys, hottest first, one per line, as decimal u64;
+`a-b` stands for the keys a..=b in ascending order; `#` starts a comment. Line order is the
+hot rank (register rank mod R, slot rank div R); each key's server follows PS-lite's default
+key ranges for --servers.
+
+Signals: SIGUSR1 prints the statistics to standard output; SIGINT or SIGTERM stops the switch
+and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; default info).";
+
+/// The flags of `zebra switch`, as given (checked by [`Settings::build`]).
+#[derive(Debug, Clone, Default)]
+pub struct SwitchArgs {
+    config: Option<PathBuf>,
+    given: Vec<(&'static str, Vec<String>)>,
+}
+
+impl FromArgMatches for SwitchArgs {
+    fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
+        let given = KNOBS
+            .iter()
+            .filter_map(|k| {
+                let values = m.get_many::<String>(k.key)?;
+                Some((k.key, values.cloned().collect()))
+            })
+            .collect();
+        Ok(SwitchArgs {
+            config: m.get_one::<PathBuf>("config").cloned(),
+            given,
+        })
+    }
+
+    fn update_from_arg_matches(&mut self, m: &ArgMatches) -> Result<(), clap::Error> {
+        *self = SwitchArgs::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for SwitchArgs {
+    fn augment_args(cmd: Command) -> Command {
+        let cmd = cmd.arg(
+            Arg::new("config")
+                .long("config")
+                .value_name("FILE")
+                .value_parser(clap::value_parser!(PathBuf))
+                .help(
+                    "hot-path configuration file (`key = value` lines, below); flags override it",
+                ),
+        );
+        KNOBS.iter().fold(cmd, |cmd, k| {
+            let mut arg = Arg::new(k.key)
+                .long(k.flag)
+                .value_name(k.value)
+                .help(if k.default.starts_with('(') {
+                    format!("{} {}", k.help, k.default)
+                } else {
+                    format!("{} [default: {}]", k.help, k.default)
+                })
+                .action(if k.repeat {
+                    ArgAction::Append
+                } else {
+                    ArgAction::Set
+                });
+            if let Some(var) = k.env {
+                arg = arg.env(var);
+            }
+            cmd.arg(arg)
+        })
+    }
+
+    fn augment_args_for_update(cmd: Command) -> Command {
+        SwitchArgs::augment_args(cmd)
+    }
+}
+
+fn init_logging() {
+    let filter = std::env::var("ZEBRA_LOG")
+        .ok()
+        .filter(|f| !f.trim().is_empty())
+        .or_else(|| std::env::var("RUST_LOG").ok())
+        .filter(|f| !f.trim().is_empty())
+        .unwrap_or_else(|| "info".into());
+    env_logger::Builder::new().parse_filters(&filter).init();
+}
+
+fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
+    let mut s = match &args.config {
+        Some(path) => Settings::load(path).map_err(|e| e.to_string())?,
+        None => Settings::new(),
+    };
+    for (key, values) in &args.given {
+        for v in values {
+            s.set(key, v).map_err(|e| e.to_string())?;
+        }
+    }
+    s.build().map_err(|e| e.to_string())
+}
+
+fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
+    let p = &config.proto;
+    let j = config.job();
+    let keys = match &config.hot_keys {
+        Some(hk) => format!("{} hot keys from the file", hk.len()),
+        None => format!("hot ranks 0..{}", j.hot_keys),
+    };
+    format!(
+        "zebra switch: listening on {} for job {}: {} workers, {} servers, {keys}; \
+         R={} S={} W={}, {}-byte packets, round timeout {:?}{}\n\
+         zebra switch: SIGUSR1 prints statistics, SIGINT/SIGTERM stops",
+        node.local_addr(),
+        j.id,
+        j.workers,
+        j.servers,
+        p.registers,
+        p.slots,
+        p.copies,
+        p.packet_size,
+        p.round_timeout,
+        if config.loss.is_some() {
+            ", injecting faults"
+        } else {
+            ""
+        }
+    )
+}
+
+/// Runs `zebra switch` until SIGINT or SIGTERM.
+pub fn run(args: SwitchArgs) -> ExitCode {
+    init_logging();
+    let config = match settings(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("zebra switch: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let Some(listen) = config.switch else {
+        eprintln!(
+            "zebra switch: no address to listen on: give --listen HOST:PORT (or `switch = HOST:PORT` in the file)"
+        );
+        return ExitCode::from(2);
+    };
+    let mut signals = match Signals::new([SIGINT, SIGTERM, SIGUSR1]) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("zebra switch: cannot install signal handlers: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let node = match SwitchNode::start(config.switch_node_config(listen)) {
+        Ok(n) => n,
+        Err(e) => {
+            eprintln!("zebra switch: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("{}", banner(&config, &node));
+    for signal in signals.forever() {
+        if signal == SIGUSR1 {
+            println!("{}", node.stats());
+        } else {
+            break;
+        }
+    }
+    println!("{}", node.shutdown());
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,85 @@
+//! What a worker or server link is started with, and the event queue it
+//! hands results through.
+
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::sync::mpsc::Receiver;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use zebra_config::HotLoss;
+use zebra_proto::Config;
+
+use crate::StartError;
+
+/// Configuration of one [`WorkerLink`](crate::WorkerLink) or
+/// [`ServerLink`](crate::ServerLink).
+#[derive(Debug, Clone)]
+pub struct LinkConfig {
+    /// The protocol configuration all parties share.
+    pub proto: Config,
+    /// Job id.
+    pub job: u16,
+    /// Worker rank or server index within the job.
+    pub rank: u16,
+    /// The switch's UDP address.
+    pub switch: SocketAddr,
+    /// Local address to bind; the default is the unspecified address of the
+    /// switch's family with port 0 (any).
+    pub bind: SocketAddr,
+    /// Faults injected on every send.
+    pub loss: Option<HotLoss>,
+}
+
+impl LinkConfig {
+    /// A link for `(job, rank)` towards `switch`, bound to any local port.
+    pub fn new(proto: Config, job: u16, rank: u16, switch: SocketAddr) -> LinkConfig {
+        let any: IpAddr = if switch.is_ipv4() {
+            Ipv4Addr::UNSPECIFIED.into()
+        } else {
+            Ipv6Addr::UNSPECIFIED.into()
+        };
+        LinkConfig {
+            proto,
+            job,
+            rank,
+            switch,
+            bind: SocketAddr::new(any, 0),
+            loss: None,
+        }
+    }
+
+    pub(crate) fn bind(&self, role: &str) -> Result<UdpSocket, StartError> {
+        UdpSocket::bind(self.bind).map_err(|source| StartError::Io {
+            what: format!(
+                "bind the {role} socket of job {} rank {} to {}",
+                self.job, self.rank, self.bind
+            ),
+            source,
+        })
+    }
+}
+
+/// The receiving end of a link's events; shared by reference between
+/// threads.
+#[derive(Debug)]
+pub(crate) struct Events<E> {
+    rx: Mutex<Receiver<E>>,
+}
+
+impl<E> Events<E> {
+    pub fn new(rx: Receiver<E>) -> Events<E> {
+        Events { rx: Mutex::new(rx) }
+    }
+
+    fn rx(&self) -> std::sync::MutexGuard<'_, Receiver<E>> {
+        self.rx.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    pub fn try_recv(&self) -> Option<E> {
+        self.rx().try_recv().ok()
+    }
+
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<E> {
+        self.rx().recv_timeout(timeout).ok()
+    }
+}

@@ -1,0 +1,263 @@
+//! A server's end of the hot path: [`zebra_proto::Server`] on a UDP socket.
+//!
+//! The link registers with the switch (REGISTER from its socket, repeated
+//! with back-off until REGISTER_ACK, then every
+//! [`REGISTER_KEEPALIVE`] so a restarted switch learns the address again),
+//! acknowledges aggregate parts, and reports each round once as
+//! [`ServerEvent::Round`]. Fallback pairs that workers sent directly go in
+//! through [`ServerLink::add_fallback`]; what to apply comes back as
+//! [`ServerEvent::Apply`] (at once for certain fallbacks; for uncertain ones
+//! once the round's coverage shows the switch does not hold them, or after
+//! `uncertain_timeout`).
+
+use std::net::SocketAddr;
+use std::sync::mpsc::{self, Sender};
+use std::time::Duration;
+
+use zebra_proto::consts::packet_type;
+use zebra_proto::wire::{Message, RegisterRepr};
+use zebra_proto::{
+    Fallback, RoundAggregate, Server, ServerAction, ServerError, ServerStats, Timestamp,
+};
+
+use crate::fault::{self, FaultInjector};
+use crate::io::{IoStats, Machine, Node, Sends};
+use crate::link::{Events, LinkConfig};
+use crate::StartError;
+
+/// First wait before a REGISTER is repeated (doubling up to
+/// [`REGISTER_KEEPALIVE`]).
+pub const REGISTER_RETRY: Duration = Duration::from_millis(10);
+/// Interval of REGISTER once acknowledged.
+pub const REGISTER_KEEPALIVE: Duration = Duration::from_secs(1);
+
+/// What a server link reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ServerEvent {
+    /// A round's aggregate for this server, reported once.
+    Round(RoundAggregate),
+    /// Fallback pairs to apply as if pushed directly.
+    Apply(Fallback),
+}
+
+/// A snapshot of a server link's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerLinkStats {
+    /// The server state machine's counters.
+    pub server: ServerStats,
+    /// Whether the switch acknowledged a REGISTER.
+    pub registered: bool,
+    /// REGISTER datagrams sent.
+    pub registers_sent: u64,
+    /// Uncertain fallback batches waiting for their round's aggregate.
+    pub held_fallbacks: usize,
+    /// Socket counters.
+    pub io: IoStats,
+}
+
+#[derive(Debug)]
+struct Registration {
+    datagram: Vec<u8>,
+    next: Timestamp,
+    backoff: Duration,
+    acked: bool,
+    sent: u64,
+}
+
+impl Registration {
+    fn due(&mut self, now: Timestamp) -> Option<Vec<u8>> {
+        if now < self.next {
+            return None;
+        }
+        self.sent += 1;
+        if self.acked {
+            self.next = now + REGISTER_KEEPALIVE;
+        } else {
+            self.next = now + self.backoff;
+            self.backoff = (self.backoff * 2).min(REGISTER_KEEPALIVE);
+        }
+        Some(self.datagram.clone())
+    }
+
+    fn on_ack(&mut self, now: Timestamp) {
+        if !self.acked {
+            self.acked = true;
+            self.next = now + REGISTER_KEEPALIVE;
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ServerMachine {
+    server: Server,
+    job: u16,
+    index: u16,
+    switch: SocketAddr,
+    registration: Registration,
+    events: Sender<ServerEvent>,
+}
+
+impl ServerMachine {
+    fn act(&mut self, actions: Vec<ServerAction>, out: &mut Sends) {
+        for a in actions {
+            let event = match a {
+                ServerAction::Send(b) => {
+                    out.push((self.switch, b));
+                    continue;
+                }
+                ServerAction::Round(r) => ServerEvent::Round(r),
+                ServerAction::Apply(f) => ServerEvent::Apply(f),
+            };
+            if self.events.send(event).is_err() {
+                log::debug!("server link: event dropped, nobody is listening");
+            }
+        }
+    }
+}
+
+impl Machine for ServerMachine {
+    fn on_datagram(&mut self, now: Timestamp, _src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+        if bytes.get(3) == Some(&packet_type::REGISTER_ACK) {
+            if let Ok(Message::Register(r)) = Message::parse(bytes) {
+                if r.ack && r.job == self.job && r.server == self.index {
+                    self.registration.on_ack(now);
+                    return;
+                }
+            }
+        }
+        let actions = self.server.handle_packet(now, bytes);
+        self.act(actions, out);
+    }
+
+    fn on_timer(&mut self, now: Timestamp, out: &mut Sends) {
+        if self.server.poll_at().is_some_and(|t| t <= now) {
+            let actions = self.server.poll(now);
+            self.act(actions, out);
+        }
+        if let Some(d) = self.registration.due(now) {
+            out.push((self.switch, d));
+        }
+    }
+
+    fn poll_at(&self) -> Option<Timestamp> {
+        Some(
+            self.server
+                .poll_at()
+                .map_or(self.registration.next, |t| t.min(self.registration.next)),
+        )
+    }
+}
+
+/// A server's hot-path link (see the module documentation). `Sync`: any
+/// thread may add fallbacks and receive. Stopped on
+/// [`shutdown`](Self::shutdown) or drop.
+#[derive(Debug)]
+pub struct ServerLink {
+    node: Node<ServerMachine>,
+    events: Events<ServerEvent>,
+}
+
+impl ServerLink {
+    /// Validates the configuration, binds the socket, starts the thread
+    /// (which registers with the switch at once).
+    pub fn start(config: LinkConfig) -> Result<ServerLink, StartError> {
+        let server = Server::new(&config.proto, config.job, config.rank)?;
+        let socket = config.bind("server")?;
+        let faults = config
+            .loss
+            .filter(zebra_config::HotLoss::is_active)
+            .map(|l| FaultInjector::new(l, fault::stream(b'v', config.job, config.rank)));
+        let (tx, rx) = mpsc::channel();
+        let machine = ServerMachine {
+            server,
+            job: config.job,
+            index: config.rank,
+            switch: config.switch,
+            registration: Registration {
+                datagram: RegisterRepr {
+                    job: config.job,
+                    server: config.rank,
+                    ack: false,
+                }
+                .to_bytes(),
+                next: Timestamp::ZERO,
+                backoff: REGISTER_RETRY,
+                acked: false,
+                sent: 0,
+            },
+            events: tx,
+        };
+        let name = format!("zebra-server-{}", config.rank);
+        let node = Node::spawn(name, socket, machine, faults).map_err(|source| StartError::Io {
+            what: "start the server I/O thread".into(),
+            source,
+        })?;
+        Ok(ServerLink {
+            node,
+            events: Events::new(rx),
+        })
+    }
+
+    /// Takes pairs a worker sent directly (the `fallback` of a
+    /// [`WorkerEvent::Fallback`](crate::WorkerEvent::Fallback) for this
+    /// server). What to apply comes back as [`ServerEvent::Apply`].
+    pub fn add_fallback(&self, fallback: Fallback) -> Result<(), ServerError> {
+        self.node.shared().with(|m, now, out| {
+            let actions = m.server.add_fallback(now, fallback)?;
+            m.act(actions, out);
+            Ok(())
+        })
+    }
+
+    /// The next event, if one is waiting.
+    pub fn try_recv(&self) -> Option<ServerEvent> {
+        self.events.try_recv()
+    }
+
+    /// The next event, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<ServerEvent> {
+        self.events.recv_timeout(timeout)
+    }
+
+    /// The next round's aggregate, waiting at most `timeout`; fallback
+    /// pairs to apply that come first are returned with it, in order.
+    pub fn next_round(&self, timeout: Duration) -> (Vec<Fallback>, Option<RoundAggregate>) {
+        let deadline = std::time::Instant::now() + timeout;
+        let mut applied = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match self.events.recv_timeout(left) {
+                Some(ServerEvent::Round(r)) => return (applied, Some(r)),
+                Some(ServerEvent::Apply(f)) => applied.push(f),
+                None => return (applied, None),
+            }
+        }
+    }
+
+    /// Whether the switch has acknowledged this server's REGISTER.
+    pub fn is_registered(&self) -> bool {
+        self.node.shared().read(|c| c.machine.registration.acked)
+    }
+
+    /// The local address of the socket (what the switch learns).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.node.shared().local_addr()
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> ServerLinkStats {
+        self.node.shared().read(|c| ServerLinkStats {
+            server: c.machine.server.stats().clone(),
+            registered: c.machine.registration.acked,
+            registers_sent: c.machine.registration.sent,
+            held_fallbacks: c.machine.server.held_fallbacks(),
+            io: c.io_stats(),
+        })
+    }
+
+    /// Stops the thread and returns the final counters.
+    pub fn shutdown(mut self) -> ServerLinkStats {
+        self.node.stop();
+        self.stats()
+    }
+}

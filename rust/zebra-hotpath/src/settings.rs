@@ -1,0 +1,803 @@
+//! The hot-path configuration: one file every party reads (the switch,
+//! every worker, every server), and the same knobs as `zebra switch` flags.
+//!
+//! The file is plain `key = value` lines (not TOML): `#` starts a comment,
+//! blank lines are skipped, a value may be wrapped in double quotes. Every
+//! key is a [`Knob`] of [`KNOBS`]; an unknown key, a key set twice in one
+//! file or a bad value is an error naming the file and line. A relative
+//! `hot_keys` path is relative to the file's directory. Flags given after
+//! the file (see [`Settings::set`]) override it. [`Settings::build`] reports
+//! every bad value at once, then checks the combination with
+//! [`zebra_proto::Config::validate`].
+//!
+//! ```text
+//! # zebra hot path, job 1
+//! switch = 10.0.0.250:9950
+//! workers = 8
+//! servers = 2
+//! hot_keys = hot.keys
+//! round_timeout_ms = 20
+//! server_addr = 0=10.0.0.1:9951
+//! ```
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use zebra_config::HotLoss;
+use zebra_proto::number::MAX_FRAC_BITS;
+use zebra_proto::{Config, JobConfig, LayoutKind, NumberMode, Packing};
+
+use crate::hotkeys::HotKeys;
+use crate::switch_node::SwitchNodeConfig;
+
+/// One setting: a key of the file, a flag of `zebra switch`.
+#[derive(Debug, Clone, Copy)]
+pub struct Knob {
+    /// Key in the file.
+    pub key: &'static str,
+    /// Long flag of `zebra switch` (without `--`).
+    pub flag: &'static str,
+    /// Placeholder for the value in help texts.
+    pub value: &'static str,
+    /// Default, as text.
+    pub default: &'static str,
+    /// What it does.
+    pub help: &'static str,
+    /// Whether it may be given more than once (values accumulate).
+    pub repeat: bool,
+    /// Environment variable that `zebra switch` also reads for it.
+    pub env: Option<&'static str>,
+}
+
+const fn knob(
+    key: &'static str,
+    flag: &'static str,
+    value: &'static str,
+    default: &'static str,
+    help: &'static str,
+) -> Knob {
+    Knob {
+        key,
+        flag,
+        value,
+        default,
+        help,
+        repeat: false,
+        env: None,
+    }
+}
+
+/// Every setting, in the order `--help` and the docs list them.
+pub const KNOBS: &[Knob] = &[
+    knob("switch", "listen", "HOST:PORT", "(required for zebra switch)", "the switch's UDP address: `zebra switch` binds it (0.0.0.0 for all interfaces); workers and servers send to it"),
+    knob("job", "job", "ID", "1", "job id carried in every packet"),
+    knob("workers", "workers", "N", "(required)", "workers of the job (ranks 0..N), 1..=64"),
+    knob("servers", "servers", "S", "1", "servers of the job (PS-lite server ranks 0..S)"),
+    knob("hot_keys", "hot-keys", "FILE", "(none)", "hot-keys file: PS-lite keys hottest first (line order = hot rank); owners follow PS-lite's default key ranges"),
+    knob("hot_key_count", "hot-key-count", "K", "(none)", "instead of a file: hot ranks 0..K, split into S contiguous ranges by owner"),
+    knob("registers", "registers", "R", "32", "register arrays: hot rank r lives in register r mod R"),
+    knob("slots", "slots", "K", "1024", "slots per register array and copy, shared by the jobs (ceil(hot keys / R) needed)"),
+    knob("copies", "copies", "W", "2", "copies of the slot memory: rounds of one job open at once, 1..=4"),
+    knob("packet_size", "packet-size", "BYTES", "192", "UDP payload of every hot-path packet, 64..=1472"),
+    knob("max_seqs", "max-seqs", "N", "4096", "most packets one worker sends for one round; the rest falls back"),
+    knob("packing", "packing", "strict|fill|sequential", "strict", "how workers pack pairs: Algorithm 1 without conflicts, Algorithm 1 with full packets, or rank order"),
+    knob("round_timeout_ms", "round-timeout-ms", "MS", "50", "a round still open this long after its first packet is flushed"),
+    knob("aggregate_rto_ms", "aggregate-rto-ms", "MS", "2", "switch: resend an unacknowledged aggregate part after this (doubling, at most 16x)"),
+    knob("aggregate_max_retries", "aggregate-max-retries", "N", "50", "switch: resends before an aggregate part is given up (counted)"),
+    knob("worker_rto_ms", "worker-rto-ms", "MS", "2", "worker: resend an unanswered hot packet after this"),
+    knob("worker_max_retries", "worker-max-retries", "N", "10", "worker: resends before a packet's pairs go to the servers as uncertain fallback"),
+    knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
+    knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "500", "server: how long uncertain fallback pairs wait for their round's aggregate"),
+    knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
+    knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
+    knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
+    knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
+    Knob {
+        repeat: true,
+        ..knob("server_addr", "server-addr", "INDEX=HOST:PORT", "(learned from REGISTER)", "fix server INDEX's address instead of learning it from its REGISTER (repeatable)")
+    },
+    Knob {
+        env: Some("ZEBRA_HOT_LOSS"),
+        ..knob("loss", "loss", "SPEC", "(off)", "seeded faults on every send: a drop probability, or drop=P,dup=P,delay=P,delay_ms=MS,seed=N")
+    },
+];
+
+/// The knob with file key `key`.
+pub fn knob_by_key(key: &str) -> Option<&'static Knob> {
+    KNOBS.iter().find(|k| k.key == key)
+}
+
+/// A loaded and checked hot-path configuration (one job).
+#[derive(Debug, Clone)]
+pub struct HotpathConfig {
+    /// The switch's address (`switch` / `--listen`), if given.
+    pub switch: Option<SocketAddr>,
+    /// The protocol configuration, validated; its one job is [`Self::job`].
+    pub proto: Config,
+    /// The hot keys, when read from a file (else ranks are given directly).
+    pub hot_keys: Option<HotKeys>,
+    /// Pinned server addresses, by server index.
+    pub server_addrs: BTreeMap<u16, SocketAddr>,
+    /// Faults to inject on every send.
+    pub loss: Option<HotLoss>,
+}
+
+impl HotpathConfig {
+    /// The job.
+    pub fn job(&self) -> &JobConfig {
+        &self.proto.jobs[0]
+    }
+
+    /// What a [`SwitchNode`](crate::SwitchNode) listening on `listen` needs.
+    pub fn switch_node_config(&self, listen: SocketAddr) -> SwitchNodeConfig {
+        let job = self.job().id;
+        SwitchNodeConfig {
+            listen,
+            proto: self.proto.clone(),
+            server_addrs: self
+                .server_addrs
+                .iter()
+                .map(|(&s, &a)| ((job, s), a))
+                .collect(),
+            loss: self.loss,
+        }
+    }
+}
+
+/// Every problem found, so they are fixed in one go.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SettingsError {
+    /// One line per problem.
+    pub problems: Vec<String>,
+}
+
+impl fmt::Display for SettingsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid hot-path configuration:")?;
+        for p in &self.problems {
+            write!(f, "\n  - {p}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for SettingsError {}
+
+impl SettingsError {
+    fn one(problem: String) -> SettingsError {
+        SettingsError {
+            problems: vec![problem],
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+enum Origin {
+    File { path: PathBuf, line: usize },
+    Flag(&'static str),
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Origin::Flag(flag) => write!(f, "--{flag}"),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Entry {
+    knob: &'static Knob,
+    value: String,
+    origin: Origin,
+}
+
+impl Entry {
+    fn bad(&self, expected: &str) -> String {
+        format!(
+            "{}: {} = {:?}: {expected}",
+            self.origin, self.knob.key, self.value
+        )
+    }
+
+    fn base_dir(&self) -> Option<&Path> {
+        match &self.origin {
+            Origin::File { path, .. } => path.parent(),
+            Origin::Flag(_) => None,
+        }
+    }
+}
+
+/// Settings as given, before checking: a file's lines, then flags.
+#[derive(Debug, Clone, Default)]
+pub struct Settings {
+    entries: Vec<Entry>,
+}
+
+impl Settings {
+    /// No setting: every knob at its default.
+    pub fn new() -> Settings {
+        Settings::default()
+    }
+
+    /// Reads a configuration file.
+    pub fn load(path: &Path) -> Result<Settings, SettingsError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| SettingsError::one(format!("{}: {e}", path.display())))?;
+        Settings::parse(&text, path)
+    }
+
+    /// Parses the text of a configuration file read from `path`.
+    pub fn parse(text: &str, path: &Path) -> Result<Settings, SettingsError> {
+        let mut s = Settings::new();
+        let mut problems = Vec::new();
+        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
+        for (i, raw) in text.lines().enumerate() {
+            let line = i + 1;
+            let content = raw.split('#').next().unwrap_or("").trim();
+            if content.is_empty() {
+                continue;
+            }
+            let at = format!("{}:{line}", path.display());
+            let Some((key, value)) = content.split_once('=') else {
+                problems.push(format!("{at}: expected `key = value`, found {content:?}"));
+                continue;
+            };
+            let key = key.trim();
+            let Some(knob) = knob_by_key(key) else {
+                problems.push(format!(
+                    "{at}: unknown key {key:?} (known: {})",
+                    KNOBS.iter().map(|k| k.key).collect::<Vec<_>>().join(", ")
+                ));
+                continue;
+            };
+            if !knob.repeat {
+                if let Some(first) = seen.insert(knob.key, line) {
+                    problems.push(format!("{at}: {key} is already set on line {first}"));
+                    continue;
+                }
+            }
+            let value = value.trim();
+            let value = value
+                .strip_prefix('"')
+                .and_then(|v| v.strip_suffix('"'))
+                .unwrap_or(value);
+            s.entries.push(Entry {
+                knob,
+                value: value.to_string(),
+                origin: Origin::File {
+                    path: path.to_path_buf(),
+                    line,
+                },
+            });
+        }
+        if problems.is_empty() {
+            Ok(s)
+        } else {
+            Err(SettingsError { problems })
+        }
+    }
+
+    /// Sets a knob from a flag (overriding the file for single-valued
+    /// knobs, adding to it for repeatable ones).
+    pub fn set(&mut self, key: &str, value: &str) -> Result<(), SettingsError> {
+        let knob = knob_by_key(key)
+            .ok_or_else(|| SettingsError::one(format!("unknown setting {key:?}")))?;
+        self.entries.push(Entry {
+            knob,
+            value: value.trim().to_string(),
+            origin: Origin::Flag(knob.flag),
+        });
+        Ok(())
+    }
+
+    /// Checks every value and the combination.
+    pub fn build(&self) -> Result<HotpathConfig, SettingsError> {
+        let mut b = Builder::default();
+        let mut problems = Vec::new();
+        for e in &self.entries {
+            if let Err(p) = b.apply(e) {
+                problems.push(p);
+            }
+        }
+        if !problems.is_empty() {
+            return Err(SettingsError { problems });
+        }
+        b.finish()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Builder {
+    config: Option<Config>,
+    switch: Option<SocketAddr>,
+    job: Option<u16>,
+    workers: Option<u16>,
+    servers: Option<u16>,
+    hot_keys_file: Option<PathBuf>,
+    hot_key_count: Option<u32>,
+    number: Option<NumberMode>,
+    layout: Option<LayoutKind>,
+    dense_ranks: Option<u32>,
+    server_addrs: BTreeMap<u16, (SocketAddr, String)>,
+    loss: Option<HotLoss>,
+}
+
+fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
+    e: &Entry,
+    min: T,
+    max: T,
+) -> Result<T, String> {
+    match e.value.parse::<T>() {
+        Ok(v) if v >= min && v <= max => Ok(v),
+        _ => Err(e.bad(&format!("expected an integer in {min}..={max}"))),
+    }
+}
+
+fn millis(e: &Entry) -> Result<Duration, String> {
+    let expected =
+        "expected milliseconds, more than 0 and at most 3600000 (fractions allowed: 0.5)";
+    let ms: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
+    if !(ms > 0.0 && ms <= 3_600_000.0) {
+        return Err(e.bad(expected));
+    }
+    let us = (ms * 1000.0).round() as u64;
+    if us == 0 {
+        return Err(e.bad(expected));
+    }
+    Ok(Duration::from_micros(us))
+}
+
+fn address(e: &Entry, text: &str) -> Result<SocketAddr, String> {
+    let expected = "expected HOST:PORT (an IP address or a name that resolves, and a port)";
+    text.to_socket_addrs()
+        .ok()
+        .and_then(|mut a| a.next())
+        .ok_or_else(|| e.bad(expected))
+}
+
+impl Builder {
+    fn config(&mut self) -> &mut Config {
+        self.config.get_or_insert_with(|| Config::new(Vec::new()))
+    }
+
+    fn apply(&mut self, e: &Entry) -> Result<(), String> {
+        match e.knob.key {
+            "switch" => self.switch = Some(address(e, &e.value)?),
+            "job" => self.job = Some(int(e, 0, u16::MAX)?),
+            "workers" => self.workers = Some(int(e, 1, 64)?),
+            "servers" => self.servers = Some(int(e, 1, u16::MAX)?),
+            "hot_keys" => {
+                if e.value.is_empty() {
+                    return Err(e.bad("expected a file path"));
+                }
+                let path = PathBuf::from(&e.value);
+                self.hot_keys_file = Some(match e.base_dir() {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path,
+                });
+            }
+            "hot_key_count" => self.hot_key_count = Some(int(e, 1, u32::MAX)?),
+            "registers" => {
+                self.config().registers = int(e, 1, zebra_proto::consts::MAX_REGISTERS as u16)?
+            }
+            "slots" => {
+                self.config().slots = int(e, 1, zebra_proto::consts::MAX_REGISTER_ENTRIES as u32)?
+            }
+            "copies" => self.config().copies = int(e, 1, zebra_proto::consts::MAX_COPIES as u8)?,
+            "packet_size" => {
+                self.config().packet_size = int(
+                    e,
+                    zebra_proto::consts::MIN_PACKET_SIZE,
+                    zebra_proto::consts::MAX_PACKET_SIZE,
+                )?
+            }
+            "max_seqs" => self.config().max_seqs = int(e, 1, u16::MAX)?,
+            "packing" => {
+                self.config().packing = match e.value.as_str() {
+                    "strict" => Packing::Strict,
+                    "fill" => Packing::Fill,
+                    "sequential" => Packing::Sequential,
+                    _ => return Err(e.bad("expected strict, fill or sequential")),
+                }
+            }
+            "round_timeout_ms" => self.config().round_timeout = millis(e)?,
+            "aggregate_rto_ms" => self.config().aggregate_rto = millis(e)?,
+            "aggregate_max_retries" => self.config().aggregate_max_retries = int(e, 1, u32::MAX)?,
+            "worker_rto_ms" => self.config().worker_rto = millis(e)?,
+            "worker_max_retries" => self.config().worker_max_retries = int(e, 1, u32::MAX)?,
+            "worker_max_in_flight" => {
+                self.config().worker_max_in_flight = int(e, 1, 1 << 20)?;
+            }
+            "uncertain_timeout_ms" => self.config().uncertain_timeout = millis(e)?,
+            "server_history" => self.config().server_history = int(e, 1, u32::MAX)?,
+            "number" => {
+                let expected = "expected f32 or fixed:BITS with BITS in 0..=30";
+                self.number = Some(match e.value.split_once(':') {
+                    None if e.value == "f32" => NumberMode::F32,
+                    Some(("fixed", bits)) => match bits.parse::<u8>() {
+                        Ok(frac_bits) if frac_bits <= MAX_FRAC_BITS => {
+                            NumberMode::Fixed { frac_bits }
+                        }
+                        _ => return Err(e.bad(expected)),
+                    },
+                    _ => return Err(e.bad(expected)),
+                });
+            }
+            "layout" => {
+                let expected = "expected heat or random:SEED (SEED a u64)";
+                self.layout = Some(match e.value.split_once(':') {
+                    None if e.value == "heat" => LayoutKind::Heat,
+                    Some(("random", seed)) => LayoutKind::Random {
+                        seed: seed.parse().map_err(|_| e.bad(expected))?,
+                    },
+                    _ => return Err(e.bad(expected)),
+                });
+            }
+            "dense_ranks" => self.dense_ranks = Some(int(e, 0, u32::MAX)?),
+            "server_addr" => {
+                let expected = "expected INDEX=HOST:PORT";
+                let (index, addr) = e.value.split_once('=').ok_or_else(|| e.bad(expected))?;
+                let index: u16 = index.trim().parse().map_err(|_| e.bad(expected))?;
+                let addr = address(e, addr.trim())?;
+                self.server_addrs
+                    .insert(index, (addr, e.origin.to_string()));
+            }
+            "loss" => {
+                self.loss = if e.value.is_empty() {
+                    None
+                } else {
+                    Some(e.value.parse::<HotLoss>().map_err(|x| e.bad(x))?)
+                        .filter(HotLoss::is_active)
+                };
+            }
+            other => return Err(format!("{}: {other}: not handled", e.origin)),
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<HotpathConfig, SettingsError> {
+        let mut problems = Vec::new();
+        let servers = self.servers.unwrap_or(1);
+        if self.workers.is_none() {
+            problems.push("workers: not set (--workers N, or `workers = N` in the file)".into());
+        }
+        let hot_keys = match (&self.hot_keys_file, self.hot_key_count) {
+            (Some(_), Some(_)) => {
+                problems.push(
+                    "hot keys: give a hot-keys file (hot_keys / --hot-keys) or a count (hot_key_count / --hot-key-count), not both".into(),
+                );
+                None
+            }
+            (None, None) => {
+                problems.push(
+                    "hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file)".into(),
+                );
+                None
+            }
+            (Some(path), None) => match HotKeys::load(path) {
+                Ok(hk) => Some(hk),
+                Err(e) => {
+                    problems.push(format!("hot keys: {e}"));
+                    None
+                }
+            },
+            (None, Some(_)) => None,
+        };
+        for (index, (_, origin)) in &self.server_addrs {
+            if *index >= servers {
+                problems.push(format!(
+                    "{origin}: server_addr names server {index}, the job has {servers} servers"
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            return Err(SettingsError { problems });
+        }
+        let count = match &hot_keys {
+            Some(hk) => hk.len() as u32,
+            None => self.hot_key_count.unwrap_or(0),
+        };
+        let mut job = JobConfig::new(
+            self.job.unwrap_or(1),
+            self.workers.unwrap_or(0),
+            count,
+            servers,
+        );
+        job.owners = hot_keys.as_ref().map(|hk| hk.pslite_owners(servers));
+        job.number = self.number.unwrap_or(NumberMode::F32);
+        job.layout = self.layout.unwrap_or(LayoutKind::Heat);
+        job.dense_ranks = self.dense_ranks.unwrap_or(0);
+        let mut proto = self
+            .config
+            .take()
+            .unwrap_or_else(|| Config::new(Vec::new()));
+        proto.jobs = vec![job];
+        proto
+            .validate()
+            .map_err(|e| SettingsError::one(format!("the settings do not fit together: {e}")))?;
+        Ok(HotpathConfig {
+            switch: self.switch,
+            proto,
+            hot_keys,
+            server_addrs: self
+                .server_addrs
+                .into_iter()
+                .map(|(i, (a, _))| (i, a))
+                .collect(),
+            loss: self.loss,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn path() -> PathBuf {
+        PathBuf::from("/etc/zebra/hot.conf")
+    }
+
+    #[test]
+    fn defaults_are_the_protocol_defaults() {
+        let mut s = Settings::new();
+        s.set("workers", "4").unwrap();
+        s.set("hot_key_count", "1000").unwrap();
+        let c = s.build().unwrap();
+        let want = Config::new(vec![JobConfig::new(1, 4, 1000, 1)]);
+        assert_eq!(c.proto, want);
+        assert_eq!((c.switch, c.loss, c.hot_keys.is_none()), (None, None, true));
+        let defaults = [
+            ("registers", want.registers.to_string()),
+            ("slots", want.slots.to_string()),
+            ("copies", want.copies.to_string()),
+            ("packet_size", want.packet_size.to_string()),
+            ("max_seqs", want.max_seqs.to_string()),
+            (
+                "round_timeout_ms",
+                want.round_timeout.as_millis().to_string(),
+            ),
+            (
+                "aggregate_rto_ms",
+                want.aggregate_rto.as_millis().to_string(),
+            ),
+            (
+                "aggregate_max_retries",
+                want.aggregate_max_retries.to_string(),
+            ),
+            ("worker_rto_ms", want.worker_rto.as_millis().to_string()),
+            ("worker_max_retries", want.worker_max_retries.to_string()),
+            (
+                "worker_max_in_flight",
+                want.worker_max_in_flight.to_string(),
+            ),
+            (
+                "uncertain_timeout_ms",
+                want.uncertain_timeout.as_millis().to_string(),
+            ),
+            ("server_history", want.server_history.to_string()),
+            ("job", "1".into()),
+            ("servers", "1".into()),
+            ("packing", "strict".into()),
+            ("number", "f32".into()),
+            ("layout", "heat".into()),
+            ("dense_ranks", "0".into()),
+        ];
+        for (key, value) in defaults {
+            assert_eq!(knob_by_key(key).unwrap().default, value, "{key}");
+        }
+        for k in KNOBS {
+            assert!(k.flag.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+        }
+    }
+
+    #[test]
+    fn docs_list_every_knob() {
+        let doc = include_str!("../../../docs/HOTPATH.md");
+        for k in KNOBS {
+            let row = format!("| `{}` | `--{}` |", k.key, k.flag);
+            assert!(doc.contains(&row), "docs/HOTPATH.md lacks the row {row}");
+        }
+    }
+
+    #[test]
+    fn file_then_flags() {
+        let dir = std::env::temp_dir().join(format!("zebra-settings-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(
+            dir.join("hot.keys"),
+            "# two hot keys\n7\n18446744073709551000\n",
+        )
+        .unwrap();
+        let text = "\
+# hot path
+switch = 127.0.0.1:9950
+job = 3
+workers = \"5\"   # quoted
+servers = 2
+hot_keys = hot.keys
+registers = 8
+slots = 64
+copies = 3
+packet_size = 96
+max_seqs = 100
+packing = fill
+round_timeout_ms = 0.5
+aggregate_rto_ms = 3
+aggregate_max_retries = 7
+worker_rto_ms = 4
+worker_max_retries = 5
+worker_max_in_flight = 9
+uncertain_timeout_ms = 60
+server_history = 10
+number = fixed:12
+layout = random:42
+dense_ranks = 1
+server_addr = 0=127.0.0.1:9001
+server_addr = 1=127.0.0.1:9002
+loss = drop=0.01
+";
+        let file = dir.join("hot.conf");
+        std::fs::write(&file, text).unwrap();
+        let mut s = Settings::load(&file).unwrap();
+        s.set("workers", "6").unwrap();
+        s.set("server_addr", "1=127.0.0.1:9003").unwrap();
+        let c = s.build().unwrap();
+        let p = &c.proto;
+        assert_eq!(c.switch, Some("127.0.0.1:9950".parse().unwrap()));
+        assert_eq!(
+            (p.registers, p.slots, p.copies, p.packet_size, p.max_seqs),
+            (8, 64, 3, 96, 100)
+        );
+        assert_eq!(p.packing, Packing::Fill);
+        assert_eq!(p.round_timeout, Duration::from_micros(500));
+        assert_eq!(
+            (p.aggregate_rto, p.worker_rto, p.uncertain_timeout),
+            (
+                Duration::from_millis(3),
+                Duration::from_millis(4),
+                Duration::from_millis(60)
+            )
+        );
+        assert_eq!(
+            (
+                p.aggregate_max_retries,
+                p.worker_max_retries,
+                p.worker_max_in_flight,
+                p.server_history
+            ),
+            (7, 5, 9, 10)
+        );
+        let j = c.job();
+        assert_eq!((j.id, j.workers, j.servers, j.hot_keys), (3, 6, 2, 2));
+        assert_eq!(j.owners, Some(vec![0, 1]), "PS-lite key ranges");
+        assert_eq!(j.number, NumberMode::Fixed { frac_bits: 12 });
+        assert_eq!(j.layout, LayoutKind::Random { seed: 42 });
+        assert_eq!(j.dense_ranks, 1);
+        assert_eq!(c.hot_keys.as_ref().unwrap().rank(7), Some(0));
+        assert_eq!(
+            c.server_addrs
+                .values()
+                .map(|a| a.port())
+                .collect::<Vec<_>>(),
+            [9001, 9003]
+        );
+        assert_eq!(c.loss.unwrap().drop_ppm, 10_000);
+        let node = c.switch_node_config("127.0.0.1:0".parse().unwrap());
+        assert_eq!(node.server_addrs.len(), 2);
+        assert!(node.server_addrs.contains_key(&(3, 1)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn file_syntax_errors_name_the_line() {
+        let err = Settings::parse(
+            "workers = 2\nworkers = 3\nfoo = 1\nno equals sign\nserver_addr = 0=1.2.3.4:5\nserver_addr = 1=1.2.3.4:6\n",
+            &path(),
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.problems.len(), 3, "{text}");
+        assert!(
+            text.contains("/etc/zebra/hot.conf:2: workers is already set on line 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/etc/zebra/hot.conf:3: unknown key \"foo\" (known: switch, job,"),
+            "{text}"
+        );
+        assert!(
+            text.contains("/etc/zebra/hot.conf:4: expected `key = value`"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn every_bad_value_is_reported_with_its_origin() {
+        let text = "\
+switch = nowhere
+workers = 65
+servers = 0
+registers = 41
+copies = 9
+packet_size = 20
+packing = best
+round_timeout_ms = 0
+worker_rto_ms = abc
+number = fixed:31
+layout = random:x
+server_addr = 0
+loss = drop=2
+";
+        let mut s = Settings::parse(text, &path()).unwrap();
+        s.set("slots", "-1").unwrap();
+        let err = s.build().unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.problems.len(), 14, "{text}");
+        for want in [
+            "hot.conf:1: switch = \"nowhere\": expected HOST:PORT",
+            "hot.conf:2: workers = \"65\": expected an integer in 1..=64",
+            "hot.conf:3: servers = \"0\": expected an integer in 1..=65535",
+            "hot.conf:4: registers = \"41\": expected an integer in 1..=40",
+            "hot.conf:5: copies = \"9\": expected an integer in 1..=4",
+            "hot.conf:6: packet_size = \"20\": expected an integer in 64..=1472",
+            "hot.conf:7: packing = \"best\": expected strict, fill or sequential",
+            "hot.conf:8: round_timeout_ms = \"0\": expected milliseconds",
+            "hot.conf:9: worker_rto_ms = \"abc\": expected milliseconds",
+            "hot.conf:10: number = \"fixed:31\": expected f32 or fixed:BITS",
+            "hot.conf:11: layout = \"random:x\": expected heat or random:SEED",
+            "hot.conf:12: server_addr = \"0\": expected INDEX=HOST:PORT",
+            "hot.conf:13: loss = \"drop=2\": expected a drop probability",
+            "--slots: slots = \"-1\": expected an integer in 1..=65536",
+        ] {
+            assert!(text.contains(want), "missing {want:?} in\n{text}");
+        }
+    }
+
+    #[test]
+    fn missing_and_conflicting_settings() {
+        let err = Settings::new().build().unwrap_err();
+        assert_eq!(err.problems.len(), 2, "{err}");
+        assert!(err.problems[0].starts_with("workers: not set"));
+        assert!(err.problems[1].starts_with("hot keys: not set"));
+
+        let mut s = Settings::new();
+        for (k, v) in [
+            ("workers", "2"),
+            ("hot_keys", "/nonexistent.keys"),
+            ("hot_key_count", "5"),
+            ("server_addr", "3=127.0.0.1:1"),
+        ] {
+            s.set(k, v).unwrap();
+        }
+        let err = s.build().unwrap_err().to_string();
+        assert!(err.contains("not both"), "{err}");
+        assert!(
+            err.contains("--server-addr: server_addr names server 3, the job has 1 servers"),
+            "{err}"
+        );
+
+        let mut s = Settings::new();
+        s.set("workers", "2").unwrap();
+        s.set("hot_keys", "/nonexistent.keys").unwrap();
+        let err = s.build().unwrap_err().to_string();
+        assert!(err.contains("hot keys: /nonexistent.keys: "), "{err}");
+
+        let mut s = Settings::new();
+        s.set("workers", "2").unwrap();
+        s.set("hot_key_count", "40000").unwrap();
+        let err = s.build().unwrap_err().to_string();
+        assert!(
+            err.contains(
+                "do not fit together: jobs need 1250 slots per register, the switch has 1024"
+            ),
+            "{err}"
+        );
+        assert!(Settings::new().set("nope", "1").is_err());
+    }
+}

@@ -1,0 +1,354 @@
+//! The software switch on a UDP socket (`zebra switch`).
+//!
+//! One thread runs [`zebra_proto::Switch`]: every datagram goes to
+//! `handle_packet` with the monotonic time; ACK and FALLBACK go back to the
+//! datagram's source; AGGREGATE and COVERAGE parts go to the address of
+//! their `(job, server)`, pinned in the configuration or learned from the
+//! server's REGISTER (the switch CPU's part). A part for a server with no
+//! address yet is counted as unroutable and stays pending in the switch,
+//! which resends it on `aggregate_rto`.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::{SocketAddr, UdpSocket};
+
+use zebra_config::HotLoss;
+use zebra_proto::consts::packet_type;
+use zebra_proto::wire::{FallbackReason, Message, RegisterRepr};
+use zebra_proto::{Config, Switch, SwitchAction, SwitchStats, Timestamp};
+
+use crate::fault::{self, FaultInjector};
+use crate::io::{IoStats, Machine, Node, Sends};
+use crate::StartError;
+
+/// What a [`SwitchNode`] is started with.
+#[derive(Debug, Clone)]
+pub struct SwitchNodeConfig {
+    /// Address to bind (`0.0.0.0:9950`, `127.0.0.1:0` for tests).
+    pub listen: SocketAddr,
+    /// The protocol configuration all parties share.
+    pub proto: Config,
+    /// Server addresses fixed in advance, by `(job, server)`; a REGISTER
+    /// does not replace them.
+    pub server_addrs: BTreeMap<(u16, u16), SocketAddr>,
+    /// Faults injected on every send.
+    pub loss: Option<HotLoss>,
+}
+
+impl SwitchNodeConfig {
+    /// A switch on `listen` for `proto`, servers learned by registration.
+    pub fn new(listen: SocketAddr, proto: Config) -> SwitchNodeConfig {
+        SwitchNodeConfig {
+            listen,
+            proto,
+            server_addrs: BTreeMap::new(),
+            loss: None,
+        }
+    }
+}
+
+/// A snapshot of the switch node's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SwitchNodeStats {
+    /// The switch model's counters (packets, pairs, recirculations, rounds,
+    /// duplicates, fallbacks, bad packets, aggregate parts).
+    pub switch: SwitchStats,
+    /// Rounds open now.
+    pub open_rounds: usize,
+    /// Aggregate parts waiting for their server's ACK.
+    pub pending_parts: usize,
+    /// Known server addresses: `(job, server, address)`.
+    pub servers: Vec<(u16, u16, SocketAddr)>,
+    /// REGISTER datagrams accepted (keep-alives included).
+    pub registrations: u64,
+    /// REGISTER datagrams refused (unknown job or server, or an address
+    /// pinned by the configuration).
+    pub register_refused: u64,
+    /// Aggregate parts not sent for want of a server address (resent later).
+    pub unroutable: u64,
+    /// Socket counters.
+    pub io: IoStats,
+}
+
+impl fmt::Display for SwitchNodeStats {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let s = &self.switch;
+        writeln!(f, "zebra switch statistics")?;
+        writeln!(
+            f,
+            "  packets          {} ({} bad), {} datagrams in / {} out",
+            s.packets, s.bad_packets, self.io.rx_datagrams, self.io.tx_datagrams
+        )?;
+        writeln!(
+            f,
+            "  added            {} packets, {} pairs",
+            s.added_packets, s.added_pairs
+        )?;
+        writeln!(
+            f,
+            "  recirculations   {} ({:.3} per added packet), {} readout passes",
+            s.recirculations,
+            s.recirculations_per_packet(),
+            s.readout_passes
+        )?;
+        writeln!(
+            f,
+            "  rounds           {} completed, {} flushed, {} open",
+            s.rounds_completed, s.rounds_flushed, self.open_rounds
+        )?;
+        writeln!(
+            f,
+            "  duplicates       {} answered from records, {} stale dropped",
+            s.duplicates, s.stale
+        )?;
+        write!(f, "  fallbacks        {}", s.total_fallbacks())?;
+        for r in FallbackReason::ALL {
+            let n = s.fallback(r);
+            if n > 0 {
+                write!(f, ", {r:?} {n}")?;
+            }
+        }
+        writeln!(f)?;
+        writeln!(
+            f,
+            "  aggregate parts  {} sent, {} resent, {} acked, {} pending, {} abandoned, {} unroutable",
+            s.aggregate_parts,
+            s.aggregate_retransmits,
+            s.aggregate_acked,
+            self.pending_parts,
+            s.aggregate_abandoned,
+            self.unroutable
+        )?;
+        writeln!(
+            f,
+            "  registrations    {} accepted, {} refused",
+            self.registrations, self.register_refused
+        )?;
+        for (job, server, addr) in &self.servers {
+            writeln!(f, "  server           job {job} server {server} at {addr}")?;
+        }
+        if s.saturations > 0 {
+            writeln!(f, "  saturations      {}", s.saturations)?;
+        }
+        let fs = self.io.faults;
+        if fs.offered > 0 {
+            writeln!(
+                f,
+                "  injected faults  {} dropped, {} duplicated, {} delayed of {}",
+                fs.dropped, fs.duplicated, fs.delayed, fs.offered
+            )?;
+        }
+        write!(
+            f,
+            "  socket errors    {} send, {} receive",
+            self.io.send_errors, self.io.recv_errors
+        )
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ServerAddr {
+    addr: SocketAddr,
+    pinned: bool,
+}
+
+#[derive(Debug)]
+struct SwitchMachine {
+    switch: Switch,
+    servers: BTreeMap<(u16, u16), ServerAddr>,
+    registrations: u64,
+    register_refused: u64,
+    unroutable: u64,
+}
+
+impl SwitchMachine {
+    fn route(&mut self, action: SwitchAction, src: Option<SocketAddr>, out: &mut Sends) {
+        match action {
+            SwitchAction::Ack { payload, .. } | SwitchAction::Fallback { payload, .. } => {
+                if let Some(src) = src {
+                    out.push((src, payload));
+                }
+            }
+            SwitchAction::Aggregate {
+                job,
+                server,
+                payload,
+                ..
+            } => match self.servers.get(&(job, server)) {
+                Some(s) => out.push((s.addr, payload)),
+                None => {
+                    self.unroutable += 1;
+                    log::debug!("switch: no address for job {job} server {server} yet");
+                }
+            },
+        }
+    }
+
+    fn on_register(&mut self, src: SocketAddr, r: RegisterRepr, out: &mut Sends) {
+        let known = self
+            .switch
+            .config()
+            .job(r.job)
+            .is_some_and(|j| r.server < j.servers);
+        if !known {
+            self.register_refused += 1;
+            log::warn!(
+                "switch: REGISTER from {src} for job {} server {}, which the configuration does not have",
+                r.job,
+                r.server
+            );
+            return;
+        }
+        let key = (r.job, r.server);
+        match self.servers.get(&key) {
+            Some(s) if s.pinned && s.addr != src => {
+                self.register_refused += 1;
+                log::warn!(
+                    "switch: REGISTER from {src} for job {} server {}, pinned to {} by the configuration",
+                    r.job,
+                    r.server,
+                    s.addr
+                );
+                return;
+            }
+            Some(s) if s.addr == src => {}
+            old => {
+                log::info!(
+                    "switch: job {} server {} at {src}{}",
+                    r.job,
+                    r.server,
+                    old.map(|s| format!(" (was {})", s.addr))
+                        .unwrap_or_default()
+                );
+                self.servers.insert(
+                    key,
+                    ServerAddr {
+                        addr: src,
+                        pinned: false,
+                    },
+                );
+            }
+        }
+        self.registrations += 1;
+        out.push((src, RegisterRepr { ack: true, ..r }.to_bytes()));
+    }
+
+    fn stats(&self, io: IoStats) -> SwitchNodeStats {
+        SwitchNodeStats {
+            switch: self.switch.stats().clone(),
+            open_rounds: self.switch.open_rounds(),
+            pending_parts: self.switch.pending_parts(),
+            servers: self
+                .servers
+                .iter()
+                .map(|(&(j, s), a)| (j, s, a.addr))
+                .collect(),
+            registrations: self.registrations,
+            register_refused: self.register_refused,
+            unroutable: self.unroutable,
+            io,
+        }
+    }
+}
+
+impl Machine for SwitchMachine {
+    fn on_datagram(&mut self, now: Timestamp, src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+        if bytes.get(3) == Some(&packet_type::REGISTER) {
+            if let Ok(Message::Register(r)) = Message::parse(bytes) {
+                if !r.ack {
+                    self.on_register(src, r, out);
+                    return;
+                }
+            }
+        }
+        for a in self.switch.handle_packet(now, bytes) {
+            self.route(a, Some(src), out);
+        }
+    }
+
+    fn on_timer(&mut self, now: Timestamp, out: &mut Sends) {
+        for a in self.switch.poll(now) {
+            self.route(a, None, out);
+        }
+    }
+
+    fn poll_at(&self) -> Option<Timestamp> {
+        self.switch.poll_at()
+    }
+}
+
+/// The software switch on its own thread. Stopped on
+/// [`shutdown`](Self::shutdown) or drop.
+#[derive(Debug)]
+pub struct SwitchNode {
+    node: Node<SwitchMachine>,
+}
+
+impl SwitchNode {
+    /// Validates the configuration, binds the socket and starts the thread.
+    pub fn start(config: SwitchNodeConfig) -> Result<SwitchNode, StartError> {
+        let switch = Switch::new(config.proto.clone())?;
+        let mut servers = BTreeMap::new();
+        for (&(job, server), &addr) in &config.server_addrs {
+            let known = config.proto.job(job).is_some_and(|j| server < j.servers);
+            if !known {
+                return Err(StartError::UnknownServer { job, server });
+            }
+            servers.insert((job, server), ServerAddr { addr, pinned: true });
+        }
+        let socket = UdpSocket::bind(config.listen).map_err(|source| StartError::Io {
+            what: format!("bind the switch socket to {}", config.listen),
+            source,
+        })?;
+        let faults = config
+            .loss
+            .filter(HotLoss::is_active)
+            .map(|l| FaultInjector::new(l, fault::stream(b's', 0, 0)));
+        let machine = SwitchMachine {
+            switch,
+            servers,
+            registrations: 0,
+            register_refused: 0,
+            unroutable: 0,
+        };
+        let node =
+            Node::spawn("zebra-switch".into(), socket, machine, faults).map_err(|source| {
+                StartError::Io {
+                    what: "start the switch I/O thread".into(),
+                    source,
+                }
+            })?;
+        Ok(SwitchNode { node })
+    }
+
+    /// The bound address (the port is known here when 0 was asked for).
+    pub fn local_addr(&self) -> SocketAddr {
+        self.node.shared().local_addr()
+    }
+
+    /// Whether the I/O thread is running (it stops only on shutdown or a
+    /// poll failure, which is logged).
+    pub fn is_running(&self) -> bool {
+        self.node.shared().is_running()
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> SwitchNodeStats {
+        self.node
+            .shared()
+            .read(|core| core.machine.stats(core.io_stats()))
+    }
+
+    /// Per hot rank of `job`: pairs added over all closed rounds.
+    pub fn hot_key_hits(&self, job: u16) -> Option<Vec<u64>> {
+        self.node
+            .shared()
+            .read(|core| core.machine.switch.hot_key_hits(job).map(<[u64]>::to_vec))
+    }
+
+    /// Stops the thread and returns the final counters.
+    pub fn shutdown(mut self) -> SwitchNodeStats {
+        self.node.stop();
+        self.stats()
+    }
+}

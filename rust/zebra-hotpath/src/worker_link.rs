@@ -1,0 +1,202 @@
+//! A worker's end of the hot path: [`zebra_proto::Worker`] on a UDP socket.
+//!
+//! [`WorkerLink::push`] packs a round's hot pairs and sends them to the
+//! switch from the calling thread; the link's I/O thread takes the switch's
+//! answers and retransmits on `worker_rto`. What comes back is a
+//! [`WorkerEvent`]: pairs to send to a server directly (the switch refused
+//! them, or never answered), and, once every packet of a round is settled,
+//! `RoundDone`. A round's fallbacks always come before its `RoundDone`.
+
+use std::net::SocketAddr;
+use std::sync::mpsc::{self, Sender};
+use std::time::Duration;
+
+use zebra_proto::{
+    Fallback, JobConfig, RoundSummary, Timestamp, Worker, WorkerAction, WorkerError, WorkerStats,
+};
+
+use crate::fault::{self, FaultInjector};
+use crate::io::{IoStats, Machine, Node, Sends};
+use crate::link::{Events, LinkConfig};
+use crate::StartError;
+
+/// What a worker link reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerEvent {
+    /// Send these pairs to server `server` directly (with the cold part of
+    /// the push, or on their own); the server passes them to
+    /// [`ServerLink::add_fallback`](crate::ServerLink::add_fallback).
+    Fallback {
+        /// Owning server of every pair.
+        server: u16,
+        /// The pairs, with the `(round, worker, seq, cause)` the server
+        /// reconciles by.
+        fallback: Fallback,
+    },
+    /// Every hot packet of this round is settled at the switch.
+    RoundDone(RoundSummary),
+}
+
+/// The receipt of a push: its round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Ticket {
+    round: u32,
+}
+
+impl Ticket {
+    /// The round pushed; its [`WorkerEvent::RoundDone`] carries the same.
+    pub fn round(self) -> u32 {
+        self.round
+    }
+}
+
+/// A snapshot of a worker link's counters.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WorkerLinkStats {
+    /// The worker state machine's counters.
+    pub worker: WorkerStats,
+    /// Rounds pushed and not yet settled.
+    pub unsettled_rounds: usize,
+    /// Socket counters.
+    pub io: IoStats,
+}
+
+#[derive(Debug)]
+struct WorkerMachine {
+    worker: Worker,
+    job: JobConfig,
+    switch: SocketAddr,
+    events: Sender<WorkerEvent>,
+}
+
+impl WorkerMachine {
+    fn act(&mut self, actions: Vec<WorkerAction>, out: &mut Sends) {
+        for a in actions {
+            match a {
+                WorkerAction::Send(b) => out.push((self.switch, b)),
+                WorkerAction::Fallback(f) => {
+                    for (server, fallback) in f.split_by_server(&self.job) {
+                        self.emit(WorkerEvent::Fallback { server, fallback });
+                    }
+                }
+                WorkerAction::RoundDone(s) => self.emit(WorkerEvent::RoundDone(s)),
+            }
+        }
+    }
+
+    fn emit(&self, e: WorkerEvent) {
+        if self.events.send(e).is_err() {
+            log::debug!("worker link: event dropped, nobody is listening");
+        }
+    }
+}
+
+impl Machine for WorkerMachine {
+    fn on_datagram(&mut self, now: Timestamp, _src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+        let actions = self.worker.handle_packet(now, bytes);
+        self.act(actions, out);
+    }
+
+    fn on_timer(&mut self, now: Timestamp, out: &mut Sends) {
+        let actions = self.worker.poll(now);
+        self.act(actions, out);
+    }
+
+    fn poll_at(&self) -> Option<Timestamp> {
+        self.worker.poll_at()
+    }
+}
+
+/// A worker's hot-path link (see the module documentation). `Sync`: any
+/// thread may push and receive. Stopped on [`shutdown`](Self::shutdown)
+/// or drop.
+#[derive(Debug)]
+pub struct WorkerLink {
+    node: Node<WorkerMachine>,
+    events: Events<WorkerEvent>,
+}
+
+impl WorkerLink {
+    /// Validates the configuration, binds the socket, starts the thread.
+    pub fn start(config: LinkConfig) -> Result<WorkerLink, StartError> {
+        let worker = Worker::new(&config.proto, config.job, config.rank)?;
+        let job = config
+            .proto
+            .job(config.job)
+            .cloned()
+            .ok_or(StartError::Config(
+                zebra_proto::ConfigError::UnknownMember {
+                    job: config.job,
+                    rank: config.rank,
+                },
+            ))?;
+        let socket = config.bind("worker")?;
+        let faults = config
+            .loss
+            .filter(zebra_config::HotLoss::is_active)
+            .map(|l| FaultInjector::new(l, fault::stream(b'w', config.job, config.rank)));
+        let (tx, rx) = mpsc::channel();
+        let machine = WorkerMachine {
+            worker,
+            job,
+            switch: config.switch,
+            events: tx,
+        };
+        let name = format!("zebra-worker-{}", config.rank);
+        let node = Node::spawn(name, socket, machine, faults).map_err(|source| StartError::Io {
+            what: "start the worker I/O thread".into(),
+            source,
+        })?;
+        Ok(WorkerLink {
+            node,
+            events: Events::new(rx),
+        })
+    }
+
+    /// Starts the hot part of round `round`: `(hot rank, value)` pairs.
+    /// Rounds start at 1 and increase; the k-th push of every worker of a
+    /// job is the same round.
+    pub fn push(&self, round: u32, pairs: Vec<(u32, f32)>) -> Result<Ticket, WorkerError> {
+        self.node.shared().with(|m, now, out| {
+            let actions = m.worker.push(now, round, pairs)?;
+            m.act(actions, out);
+            Ok(Ticket { round })
+        })
+    }
+
+    /// The next event, if one is waiting.
+    pub fn try_recv(&self) -> Option<WorkerEvent> {
+        self.events.try_recv()
+    }
+
+    /// The next event, waiting at most `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<WorkerEvent> {
+        self.events.recv_timeout(timeout)
+    }
+
+    /// Whether every pushed round is settled.
+    pub fn is_idle(&self) -> bool {
+        self.node.shared().read(|c| c.machine.worker.is_idle())
+    }
+
+    /// The local address of the socket.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.node.shared().local_addr()
+    }
+
+    /// The counters now.
+    pub fn stats(&self) -> WorkerLinkStats {
+        self.node.shared().read(|c| WorkerLinkStats {
+            worker: c.machine.worker.stats().clone(),
+            unsettled_rounds: c.machine.worker.unsettled_rounds(),
+            io: c.io_stats(),
+        })
+    }
+
+    /// Stops the thread and returns the final counters. Rounds not yet
+    /// settled stay unsettled: wait for their `RoundDone` first.
+    pub fn shutdown(mut self) -> WorkerLinkStats {
+        self.node.stop();
+        self.stats()
+    }
+}
