@@ -12,6 +12,7 @@
 #include "native.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/uio.h>
 
 #include <atomic>
@@ -166,10 +167,25 @@ int send(Msg &m, Socket *s, int flags) {
   return n > INT32_MAX ? INT32_MAX : static_cast<int>(n);
 }
 
+// BytePS's van polls zmq_msg_recv(ZMQ_DONTWAIT) in a loop on several threads per
+// process. Our empty check is one atomic load, so such a loop would spin at full speed
+// and starve the I/O threads that move the data (a job has more busy threads than this
+// machine has cores). After a streak of empty polls the thread yields its core, as a
+// system call in libzmq's empty path does in effect.
+constexpr int kSpinsBeforeYield = 32;
+thread_local int empty_polls = 0;
+
 int recv(Msg &m, Socket *s, int flags) {
   const bool dontwait = (flags & ZMQ_DONTWAIT) != 0;
   // The spin-polling fast path: nothing queued means EAGAIN without allocating.
-  if (dontwait && (bridge::socket_events(*s->handle) & ZMQ_POLLIN) == 0) return fail(EAGAIN);
+  if (dontwait && (bridge::socket_events(*s->handle) & ZMQ_POLLIN) == 0) {
+    if (++empty_polls >= kSpinsBeforeYield) {
+      empty_polls = 0;
+      sched_yield();
+    }
+    return fail(EAGAIN);
+  }
+  empty_polls = 0;
   int err = 0;
   rust::Box<bridge::RecvPart> part = bridge::socket_recv(*s->handle, dontwait, err);
   if (err != 0) return fail(err);
