@@ -53,24 +53,9 @@ pub mod flags {
     pub const RESERVED: u8 = 0xFC;
 }
 
-/// A view of an aggregate part.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!("an aggregate part", "a well-formed aggregate part");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without checks.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a well-formed aggregate part.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// Checks header, flags, part numbers and exact length.
     pub fn check_len(&self) -> Result<()> {

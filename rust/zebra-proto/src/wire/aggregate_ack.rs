@@ -22,24 +22,9 @@ pub mod field {
     pub const RESERVED: Field = 14..16;
 }
 
-/// A view of an aggregate ACK.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!("an aggregate ACK", "a well-formed aggregate ACK");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without checks.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a well-formed aggregate ACK.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// Checks header, type and length.
     pub fn check_len(&self) -> Result<()> {

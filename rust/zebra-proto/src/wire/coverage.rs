@@ -61,24 +61,9 @@ pub enum CoverBits {
     Map(Vec<u8>),
 }
 
-/// A view of a coverage part.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!("a coverage part", "a well-formed coverage part");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without checks.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a well-formed coverage part.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// Checks header, flags, ranges, padding and exact length.
     pub fn check_len(&self) -> Result<()> {

@@ -46,24 +46,9 @@ pub mod flags {
     pub const RESERVED: u8 = 0xF8;
 }
 
-/// A view of a hot packet.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!("a hot packet", "a buffer that holds a complete, well-formed hot packet");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without checks; accessors may panic on a short buffer.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a buffer that holds a complete, well-formed hot packet.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// Checks header, type, flags, count and exact length.
     pub fn check_len(&self) -> Result<()> {

@@ -7,6 +7,33 @@
 //! Every datagram starts with the magic `0x5A42`, the version and a packet
 //! type ([`crate::consts::packet_type`]); all fields are big endian.
 
+/// Declares a module's `Packet<T>` view over a buffer: `new_unchecked`, and
+/// `new_checked`, which runs the module's own `check_len` (smoltcp's pattern).
+macro_rules! packet_view {
+    ($what:literal, $checked:literal) => {
+        #[doc = concat!("A view of ", $what, ".")]
+        #[derive(Debug, Clone)]
+        pub struct Packet<T: AsRef<[u8]>> {
+            buffer: T,
+        }
+
+        impl<T: AsRef<[u8]>> Packet<T> {
+            /// A view without checks; accessors may panic on a short buffer.
+            pub const fn new_unchecked(buffer: T) -> Packet<T> {
+                Packet { buffer }
+            }
+
+            #[doc = concat!("A view of ", $checked, ".")]
+            pub fn new_checked(buffer: T) -> Result<Packet<T>> {
+                let p = Packet::new_unchecked(buffer);
+                p.check_len()?;
+                Ok(p)
+            }
+        }
+    };
+}
+use packet_view;
+
 pub mod aggregate;
 pub mod aggregate_ack;
 pub mod coverage;

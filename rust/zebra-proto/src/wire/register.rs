@@ -20,24 +20,9 @@ pub mod field {
     pub const SERVER: Field = 6..8;
 }
 
-/// A view of a REGISTER or REGISTER_ACK.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!("a REGISTER or REGISTER_ACK", "a well-formed registration");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without checks.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a well-formed registration.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// Checks header, type and length.
     pub fn check_len(&self) -> Result<()> {

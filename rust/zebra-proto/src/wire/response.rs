@@ -89,24 +89,9 @@ pub enum ResponseKind {
     },
 }
 
-/// A view of a response.
-#[derive(Debug, Clone)]
-pub struct Packet<T: AsRef<[u8]>> {
-    buffer: T,
-}
+super::packet_view!("a response", "a well-formed response");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// A view without checks.
-    pub const fn new_unchecked(buffer: T) -> Packet<T> {
-        Packet { buffer }
-    }
-
-    /// A view of a well-formed response.
-    pub fn new_checked(buffer: T) -> Result<Packet<T>> {
-        let p = Packet::new_unchecked(buffer);
-        p.check_len()?;
-        Ok(p)
-    }
 
     /// Checks header, type, flags and length.
     pub fn check_len(&self) -> Result<()> {
