@@ -56,7 +56,6 @@ pub mod flags {
 super::packet_view!("an aggregate part", "a well-formed aggregate part");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-
     /// Checks header, flags, part numbers and exact length.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();

@@ -25,7 +25,6 @@ pub mod field {
 super::packet_view!("an aggregate ACK", "a well-formed aggregate ACK");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-
     /// Checks header, type and length.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();

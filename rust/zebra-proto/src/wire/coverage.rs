@@ -64,7 +64,6 @@ pub enum CoverBits {
 super::packet_view!("a coverage part", "a well-formed coverage part");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-
     /// Checks header, flags, ranges, padding and exact length.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();

@@ -46,10 +46,12 @@ pub mod flags {
     pub const RESERVED: u8 = 0xF8;
 }
 
-super::packet_view!("a hot packet", "a buffer that holds a complete, well-formed hot packet");
+super::packet_view!(
+    "a hot packet",
+    "a buffer that holds a complete, well-formed hot packet"
+);
 
 impl<T: AsRef<[u8]>> Packet<T> {
-
     /// Checks header, type, flags, count and exact length.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();

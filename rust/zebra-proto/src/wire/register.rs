@@ -23,7 +23,6 @@ pub mod field {
 super::packet_view!("a REGISTER or REGISTER_ACK", "a well-formed registration");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-
     /// Checks header, type and length.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();

@@ -92,7 +92,6 @@ pub enum ResponseKind {
 super::packet_view!("a response", "a well-formed response");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-
     /// Checks header, type, flags and length.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
