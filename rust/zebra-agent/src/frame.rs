@@ -1,0 +1,554 @@
+//! The two ZeroMQ frames Zebra adds to a PS-lite job's traffic between a
+//! worker and a server (byte tables in `FRAMES.md`). All multi-byte fields
+//! are big endian, as on the hot path.
+//!
+//! - **PUSH trailer**: one extra last frame on a push request whose hot keys
+//!   went to the switch: the round and the hot keys the worker pushed.
+//! - **SETTLE**: a message of this one frame, sent by the worker when the
+//!   hot part of a round is settled at the switch: how many packets the
+//!   switch added, and the pairs it refused or never answered (fallback),
+//!   for the server to apply directly.
+//!
+//! A PS-lite message never ends with a valid trailer: its frame count is
+//! fixed by its meta (one frame per data type), so a trailer is recognised
+//! only when the frames before it parse as a whole PS-lite message. A
+//! SETTLE frame is a message's only frame after the sender's identity,
+//! where PS-lite puts its meta; no meta of either format is a valid
+//! SETTLE frame (a protobuf meta starts with 0x08; a BytePS meta would need
+//! the head 0x5350425A and the exact SETTLE length).
+
+use thiserror::Error;
+use zebra_proto::wire::FallbackReason;
+use zebra_proto::{Fallback, FallbackCause};
+use zebra_pslite::DataType;
+
+/// First four bytes of both frames: "ZBPS".
+pub const MAGIC: [u8; 4] = *b"ZBPS";
+/// Frame format version.
+pub const VERSION: u8 = 1;
+/// Frame types (byte 5).
+pub mod frame_type {
+    /// PUSH trailer.
+    pub const PUSH: u8 = 1;
+    /// SETTLE.
+    pub const SETTLE: u8 = 2;
+}
+/// PUSH trailer flags (byte 6).
+pub mod push_flags {
+    /// The push carried a lens frame.
+    pub const LENS: u8 = 0x01;
+    /// Bits that must be zero.
+    pub const RESERVED: u8 = !LENS;
+}
+/// PUSH trailer header length.
+pub const PUSH_HEADER_LEN: usize = 20;
+/// Bytes per listed hot key: its first hot index, u32.
+pub const PUSH_ENTRY_LEN: usize = 4;
+/// SETTLE header length.
+pub const SETTLE_HEADER_LEN: usize = 24;
+/// SETTLE batch header length: seq u16, cause u8, reason u8, count u32.
+pub const BATCH_HEADER_LEN: usize = 8;
+/// Bytes per fallback pair: hot index u32, f32 bits u32.
+pub const PAIR_LEN: usize = 8;
+/// SETTLE batch causes (byte 2 of a batch).
+pub mod cause {
+    /// The switch answered FALLBACK; the batch's reason byte says why.
+    pub const SWITCH: u8 = 1;
+    /// More packets than `max_seqs`: never sent.
+    pub const TOO_MANY_PACKETS: u8 = 2;
+    /// No answer after every retry: the switch may hold the pairs.
+    pub const NO_RESPONSE: u8 = 3;
+}
+
+/// A malformed Zebra frame.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum FrameError {
+    /// Not "ZBPS".
+    #[error("not a Zebra frame")]
+    Magic,
+    /// Another version.
+    #[error("Zebra frame version {0}, this build speaks {VERSION}")]
+    Version(u8),
+    /// An unknown type.
+    #[error("unknown Zebra frame type {0}")]
+    Type(u8),
+    /// Shorter or longer than its header says.
+    #[error("Zebra {what} of {len} bytes, its header implies {expected}")]
+    Length {
+        /// Frame type name.
+        what: &'static str,
+        /// Bytes present.
+        len: usize,
+        /// Bytes implied (at least, while the header is cut short).
+        expected: usize,
+    },
+    /// A reserved bit or byte is set.
+    #[error("Zebra {0}: reserved bits set")]
+    Reserved(&'static str),
+    /// A value type code PS-lite does not have.
+    #[error("Zebra PUSH trailer: unknown value type {0}")]
+    ValueType(u8),
+    /// An unknown fallback cause or reason.
+    #[error("Zebra SETTLE: unknown fallback cause {cause} reason {reason}")]
+    Cause {
+        /// Cause byte.
+        cause: u8,
+        /// Reason byte.
+        reason: u8,
+    },
+    /// A count that does not fit its field when emitting.
+    #[error("Zebra {what}: {count} entries do not fit the frame")]
+    TooLarge {
+        /// Field.
+        what: &'static str,
+        /// Entries.
+        count: usize,
+    },
+}
+
+/// The PUSH trailer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushTrailer {
+    /// zebra-proto job (the server's).
+    pub job: u16,
+    /// Worker rank.
+    pub worker: u16,
+    /// Round of this push in the server's job.
+    pub round: u32,
+    /// PS-lite value type of the push (`FLOAT`, or `OTHER` holding f32).
+    pub val_type: DataType,
+    /// Whether the push had a lens frame.
+    pub lens: bool,
+    /// The hot keys the worker took out, in the push's key order, each as
+    /// its first hot index in the server's job (the hot set says which key
+    /// and how many values).
+    pub hot: Vec<u32>,
+}
+
+/// The SETTLE message's frame.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settle {
+    /// zebra-proto job (the server's).
+    pub job: u16,
+    /// Worker rank.
+    pub worker: u16,
+    /// Round.
+    pub round: u32,
+    /// Hot packets the worker sent for the round.
+    pub packets: u16,
+    /// Packets the switch acknowledged (their pairs are in the round's
+    /// aggregate).
+    pub added: u16,
+    /// Pairs for the server to apply directly, one batch per packet, with
+    /// the packet's identity (`job`, `round`, `worker` as above).
+    pub batches: Vec<Fallback>,
+}
+
+/// A parsed Zebra frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ZebraFrame {
+    /// A PUSH trailer.
+    Push(PushTrailer),
+    /// A SETTLE frame.
+    Settle(Settle),
+}
+
+/// Whether `bytes` starts like a Zebra frame (it may still be malformed).
+pub fn has_magic(bytes: &[u8]) -> bool {
+    bytes.starts_with(&MAGIC)
+}
+
+fn u16_at(b: &[u8], at: usize) -> u16 {
+    u16::from_be_bytes([b[at], b[at + 1]])
+}
+
+fn u32_at(b: &[u8], at: usize) -> u32 {
+    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn need(what: &'static str, len: usize, expected: usize) -> Result<(), FrameError> {
+    if len < expected {
+        return Err(FrameError::Length {
+            what,
+            len,
+            expected,
+        });
+    }
+    Ok(())
+}
+
+fn exact(what: &'static str, len: usize, expected: usize) -> Result<(), FrameError> {
+    if len != expected {
+        return Err(FrameError::Length {
+            what,
+            len,
+            expected,
+        });
+    }
+    Ok(())
+}
+
+fn header(out: &mut Vec<u8>, kind: u8, flags: u8, byte7: u8, job: u16, worker: u16, round: u32) {
+    out.extend_from_slice(&MAGIC);
+    out.extend_from_slice(&[VERSION, kind, flags, byte7]);
+    out.extend_from_slice(&job.to_be_bytes());
+    out.extend_from_slice(&worker.to_be_bytes());
+    out.extend_from_slice(&round.to_be_bytes());
+}
+
+impl ZebraFrame {
+    /// Parses a frame, checking magic, version, type, reserved bits, codes
+    /// and that the length is exactly what the header implies.
+    pub fn parse(b: &[u8]) -> Result<ZebraFrame, FrameError> {
+        if !has_magic(b) {
+            return Err(FrameError::Magic);
+        }
+        need("frame", b.len(), 8)?;
+        if b[4] != VERSION {
+            return Err(FrameError::Version(b[4]));
+        }
+        match b[5] {
+            frame_type::PUSH => PushTrailer::parse_body(b).map(ZebraFrame::Push),
+            frame_type::SETTLE => Settle::parse_body(b).map(ZebraFrame::Settle),
+            t => Err(FrameError::Type(t)),
+        }
+    }
+}
+
+impl PushTrailer {
+    fn parse_body(b: &[u8]) -> Result<PushTrailer, FrameError> {
+        const WHAT: &str = "PUSH trailer";
+        need(WHAT, b.len(), PUSH_HEADER_LEN)?;
+        if b[6] & push_flags::RESERVED != 0 {
+            return Err(FrameError::Reserved(WHAT));
+        }
+        let val_type =
+            DataType::from_code(i32::from(b[7])).map_err(|_| FrameError::ValueType(b[7]))?;
+        let count = u32_at(b, 16) as usize;
+        let expected = count
+            .checked_mul(PUSH_ENTRY_LEN)
+            .and_then(|n| n.checked_add(PUSH_HEADER_LEN))
+            .unwrap_or(usize::MAX);
+        exact(WHAT, b.len(), expected)?;
+        let hot = (0..count)
+            .map(|i| u32_at(b, PUSH_HEADER_LEN + i * PUSH_ENTRY_LEN))
+            .collect();
+        Ok(PushTrailer {
+            job: u16_at(b, 8),
+            worker: u16_at(b, 10),
+            round: u32_at(b, 12),
+            val_type,
+            lens: b[6] & push_flags::LENS != 0,
+            hot,
+        })
+    }
+
+    /// Parses a frame that must be a PUSH trailer.
+    pub fn parse(b: &[u8]) -> Result<PushTrailer, FrameError> {
+        match ZebraFrame::parse(b)? {
+            ZebraFrame::Push(t) => Ok(t),
+            ZebraFrame::Settle(_) => Err(FrameError::Type(frame_type::SETTLE)),
+        }
+    }
+
+    /// Length of the frame.
+    pub fn len(&self) -> usize {
+        PUSH_HEADER_LEN + PUSH_ENTRY_LEN * self.hot.len()
+    }
+
+    /// Whether no hot key is listed.
+    pub fn is_empty(&self) -> bool {
+        self.hot.is_empty()
+    }
+
+    /// The frame.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, FrameError> {
+        let count = u32::try_from(self.hot.len()).map_err(|_| FrameError::TooLarge {
+            what: "PUSH trailer",
+            count: self.hot.len(),
+        })?;
+        let mut out = Vec::with_capacity(self.len());
+        let flags = if self.lens { push_flags::LENS } else { 0 };
+        header(
+            &mut out,
+            frame_type::PUSH,
+            flags,
+            self.val_type.code() as u8,
+            self.job,
+            self.worker,
+            self.round,
+        );
+        out.extend_from_slice(&count.to_be_bytes());
+        for index in &self.hot {
+            out.extend_from_slice(&index.to_be_bytes());
+        }
+        Ok(out)
+    }
+}
+
+fn cause_bytes(c: FallbackCause) -> (u8, u8) {
+    match c {
+        FallbackCause::Switch(r) => (cause::SWITCH, r as u8),
+        FallbackCause::TooManyPackets => (cause::TOO_MANY_PACKETS, 0),
+        FallbackCause::NoResponse => (cause::NO_RESPONSE, 0),
+    }
+}
+
+fn cause_of(c: u8, reason: u8) -> Option<FallbackCause> {
+    match (c, reason) {
+        (cause::SWITCH, r) => FallbackReason::from_code(r).map(FallbackCause::Switch),
+        (cause::TOO_MANY_PACKETS, 0) => Some(FallbackCause::TooManyPackets),
+        (cause::NO_RESPONSE, 0) => Some(FallbackCause::NoResponse),
+        _ => None,
+    }
+}
+
+impl Settle {
+    fn parse_body(b: &[u8]) -> Result<Settle, FrameError> {
+        const WHAT: &str = "SETTLE";
+        need(WHAT, b.len(), SETTLE_HEADER_LEN)?;
+        if b[6] != 0 || b[7] != 0 || b[22] != 0 || b[23] != 0 {
+            return Err(FrameError::Reserved(WHAT));
+        }
+        let (job, worker, round) = (u16_at(b, 8), u16_at(b, 10), u32_at(b, 12));
+        let nbatches = u16_at(b, 20) as usize;
+        let mut at = SETTLE_HEADER_LEN;
+        let mut batches = Vec::with_capacity(nbatches);
+        for _ in 0..nbatches {
+            need(WHAT, b.len(), at + BATCH_HEADER_LEN)?;
+            let seq = u16_at(b, at);
+            let (c, reason) = (b[at + 2], b[at + 3]);
+            let cause = cause_of(c, reason).ok_or(FrameError::Cause { cause: c, reason })?;
+            let count = u32_at(b, at + 4) as usize;
+            at += BATCH_HEADER_LEN;
+            let end = count
+                .checked_mul(PAIR_LEN)
+                .and_then(|n| n.checked_add(at))
+                .unwrap_or(usize::MAX);
+            need(WHAT, b.len(), end)?;
+            let pairs = (0..count)
+                .map(|i| {
+                    let p = at + i * PAIR_LEN;
+                    (u32_at(b, p), f32::from_bits(u32_at(b, p + 4)))
+                })
+                .collect();
+            at = end;
+            batches.push(Fallback {
+                job,
+                round,
+                worker,
+                seq,
+                cause,
+                pairs,
+            });
+        }
+        exact(WHAT, b.len(), at)?;
+        Ok(Settle {
+            job,
+            worker,
+            round,
+            packets: u16_at(b, 16),
+            added: u16_at(b, 18),
+            batches,
+        })
+    }
+
+    /// Parses a frame that must be a SETTLE frame.
+    pub fn parse(b: &[u8]) -> Result<Settle, FrameError> {
+        match ZebraFrame::parse(b)? {
+            ZebraFrame::Settle(s) => Ok(s),
+            ZebraFrame::Push(_) => Err(FrameError::Type(frame_type::PUSH)),
+        }
+    }
+
+    /// Length of the frame.
+    pub fn len(&self) -> usize {
+        SETTLE_HEADER_LEN
+            + self
+                .batches
+                .iter()
+                .map(|f| BATCH_HEADER_LEN + PAIR_LEN * f.pairs.len())
+                .sum::<usize>()
+    }
+
+    /// Whether no batch is carried.
+    pub fn is_empty(&self) -> bool {
+        self.batches.is_empty()
+    }
+
+    /// The frame. Each batch's job, round and worker are this frame's.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, FrameError> {
+        let n = u16::try_from(self.batches.len()).map_err(|_| FrameError::TooLarge {
+            what: "SETTLE",
+            count: self.batches.len(),
+        })?;
+        let mut out = Vec::with_capacity(self.len());
+        header(
+            &mut out,
+            frame_type::SETTLE,
+            0,
+            0,
+            self.job,
+            self.worker,
+            self.round,
+        );
+        out.extend_from_slice(&self.packets.to_be_bytes());
+        out.extend_from_slice(&self.added.to_be_bytes());
+        out.extend_from_slice(&n.to_be_bytes());
+        out.extend_from_slice(&[0, 0]);
+        for f in &self.batches {
+            let count = u32::try_from(f.pairs.len()).map_err(|_| FrameError::TooLarge {
+                what: "SETTLE batch",
+                count: f.pairs.len(),
+            })?;
+            let (c, reason) = cause_bytes(f.cause);
+            out.extend_from_slice(&f.seq.to_be_bytes());
+            out.extend_from_slice(&[c, reason]);
+            out.extend_from_slice(&count.to_be_bytes());
+            for &(index, value) in &f.pairs {
+                out.extend_from_slice(&index.to_be_bytes());
+                out.extend_from_slice(&value.to_bits().to_be_bytes());
+            }
+        }
+        Ok(out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trailer() -> PushTrailer {
+        PushTrailer {
+            job: 3,
+            worker: 2,
+            round: 70_000,
+            val_type: DataType::Other,
+            lens: true,
+            hot: vec![7, 0x0102_0304],
+        }
+    }
+
+    fn settle() -> Settle {
+        let f = |seq, cause, pairs| Fallback {
+            job: 3,
+            round: 9,
+            worker: 1,
+            seq,
+            cause,
+            pairs,
+        };
+        Settle {
+            job: 3,
+            worker: 1,
+            round: 9,
+            packets: 4,
+            added: 1,
+            batches: vec![
+                f(
+                    1,
+                    FallbackCause::Switch(FallbackReason::Late),
+                    vec![(0, 1.5), (9, -2.0)],
+                ),
+                f(2, FallbackCause::NoResponse, vec![]),
+                f(u16::MAX, FallbackCause::TooManyPackets, vec![(4, 8.0)]),
+            ],
+        }
+    }
+
+    #[test]
+    fn push_round_trips_with_its_byte_table() {
+        let t = trailer();
+        let b = t.to_bytes().unwrap();
+        assert_eq!(b.len(), t.len());
+        assert_eq!(&b[..8], b"ZBPS\x01\x01\x01\x0b");
+        assert_eq!(&b[8..20], &[0, 3, 0, 2, 0, 1, 0x11, 0x70, 0, 0, 0, 2]);
+        assert_eq!(&b[20..28], &[0, 0, 0, 7, 1, 2, 3, 4]);
+        assert_eq!(PushTrailer::parse(&b), Ok(t));
+    }
+
+    #[test]
+    fn settle_round_trips_with_its_byte_table() {
+        let s = settle();
+        let b = s.to_bytes().unwrap();
+        assert_eq!(b.len(), s.len());
+        assert_eq!(b.len(), 24 + (8 + 16) + 8 + (8 + 8));
+        assert_eq!(&b[..8], b"ZBPS\x01\x02\x00\x00");
+        assert_eq!(&b[16..24], &[0, 4, 0, 1, 0, 3, 0, 0]);
+        assert_eq!(&b[24..32], &[0, 1, 1, 1, 0, 0, 0, 2]);
+        assert_eq!(Settle::parse(&b), Ok(s));
+    }
+
+    #[test]
+    fn every_defect_is_refused() {
+        let p = trailer().to_bytes().unwrap();
+        let s = settle().to_bytes().unwrap();
+        let with = |b: &[u8], at: usize, v: u8| {
+            let mut c = b.to_vec();
+            c[at] = v;
+            ZebraFrame::parse(&c)
+        };
+        assert_eq!(ZebraFrame::parse(b"ZBP"), Err(FrameError::Magic));
+        assert!(matches!(
+            ZebraFrame::parse(b"ZBPS\x01"),
+            Err(FrameError::Length { .. })
+        ));
+        assert_eq!(with(&p, 4, 2), Err(FrameError::Version(2)));
+        assert_eq!(with(&p, 5, 9), Err(FrameError::Type(9)));
+        assert_eq!(with(&p, 6, 3), Err(FrameError::Reserved("PUSH trailer")));
+        assert_eq!(with(&p, 7, 12), Err(FrameError::ValueType(12)));
+        assert!(matches!(
+            ZebraFrame::parse(&p[..p.len() - 1]),
+            Err(FrameError::Length { .. })
+        ));
+        let mut long = p.clone();
+        long.push(0);
+        assert!(matches!(
+            ZebraFrame::parse(&long),
+            Err(FrameError::Length { .. })
+        ));
+        assert!(matches!(
+            with(&p, 19, 0xff),
+            Err(FrameError::Length { expected: 1040, .. })
+        ));
+        assert_eq!(with(&s, 23, 1), Err(FrameError::Reserved("SETTLE")));
+        assert_eq!(
+            with(&s, 27, 99),
+            Err(FrameError::Cause {
+                cause: 1,
+                reason: 99
+            })
+        );
+        assert_eq!(
+            with(&s, 26, 7),
+            Err(FrameError::Cause {
+                cause: 7,
+                reason: 1
+            })
+        );
+        assert!(matches!(
+            ZebraFrame::parse(&s[..s.len() - 3]),
+            Err(FrameError::Length { .. })
+        ));
+        let mut long = s.clone();
+        long.push(0);
+        assert!(matches!(
+            ZebraFrame::parse(&long),
+            Err(FrameError::Length { .. })
+        ));
+        assert!(matches!(with(&s, 21, 200), Err(FrameError::Length { .. })));
+        assert_eq!(
+            PushTrailer::parse(&s),
+            Err(FrameError::Type(frame_type::SETTLE))
+        );
+    }
+
+    #[test]
+    fn truncations_never_panic() {
+        for b in [trailer().to_bytes().unwrap(), settle().to_bytes().unwrap()] {
+            for n in 0..b.len() {
+                assert!(ZebraFrame::parse(&b[..n]).is_err());
+            }
+        }
+    }
+}

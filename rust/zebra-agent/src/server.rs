@@ -1,0 +1,883 @@
+//! The server side: hold each push that arrives with a PUSH trailer until
+//! the hot part of its round is settled, then give the server app one
+//! valid PS-lite push request per worker, with the hot keys merged back.
+//!
+//! Inputs, in any order: messages from the server's ROUTER
+//! ([`ServerAgent::on_recv`]), the round aggregates and applied fallback
+//! pairs of this server's zebra-proto `Server` ([`ServerAgent::on_round`],
+//! [`ServerAgent::on_apply`]), and time ([`ServerAgent::poll`]).
+//!
+//! # When a held push of worker `w`, round `r`, is released
+//!
+//! It is at the head of `w`'s queue (messages of one sender are delivered
+//! in arrival order), and either its trailer lists no hot key, or:
+//!
+//! 1. `w`'s SETTLE for `r` has arrived;
+//! 2. if the switch added any of `w`'s packets, round `r`'s aggregate has
+//!    arrived;
+//! 3. every fallback batch of the SETTLE is accounted for: applied
+//!    (`Apply` came back), or uncertain and held by the aggregate's coverage
+//!    (zebra-proto will never apply it);
+//! 4. if the aggregate has arrived, every worker it covers has had its
+//!    pushes of rounds before `r` released, so that a sum holding another
+//!    worker's round-`r` values never reaches the app before that worker's
+//!    earlier requests (conservative ordering).
+//!
+//! # What a released request carries
+//!
+//! Its cold keys and, merged in key order, its hot keys. Each hot value's
+//! round total is the sum of what has arrived for it (the aggregate's sum
+//! and applied fallback pairs); a released request takes what has arrived
+//! and not yet been delivered, so the first released request that lists a
+//! key carries its sum (the lowest rank when a round settles for all at
+//! once, as usual) and the others zeros. Every contribution is delivered
+//! once: a worker's own values have arrived before it is released, and it
+//! lists every key it contributed to. In [`Delivery::Merged`] mode the
+//! first released request takes every value that has arrived for the
+//! round, and later ones carry only their cold keys and what arrived since.
+//!
+//! If a held push is still unsettled `settle_timeout` after it arrived
+//! (a party died), [`ServerAgent::poll`] delivers it with what has arrived,
+//! logged and counted.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use zebra_proto::{Coverage, Fallback, RoundAggregate, ServerAction, Timestamp};
+use zebra_pslite::{
+    node_id, rank_of, role_of, with_kv, Detector, Format, KvData, Message, Role, Route,
+};
+
+use crate::config::{AgentConfig, AgentError, Delivery};
+use crate::frame::{has_magic, PushTrailer, Settle, ZebraFrame};
+use crate::hotset::HotSet;
+use crate::stats::ServerAgentStats;
+use crate::values::{self, F32_BYTES};
+use crate::Frames;
+
+/// What a message from the ROUTER turned into.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ServerOutput {
+    /// Messages for the app, in order, each as the ROUTER would have given
+    /// it (sender identity first).
+    pub deliver: Vec<Frames>,
+    /// Fallback pairs from a SETTLE: pass each to
+    /// `zebra_proto::Server::add_fallback` and feed the actions it returns
+    /// back ([`ServerAgent::on_action`]).
+    pub fallbacks: Vec<Fallback>,
+}
+
+/// Queue order of senders: workers by rank, then anything else.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct SenderKey {
+    rank: u16,
+    identity: Vec<u8>,
+}
+
+impl SenderKey {
+    fn of(identity: &[u8]) -> SenderKey {
+        let rank = node_id(identity)
+            .filter(|&id| role_of(id) == Role::Worker)
+            .and_then(|id| u16::try_from(rank_of(id)).ok())
+            .unwrap_or(u16::MAX);
+        SenderKey {
+            rank,
+            identity: identity.to_vec(),
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Held {
+    worker: u16,
+    trailer: PushTrailer,
+    identity: Vec<u8>,
+    cold: Message,
+    format: Format,
+    arrived: Timestamp,
+}
+
+#[derive(Debug)]
+enum Queued {
+    Plain(Frames),
+    Push(Box<Held>),
+}
+
+#[derive(Debug)]
+struct BatchState {
+    seq: u16,
+    certain: bool,
+    applied: bool,
+}
+
+#[derive(Debug)]
+struct SettleState {
+    added: u16,
+    batches: Vec<BatchState>,
+}
+
+#[derive(Debug)]
+struct AggSeen {
+    contributed: u64,
+    coverage: Coverage,
+}
+
+/// A held push's cold entries and value type.
+struct Shape<'a> {
+    val_type: zebra_pslite::DataType,
+    lens: bool,
+    entries: Vec<(u64, &'a [u8])>,
+}
+
+/// One round of this server's job.
+#[derive(Debug, Default)]
+struct RoundState {
+    agg: Option<AggSeen>,
+    /// Aggregate sums not yet delivered, by hot index.
+    agg_pending: BTreeMap<u32, f32>,
+    /// Applied fallback values not yet delivered, by worker and hot index.
+    applied: BTreeMap<u16, BTreeMap<u32, f32>>,
+    settles: BTreeMap<u16, SettleState>,
+    /// Held pushes of this round.
+    holding: u32,
+}
+
+impl RoundState {
+    /// Takes what has arrived and not been delivered for hot index `i`:
+    /// the aggregate's sum if `agg_ok`, and the applied values of the
+    /// workers in `open`.
+    fn take(&mut self, i: u32, agg_ok: bool, open: &[u16]) -> Option<f32> {
+        let mut sum = if agg_ok {
+            self.agg_pending.remove(&i)
+        } else {
+            None
+        };
+        for x in open {
+            if let Some(v) = self.applied.get_mut(x).and_then(|m| m.remove(&i)) {
+                sum = Some(sum.unwrap_or(0.0) + v);
+            }
+        }
+        sum
+    }
+
+    fn pending_values(&self) -> impl Iterator<Item = f32> + '_ {
+        self.agg_pending
+            .values()
+            .chain(self.applied.values().flat_map(|m| m.values()))
+            .copied()
+    }
+}
+
+/// The server side of one PS-lite server.
+#[derive(Debug)]
+pub struct ServerAgent {
+    config: AgentConfig,
+    hot: Arc<HotSet>,
+    server: u16,
+    job: Option<u16>,
+    detector: Detector,
+    queues: BTreeMap<SenderKey, VecDeque<Queued>>,
+    rounds: BTreeMap<u32, RoundState>,
+    /// Per worker: newest round released (rounds are consecutive from 1).
+    released: Vec<u32>,
+    /// Per worker: newest round whose trailer arrived.
+    arrived: Vec<u32>,
+    /// Rounds below are forgotten.
+    floor: u32,
+    newest: u32,
+    stats: ServerAgentStats,
+}
+
+impl ServerAgent {
+    /// The agent of server rank `server` (PS-lite node id `8 + 2 server`).
+    pub fn new(
+        config: AgentConfig,
+        hot: Arc<HotSet>,
+        server: u16,
+    ) -> Result<ServerAgent, AgentError> {
+        config.validate()?;
+        if server >= config.servers {
+            return Err(AgentError::Rank {
+                role: "server",
+                rank: server,
+                count: config.servers,
+            });
+        }
+        if hot.ranges().len() != config.servers as usize {
+            return Err(AgentError::Config(format!(
+                "the hot set has key ranges for {} servers, the job has {}",
+                hot.ranges().len(),
+                config.servers
+            )));
+        }
+        let workers = config.workers as usize;
+        Ok(ServerAgent {
+            job: (hot.indices(server) > 0).then(|| config.job(server)),
+            detector: Detector::new(config.format),
+            config,
+            hot,
+            server,
+            queues: BTreeMap::new(),
+            rounds: BTreeMap::new(),
+            released: vec![0; workers],
+            arrived: vec![0; workers],
+            floor: 1,
+            newest: 0,
+            stats: ServerAgentStats::default(),
+        })
+    }
+
+    /// The zebra-proto job of this server, if it owns hot keys (its
+    /// zebra-proto `Server` is index 0 of that job).
+    pub fn job(&self) -> Option<u16> {
+        self.job
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &ServerAgentStats {
+        &self.stats
+    }
+
+    /// Pushes held now.
+    pub fn held(&self) -> usize {
+        self.queues
+            .values()
+            .flatten()
+            .filter(|q| matches!(q, Queued::Push(_)))
+            .count()
+    }
+
+    /// Rounds remembered.
+    pub fn rounds(&self) -> usize {
+        self.rounds.len()
+    }
+
+    /// A multipart message the ROUTER received (`[sender identity, meta,
+    /// data...]`, or a Zebra message).
+    pub fn on_recv(&mut self, now: Timestamp, frames: Frames) -> ServerOutput {
+        self.stats.messages += 1;
+        let mut out = ServerOutput::default();
+        if frames.len() == 2 && has_magic(&frames[1]) {
+            match ZebraFrame::parse(&frames[1]) {
+                Ok(ZebraFrame::Settle(s)) => {
+                    self.stats.settle_bytes += frames[1].len() as u64;
+                    self.on_settle(&frames[0], s, &mut out);
+                    self.release(&mut out.deliver);
+                    return out;
+                }
+                Ok(ZebraFrame::Push(_)) => {
+                    self.bad(format_args!("a PUSH trailer without a push, dropped"));
+                    return out;
+                }
+                Err(e) if self.detector.parse(&frames[1]).is_err() => {
+                    self.bad(format_args!("{e}; message dropped"));
+                    return out;
+                }
+                Err(_) => {}
+            }
+        }
+        if frames.len() >= 3 && frames.last().is_some_and(|f| has_magic(f)) {
+            match self.parse_push(&frames) {
+                Some((Ok(trailer), cold, format)) => {
+                    self.stats.trailer_bytes += frames[frames.len() - 1].len() as u64;
+                    self.hold(now, frames, trailer, cold, format, &mut out.deliver);
+                    self.release(&mut out.deliver);
+                    return out;
+                }
+                Some((Err(e), _, _)) => {
+                    self.bad(format_args!("{e}; push delivered without it"));
+                    let mut frames = frames;
+                    frames.pop();
+                    self.enqueue(frames, &mut out.deliver);
+                    return out;
+                }
+                None => {}
+            }
+        }
+        self.enqueue(frames, &mut out.deliver);
+        out
+    }
+
+    /// The trailer and the push before it, if the frames before the last
+    /// one are a whole PS-lite push request.
+    fn parse_push(
+        &mut self,
+        frames: &[Vec<u8>],
+    ) -> Option<(
+        Result<PushTrailer, crate::frame::FrameError>,
+        Message,
+        Format,
+    )> {
+        let (last, body) = frames.split_last()?;
+        let (format, _) = self.detector.parse(&body[1]).ok()?;
+        let refs: Vec<&[u8]> = body.iter().map(|f| &f[..]).collect();
+        let env = Message::parse_frames(format, Route::RouterRecv, &refs).ok()?;
+        if !env.message.meta.is_push_request() {
+            return None;
+        }
+        Some((PushTrailer::parse(last), env.message, format))
+    }
+
+    fn bad(&mut self, what: std::fmt::Arguments<'_>) {
+        self.stats.bad_frames += 1;
+        log::error!("server {}: bad Zebra frame: {what}", self.server);
+    }
+
+    /// Delivers a message now, or queues it behind its sender's held push.
+    fn enqueue(&mut self, frames: Frames, deliver: &mut Vec<Frames>) {
+        self.stats.passed += 1;
+        let key = SenderKey::of(frames.first().map_or(&[][..], |f| &f[..]));
+        match self.queues.get_mut(&key) {
+            Some(q) if !q.is_empty() => {
+                self.stats.queued += 1;
+                q.push_back(Queued::Plain(frames));
+            }
+            _ => {
+                self.stats.delivered += 1;
+                deliver.push(frames);
+            }
+        }
+    }
+
+    fn hold(
+        &mut self,
+        now: Timestamp,
+        frames: Frames,
+        trailer: PushTrailer,
+        cold: Message,
+        format: Format,
+        deliver: &mut Vec<Frames>,
+    ) {
+        let identity = frames[0].clone();
+        let sender = SenderKey::of(&identity);
+        let w = trailer.worker;
+        let problem = if Some(trailer.job) != self.job {
+            Some(format!(
+                "job {} (this server's is {:?})",
+                trailer.job, self.job
+            ))
+        } else if w >= self.config.workers {
+            Some(format!("worker {w} of {}", self.config.workers))
+        } else if sender.rank != w {
+            Some(format!(
+                "worker {w} from identity {:?}",
+                String::from_utf8_lossy(&identity)
+            ))
+        } else if trailer.round == 0 {
+            Some("round 0".to_string())
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            self.bad(format_args!(
+                "PUSH trailer for {p}; push delivered without its hot keys"
+            ));
+            let mut frames = frames;
+            frames.pop();
+            self.enqueue(frames, deliver);
+            return;
+        }
+        let r = trailer.round;
+        let expected = self.arrived[w as usize] + 1;
+        if r != expected {
+            self.stats.round_gaps += 1;
+            log::warn!(
+                "server {}: worker {w} round {r} arrived, expected round {expected}",
+                self.server
+            );
+        }
+        self.arrived[w as usize] = self.arrived[w as usize].max(r);
+        self.newest = self.newest.max(r);
+        if r < self.floor {
+            self.stats.late += 1;
+            log::error!(
+                "server {}: worker {w} round {r} arrived after the round was forgotten",
+                self.server
+            );
+        } else {
+            self.rounds.entry(r).or_default().holding += 1;
+        }
+        self.stats.held += 1;
+        self.queues
+            .entry(sender)
+            .or_default()
+            .push_back(Queued::Push(Box::new(Held {
+                worker: w,
+                trailer,
+                identity,
+                cold,
+                format,
+                arrived: now,
+            })));
+    }
+
+    fn on_settle(&mut self, identity: &[u8], s: Settle, out: &mut ServerOutput) {
+        let indices = self.hot.indices(self.server);
+        let problem = if Some(s.job) != self.job {
+            Some(format!("job {} (this server's is {:?})", s.job, self.job))
+        } else if s.worker >= self.config.workers || SenderKey::of(identity).rank != s.worker {
+            Some(format!(
+                "worker {} from identity {:?}",
+                s.worker,
+                String::from_utf8_lossy(identity)
+            ))
+        } else if s
+            .batches
+            .iter()
+            .flat_map(|b| &b.pairs)
+            .any(|p| p.0 >= indices)
+        {
+            Some(format!("a hot index beyond this server's {indices}"))
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            self.bad(format_args!("SETTLE for {p}; dropped"));
+            return;
+        }
+        self.stats.settles += 1;
+        if s.round < self.floor {
+            self.stats.late += 1;
+            log::error!(
+                "server {}: SETTLE of worker {} round {} after the round was forgotten",
+                self.server,
+                s.worker,
+                s.round
+            );
+        } else {
+            let rs = self.rounds.entry(s.round).or_default();
+            if rs.settles.contains_key(&s.worker) {
+                self.stats.duplicate_settles += 1;
+                log::error!(
+                    "server {}: a second SETTLE of worker {} round {}, ignored",
+                    self.server,
+                    s.worker,
+                    s.round
+                );
+                return;
+            }
+            let batches = s
+                .batches
+                .iter()
+                .map(|b| BatchState {
+                    seq: b.seq,
+                    certain: b.is_certain(),
+                    applied: false,
+                })
+                .collect();
+            rs.settles.insert(
+                s.worker,
+                SettleState {
+                    added: s.added,
+                    batches,
+                },
+            );
+        }
+        self.stats.fallback_batches += s.batches.len() as u64;
+        out.fallbacks.extend(s.batches);
+    }
+
+    /// A `ServerAction` of this server's zebra-proto `Server`: `Round` and
+    /// `Apply` are taken; `Send` is the caller's (to the switch).
+    pub fn on_action(&mut self, action: ServerAction) -> Vec<Frames> {
+        match action {
+            ServerAction::Round(agg) => self.on_round(agg),
+            ServerAction::Apply(f) => self.on_apply(f),
+            ServerAction::Send(_) => Vec::new(),
+        }
+    }
+
+    /// A round's aggregate (`ServerAction::Round`).
+    pub fn on_round(&mut self, agg: RoundAggregate) -> Vec<Frames> {
+        let mut deliver = Vec::new();
+        if Some(agg.job) != self.job {
+            self.bad(format_args!("aggregate of job {}, ignored", agg.job));
+            return deliver;
+        }
+        self.stats.aggregates += 1;
+        if agg.round < self.floor {
+            self.late_values(agg.round, "aggregate", agg.pairs.iter().map(|p| p.1));
+            return deliver;
+        }
+        let indices = self.hot.indices(self.server);
+        let rs = self.rounds.entry(agg.round).or_default();
+        if rs.agg.is_some() {
+            self.stats.duplicate_aggregates += 1;
+            log::error!(
+                "server {}: a second aggregate for round {}, ignored",
+                self.server,
+                agg.round
+            );
+            return deliver;
+        }
+        for &(i, v) in &agg.pairs {
+            if i < indices {
+                *rs.agg_pending.entry(i).or_insert(0.0) += v;
+            }
+        }
+        rs.agg = Some(AggSeen {
+            contributed: agg.contributed,
+            coverage: agg.coverage,
+        });
+        self.newest = self.newest.max(agg.round);
+        self.release(&mut deliver);
+        deliver
+    }
+
+    /// Fallback pairs to apply (`ServerAction::Apply`).
+    pub fn on_apply(&mut self, f: Fallback) -> Vec<Frames> {
+        let mut deliver = Vec::new();
+        if Some(f.job) != self.job || f.worker >= self.config.workers {
+            self.bad(format_args!(
+                "fallback of job {} worker {}, ignored",
+                f.job, f.worker
+            ));
+            return deliver;
+        }
+        self.stats.applies += 1;
+        if f.round < self.floor {
+            self.late_values(f.round, "fallback", f.pairs.iter().map(|p| p.1));
+            return deliver;
+        }
+        let indices = self.hot.indices(self.server);
+        let rs = self.rounds.entry(f.round).or_default();
+        let mine = rs.applied.entry(f.worker).or_default();
+        for &(i, v) in &f.pairs {
+            if i < indices {
+                *mine.entry(i).or_insert(0.0) += v;
+            }
+        }
+        if let Some(st) = rs.settles.get_mut(&f.worker) {
+            let certain = f.is_certain();
+            if let Some(b) = st
+                .batches
+                .iter_mut()
+                .find(|b| !b.applied && b.seq == f.seq && b.certain == certain)
+            {
+                b.applied = true;
+            }
+        }
+        self.release(&mut deliver);
+        deliver
+    }
+
+    fn late_values(&mut self, round: u32, what: &str, values: impl Iterator<Item = f32>) {
+        self.stats.late += 1;
+        let lost = values.filter(|v| *v != 0.0).count() as u64;
+        if lost > 0 {
+            self.stats.lost_values += lost;
+            log::error!(
+                "server {}: {what} for round {round} after every request of the round was \
+                 delivered: {lost} non-zero values not applied",
+                self.server
+            );
+        }
+    }
+
+    /// Delivers held pushes whose wait exceeded `settle_timeout`, and what
+    /// queued behind them.
+    pub fn poll(&mut self, now: Timestamp) -> Vec<Frames> {
+        let mut deliver = Vec::new();
+        let timeout = self.config.settle_timeout;
+        let overdue: Vec<SenderKey> = self
+            .queues
+            .iter()
+            .filter(
+                |(_, q)| matches!(q.front(), Some(Queued::Push(h)) if h.arrived + timeout <= now),
+            )
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in overdue {
+            if let Some(Queued::Push(h)) = self.queues.get_mut(&key).and_then(VecDeque::pop_front) {
+                self.stats.forced += 1;
+                log::error!(
+                    "server {}: worker {} round {} unsettled after {timeout:?}: delivered with \
+                     what arrived, its hot sum may be incomplete",
+                    self.server,
+                    h.worker,
+                    h.trailer.round
+                );
+                self.deliver_held(*h, true, &mut deliver);
+            }
+        }
+        self.release(&mut deliver);
+        deliver
+    }
+
+    /// When [`poll`](Self::poll) next has work, if ever.
+    pub fn poll_at(&self) -> Option<Timestamp> {
+        self.queues
+            .values()
+            .filter_map(|q| match q.front() {
+                Some(Queued::Push(h)) => Some(h.arrived + self.config.settle_timeout),
+                _ => None,
+            })
+            .min()
+    }
+
+    /// Whether worker `w'`s pushes before round `r` have all been released.
+    fn caught_up(&self, w: u16, r: u32) -> bool {
+        self.released
+            .get(w as usize)
+            .is_some_and(|&done| done + 1 >= r)
+    }
+
+    /// Whether the values of round `r`'s aggregate may reach the app: every
+    /// worker it covers has had its earlier rounds released.
+    fn agg_gate(&self, r: u32, contributed: u64) -> bool {
+        (0..self.config.workers)
+            .filter(|&w| w < 64 && contributed >> w & 1 == 1)
+            .all(|w| self.caught_up(w, r))
+    }
+
+    fn ready(&self, h: &Held) -> bool {
+        let (w, r) = (h.worker, h.trailer.round);
+        if h.trailer.hot.is_empty() {
+            return true;
+        }
+        let Some(rs) = self.rounds.get(&r) else {
+            return true;
+        };
+        let Some(st) = rs.settles.get(&w) else {
+            return false;
+        };
+        if st.added > 0 && rs.agg.is_none() {
+            return false;
+        }
+        let covered = |seq| rs.agg.as_ref().is_some_and(|a| a.coverage.covers(w, seq));
+        if !st
+            .batches
+            .iter()
+            .all(|b| b.applied || (!b.certain && covered(b.seq)))
+        {
+            return false;
+        }
+        rs.agg
+            .as_ref()
+            .is_none_or(|a| self.agg_gate(r, a.contributed))
+    }
+
+    /// Releases every held push that is ready, with what queued behind it,
+    /// senders by rank, until nothing moves.
+    fn release(&mut self, deliver: &mut Vec<Frames>) {
+        loop {
+            let mut moved = false;
+            let keys: Vec<SenderKey> = self.queues.keys().cloned().collect();
+            for key in keys {
+                while let Some(front) = self.queues.get(&key).and_then(VecDeque::front) {
+                    if let Queued::Push(h) = front {
+                        if !self.ready(h) {
+                            break;
+                        }
+                    }
+                    let Some(item) = self.queues.get_mut(&key).and_then(VecDeque::pop_front) else {
+                        break;
+                    };
+                    moved = true;
+                    match item {
+                        Queued::Plain(frames) => {
+                            self.stats.delivered += 1;
+                            deliver.push(frames);
+                        }
+                        Queued::Push(h) => self.deliver_held(*h, false, deliver),
+                    }
+                }
+            }
+            self.queues.retain(|_, q| !q.is_empty());
+            if !moved {
+                break;
+            }
+        }
+        self.forget();
+    }
+
+    /// Builds and delivers a held push; `forced` takes values whatever the
+    /// ordering gates say.
+    fn deliver_held(&mut self, h: Held, forced: bool, deliver: &mut Vec<Frames>) {
+        let (w, r) = (h.worker, h.trailer.round);
+        let frames = match self.merge(&h, forced) {
+            Ok(f) => f,
+            Err(e) => {
+                self.bad(format_args!(
+                    "worker {w} round {r}: push not rebuilt ({e}); delivered without its hot keys"
+                ));
+                let mut f = vec![h.identity.clone()];
+                f.extend(h.cold.to_frames(h.format).unwrap_or_default());
+                f
+            }
+        };
+        if !forced {
+            self.stats.released += 1;
+        }
+        self.stats.delivered += 1;
+        deliver.push(frames);
+        if let Some(done) = self.released.get_mut(w as usize) {
+            *done = (*done).max(r);
+        }
+        if let Some(rs) = self.rounds.get_mut(&r) {
+            rs.holding = rs.holding.saturating_sub(1);
+        }
+    }
+
+    /// The push request `h` with its hot entries merged in, as frames for
+    /// the app.
+    fn merge(&mut self, h: &Held, forced: bool) -> zebra_pslite::Result<Frames> {
+        let cold_view = h.cold.kv()?;
+        let shape = match &cold_view {
+            Some(v) => Shape {
+                val_type: v.val_type(),
+                lens: v.has_lens(),
+                entries: v.entries()?.map(|(k, b, _)| (k, b)).collect(),
+            },
+            None => Shape {
+                val_type: h.trailer.val_type,
+                lens: h.trailer.lens,
+                entries: Vec::new(),
+            },
+        };
+        let hot = self.take(h, &shape, forced);
+        let mut kv = KvData::empty(shape.val_type, shape.lens);
+        let mut cold = shape.entries.iter().peekable();
+        let mut hot = hot.iter().peekable();
+        loop {
+            let take_cold = match (cold.peek(), hot.peek()) {
+                (Some(c), Some(hv)) => c.0 <= hv.0,
+                (Some(_), None) => true,
+                (None, Some(_)) => false,
+                (None, None) => break,
+            };
+            if take_cold {
+                if let Some(&(k, b)) = cold.next() {
+                    kv.push_entry(k, b);
+                }
+            } else if let Some((k, v)) = hot.next() {
+                kv.push_entry(*k, &values::encode(v));
+            }
+        }
+        let msg = with_kv(&h.cold.meta, &kv)?;
+        let mut frames = Vec::with_capacity(2 + msg.data.len());
+        frames.push(h.identity.clone());
+        frames.extend(msg.to_frames(h.format)?);
+        Ok(frames)
+    }
+
+    /// The hot entries `(key, values)` a released push carries, in key
+    /// order, taken from what has arrived for its round.
+    fn take(&mut self, h: &Held, shape: &Shape<'_>, forced: bool) -> Vec<(u64, Vec<f32>)> {
+        let (w, r) = (h.worker, h.trailer.round);
+        let agg_ok = self
+            .rounds
+            .get(&r)
+            .and_then(|rs| rs.agg.as_ref())
+            .is_some_and(|a| forced || self.agg_gate(r, a.contributed));
+        let open: Vec<u16> = (0..self.config.workers)
+            .filter(|&x| x == w || forced || self.caught_up(x, r))
+            .collect();
+        let hot = Arc::clone(&self.hot);
+        let server = self.server;
+        let wanted: Vec<(u64, u32, u32)> = match self.config.delivery {
+            Delivery::PerWorker => {
+                let wanted: Vec<(u64, u32, u32)> = h
+                    .trailer
+                    .hot
+                    .iter()
+                    .filter_map(|&base| match hot.locate(server, base) {
+                        Some((hk, 0)) => Some((hk.key, hk.base, hk.len)),
+                        _ => None,
+                    })
+                    .collect();
+                let bad = (h.trailer.hot.len() - wanted.len()) as u64;
+                if bad > 0 {
+                    self.stats.bad_keys += bad;
+                    log::error!(
+                        "server {server}: worker {w} round {r}: {bad} listed hot indices are not \
+                         the first value of a hot key of this server; those keys are left out"
+                    );
+                }
+                wanted
+            }
+            Delivery::Merged => {
+                let Some(rs) = self.rounds.get(&r) else {
+                    return Vec::new();
+                };
+                let mut indices: Vec<u32> = Vec::new();
+                if agg_ok {
+                    indices.extend(rs.agg_pending.keys());
+                }
+                for x in &open {
+                    indices.extend(rs.applied.get(x).into_iter().flat_map(|m| m.keys()));
+                }
+                let mut keys: Vec<&crate::hotset::HotKey> = indices
+                    .iter()
+                    .filter_map(|&i| hot.locate(server, i).map(|(hk, _)| hk))
+                    .collect();
+                keys.sort_unstable_by_key(|hk| hk.key);
+                keys.dedup_by_key(|hk| hk.key);
+                let per_key = shape.entries.first().map(|e| e.1.len());
+                keys.into_iter()
+                    .filter(|hk| {
+                        h.trailer.hot.contains(&hk.base)
+                            || (!shape.entries.iter().any(|c| c.0 == hk.key)
+                                && (shape.lens
+                                    || per_key.is_none_or(|p| p == hk.len as usize * F32_BYTES)))
+                    })
+                    .map(|hk| (hk.key, hk.base, hk.len))
+                    .collect()
+            }
+        };
+        let Some(rs) = self.rounds.get_mut(&r) else {
+            return wanted
+                .into_iter()
+                .map(|(k, _, len)| (k, vec![0.0; len as usize]))
+                .collect();
+        };
+        let (mut sums, mut zeros) = (0u64, 0u64);
+        let entries = wanted
+            .into_iter()
+            .map(|(key, base, len)| {
+                let vals = (0..len)
+                    .map(|e| {
+                        let got = rs.take(base + e, agg_ok, &open);
+                        match got {
+                            Some(v) => {
+                                sums += 1;
+                                v
+                            }
+                            None => {
+                                zeros += 1;
+                                0.0
+                            }
+                        }
+                    })
+                    .collect();
+                (key, vals)
+            })
+            .collect();
+        self.stats.sum_values += sums;
+        self.stats.zero_values += zeros;
+        entries
+    }
+
+    /// Forgets the oldest rounds once nothing more can be delivered for
+    /// them: nothing held, and every worker released them (or they are
+    /// `history` rounds behind the newest).
+    fn forget(&mut self) {
+        while let Some((&r, rs)) = self.rounds.first_key_value() {
+            let all_released = self.released.iter().all(|&done| done >= r);
+            let too_old = r.saturating_add(self.config.history) <= self.newest;
+            if rs.holding > 0 || !(all_released || too_old) {
+                break;
+            }
+            let lost = rs.pending_values().filter(|v| *v != 0.0).count() as u64;
+            if lost > 0 {
+                self.stats.lost_values += lost;
+                log::error!(
+                    "server {}: round {r} forgotten with {lost} non-zero values never delivered",
+                    self.server
+                );
+            }
+            self.rounds.remove(&r);
+            self.floor = r + 1;
+        }
+    }
+}

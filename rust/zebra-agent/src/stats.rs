@@ -1,0 +1,108 @@
+//! Counters of both agents. Every message that is not split or merged is
+//! counted by why; every error is counted (and logged where it happens).
+
+/// Why a worker's message went out unchanged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PassThrough {
+    /// The meta fits no PS-lite format (or the message has no frame).
+    pub unknown_format: u64,
+    /// Not a push request (pull, response, control, SimpleApp).
+    pub not_push: u64,
+    /// A push of another application or customer.
+    pub other_stream: u64,
+    /// A push to a server that owns no hot key.
+    pub no_hot_keys: u64,
+    /// A push without data frames.
+    pub no_data: u64,
+    /// A push whose values are not `f32` (`DOUBLE`, integers, opaque `OTHER`).
+    pub value_type: u64,
+    /// A push that does not parse, or whose values do not divide among its keys.
+    pub malformed: u64,
+}
+
+/// The worker agent's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct WorkerAgentStats {
+    /// Messages seen.
+    pub messages: u64,
+    /// Messages sent unchanged, by why.
+    pub passed: PassThrough,
+    /// Pushes split (each one round of its server's job).
+    pub split: u64,
+    /// Hot keys taken out of pushes.
+    pub hot_keys: u64,
+    /// Hot values handed to the hot path.
+    pub hot_values: u64,
+    /// Hot keys sent cold because the push repeats the key.
+    pub cold_repeated: u64,
+    /// Hot keys sent cold because their value count is not the hot set's.
+    pub cold_len: u64,
+    /// Hot keys sent cold because the push goes to another server than the key's owner.
+    pub cold_wrong_server: u64,
+    /// Bytes of the split pushes as the app gave them.
+    pub bytes_before: u64,
+    /// Bytes of the split pushes as sent (cold part and trailer).
+    pub bytes_after: u64,
+    /// Of which trailer bytes.
+    pub trailer_bytes: u64,
+    /// SETTLE messages made.
+    pub settles: u64,
+    /// Their bytes.
+    pub settle_bytes: u64,
+    /// Fallback batches (packets) carried by SETTLE messages.
+    pub fallback_batches: u64,
+    /// Fallback pairs carried.
+    pub fallback_pairs: u64,
+}
+
+/// The server agent's counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ServerAgentStats {
+    /// Messages received.
+    pub messages: u64,
+    /// Messages delivered to the app (released pushes included).
+    pub delivered: u64,
+    /// Messages without a Zebra frame delivered unchanged.
+    pub passed: u64,
+    /// Of those, delivered after waiting behind a held push of their sender.
+    pub queued: u64,
+    /// Pushes with a trailer held.
+    pub held: u64,
+    /// Held pushes released (settled).
+    pub released: u64,
+    /// Held pushes delivered unsettled after `settle_timeout` (their hot
+    /// sum may be incomplete).
+    pub forced: u64,
+    /// Hot values delivered to the app carrying a sum (non-zero or not).
+    pub sum_values: u64,
+    /// Hot values delivered as zeros (another request carried the sum).
+    pub zero_values: u64,
+    /// SETTLE messages consumed.
+    pub settles: u64,
+    /// Fallback batches handed to the caller.
+    pub fallback_batches: u64,
+    /// Round aggregates taken.
+    pub aggregates: u64,
+    /// Fallback pair batches applied.
+    pub applies: u64,
+    /// A second aggregate for a round (zebra-proto dedupes: must stay 0); ignored.
+    pub duplicate_aggregates: u64,
+    /// A second SETTLE for a worker's round; ignored.
+    pub duplicate_settles: u64,
+    /// Trailers whose round is not the worker's previous round + 1.
+    pub round_gaps: u64,
+    /// Malformed or misaddressed Zebra frames (logged).
+    pub bad_frames: u64,
+    /// Listed hot indices that are not the first value of a hot key of
+    /// this server (logged; the key is left out of the request).
+    pub bad_keys: u64,
+    /// Aggregates, fallbacks and trailers for rounds already forgotten.
+    pub late: u64,
+    /// Non-zero hot values that arrived too late to be delivered, or were
+    /// left when a round was forgotten (logged; must stay 0).
+    pub lost_values: u64,
+    /// Bytes of PUSH trailers received.
+    pub trailer_bytes: u64,
+    /// Bytes of SETTLE frames received.
+    pub settle_bytes: u64,
+}

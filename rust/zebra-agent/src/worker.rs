@@ -1,0 +1,357 @@
+//! The worker side: split each push a worker's DEALER sends to a server
+//! into a cold message (with the PUSH trailer) and hot pairs, and turn each
+//! settled round into a SETTLE message.
+//!
+//! Per server `s` (one zebra-proto job each), the `k`-th push this worker
+//! sends to `s` for the aggregated application and customer is round `k`
+//! of job `job_base + s`. Every such push is a round, also one without a
+//! hot key: the switch closes a round when every worker's DONE has
+//! arrived, so every worker pushes every round (`Worker::push` with no
+//! pairs sends an empty DONE packet).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use zebra_proto::{Fallback, FallbackCause, RoundSummary};
+use zebra_pslite::{with_kv, Detector, KvData, Message};
+
+use crate::config::{AgentConfig, AgentError};
+use crate::frame::{PushTrailer, Settle};
+use crate::hotset::HotSet;
+use crate::stats::WorkerAgentStats;
+use crate::values::{self, F32_BYTES};
+use crate::Frames;
+
+/// What to do with a message the worker's DEALER is sending.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outgoing {
+    /// Send it as it is.
+    Unchanged,
+    /// Send [`SplitPush::frames`] instead, then hand
+    /// [`SplitPush::pairs`] to the zebra-proto worker of
+    /// [`SplitPush::job`] as round [`SplitPush::round`].
+    Split(SplitPush),
+}
+
+/// A push split into its cold message and hot pairs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitPush {
+    /// Destination server rank.
+    pub server: u16,
+    /// The server's zebra-proto job.
+    pub job: u16,
+    /// Round in that job.
+    pub round: u32,
+    /// The message to send: the push without its hot keys, then the PUSH
+    /// trailer.
+    pub frames: Frames,
+    /// `(hot index, value)` for `zebra_proto::Worker::push` (possibly
+    /// empty: push it anyway).
+    pub pairs: Vec<(u32, f32)>,
+}
+
+/// A SETTLE message to send on the DEALER to `server`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SettleMessage {
+    /// Server rank.
+    pub server: u16,
+    /// The message: one frame.
+    pub frames: Frames,
+}
+
+#[derive(Debug, Default)]
+struct OpenRound {
+    /// Whether the trailer listed a hot key (else the server does not wait
+    /// for a SETTLE).
+    listed: bool,
+    batches: Vec<Fallback>,
+}
+
+#[derive(Debug, Default)]
+struct Stream {
+    last_round: u32,
+    open: BTreeMap<u32, OpenRound>,
+}
+
+/// The worker side of one PS-lite worker.
+#[derive(Debug)]
+pub struct WorkerAgent {
+    config: AgentConfig,
+    hot: Arc<HotSet>,
+    rank: u16,
+    detector: Detector,
+    streams: Vec<Stream>,
+    stats: WorkerAgentStats,
+}
+
+/// Why a message is not split (one [`crate::stats::PassThrough`] counter each).
+#[derive(Debug, Clone, Copy)]
+enum Skip {
+    UnknownFormat,
+    NotPush,
+    OtherStream,
+    NoHotKeys,
+    NoData,
+    ValueType,
+    Malformed,
+}
+
+enum Verdict {
+    /// Hot, first hot index.
+    Hot(u32),
+    Cold,
+}
+
+impl WorkerAgent {
+    /// The agent of worker rank `rank` (PS-lite node id `9 + 2 rank`).
+    pub fn new(
+        config: AgentConfig,
+        hot: Arc<HotSet>,
+        rank: u16,
+    ) -> Result<WorkerAgent, AgentError> {
+        config.validate()?;
+        if rank >= config.workers {
+            return Err(AgentError::Rank {
+                role: "worker",
+                rank,
+                count: config.workers,
+            });
+        }
+        if hot.ranges().len() != config.servers as usize {
+            return Err(AgentError::Config(format!(
+                "the hot set has key ranges for {} servers, the job has {}",
+                hot.ranges().len(),
+                config.servers
+            )));
+        }
+        Ok(WorkerAgent {
+            detector: Detector::new(config.format),
+            streams: (0..config.servers).map(|_| Stream::default()).collect(),
+            config,
+            hot,
+            rank,
+            stats: WorkerAgentStats::default(),
+        })
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &WorkerAgentStats {
+        &self.stats
+    }
+
+    /// This worker's rank.
+    pub fn rank(&self) -> u16 {
+        self.rank
+    }
+
+    /// Rounds split whose hot part has not settled yet.
+    pub fn open_rounds(&self) -> usize {
+        self.streams.iter().map(|s| s.open.len()).sum()
+    }
+
+    /// A multipart message (`[meta, data...]`) this worker's DEALER to
+    /// server rank `server` is about to send.
+    pub fn on_send(&mut self, server: u16, frames: &[&[u8]]) -> Outgoing {
+        self.stats.messages += 1;
+        match self.split(server, frames) {
+            Ok(split) => Outgoing::Split(split),
+            Err(skip) => {
+                let p = &mut self.stats.passed;
+                *match skip {
+                    Skip::UnknownFormat => &mut p.unknown_format,
+                    Skip::NotPush => &mut p.not_push,
+                    Skip::OtherStream => &mut p.other_stream,
+                    Skip::NoHotKeys => &mut p.no_hot_keys,
+                    Skip::NoData => &mut p.no_data,
+                    Skip::ValueType => &mut p.value_type,
+                    Skip::Malformed => &mut p.malformed,
+                } += 1;
+                Outgoing::Unchanged
+            }
+        }
+    }
+
+    fn split(&mut self, server: u16, frames: &[&[u8]]) -> Result<SplitPush, Skip> {
+        let (&meta_frame, data) = frames.split_first().ok_or(Skip::UnknownFormat)?;
+        let (format, meta) = self
+            .detector
+            .parse(meta_frame)
+            .map_err(|_| Skip::UnknownFormat)?;
+        if !meta.is_push_request() {
+            return Err(Skip::NotPush);
+        }
+        if (meta.app_id, meta.customer_id) != (self.config.app_id, self.config.customer_id) {
+            return Err(Skip::OtherStream);
+        }
+        if server >= self.config.servers || self.hot.indices(server) == 0 {
+            return Err(Skip::NoHotKeys);
+        }
+        let malformed = |e: zebra_pslite::Error| {
+            log::debug!("push not split: {e}");
+            Skip::Malformed
+        };
+        let msg = Message::parse(format, meta_frame, data).map_err(malformed)?;
+        let view = msg.kv().map_err(malformed)?.ok_or(Skip::NoData)?;
+        if !values::aggregatable(view.val_type(), self.config.other_values) {
+            return Err(Skip::ValueType);
+        }
+        let entries = view.entries().map_err(malformed)?;
+        let entries: Vec<_> = entries.collect();
+
+        let mut cold = KvData::empty(view.val_type(), view.has_lens());
+        let mut listed = Vec::new();
+        let mut pairs = Vec::new();
+        for (i, &(key, bytes, _)) in entries.iter().enumerate() {
+            match self.verdict(server, &entries, i) {
+                Verdict::Hot(base) => {
+                    listed.push(base);
+                    pairs.extend((base..).zip(values::decode(bytes)));
+                }
+                Verdict::Cold => cold.push_entry(key, bytes),
+            }
+        }
+
+        let stream = &self.streams[server as usize];
+        let round = stream.last_round + 1;
+        let job = self.config.job(server);
+        let trailer = PushTrailer {
+            job,
+            worker: self.rank,
+            round,
+            val_type: view.val_type(),
+            lens: view.has_lens(),
+            hot: listed,
+        };
+        let trailer_bytes = trailer.to_bytes().map_err(|_| Skip::Malformed)?;
+        let mut out: Frames = if trailer.hot.is_empty() {
+            frames.iter().map(|f| f.to_vec()).collect()
+        } else {
+            with_kv(&msg.meta, &cold)
+                .and_then(|m| m.to_frames(format))
+                .map_err(malformed)?
+        };
+        out.push(trailer_bytes);
+
+        let s = &mut self.stats;
+        s.split += 1;
+        s.hot_keys += trailer.hot.len() as u64;
+        s.hot_values += pairs.len() as u64;
+        s.bytes_before += frames.iter().map(|f| f.len() as u64).sum::<u64>();
+        s.bytes_after += out.iter().map(|f| f.len() as u64).sum::<u64>();
+        s.trailer_bytes += trailer.len() as u64;
+        let stream = &mut self.streams[server as usize];
+        stream.last_round = round;
+        stream.open.insert(
+            round,
+            OpenRound {
+                listed: !trailer.hot.is_empty(),
+                batches: Vec::new(),
+            },
+        );
+        Ok(SplitPush {
+            server,
+            job,
+            round,
+            frames: out,
+            pairs,
+        })
+    }
+
+    /// Whether entry `i` goes hot: a hot key of this server, pushed once in
+    /// this message, with the hot set's number of values.
+    fn verdict(&mut self, server: u16, entries: &[(u64, &[u8], Option<i32>)], i: usize) -> Verdict {
+        let (key, bytes, _) = entries[i];
+        let Some(hk) = self.hot.get(key) else {
+            return Verdict::Cold;
+        };
+        let repeated =
+            (i > 0 && entries[i - 1].0 == key) || entries.get(i + 1).is_some_and(|e| e.0 == key);
+        if hk.server != server {
+            self.stats.cold_wrong_server += 1;
+            Verdict::Cold
+        } else if repeated {
+            self.stats.cold_repeated += 1;
+            Verdict::Cold
+        } else if bytes.len() != F32_BYTES * hk.len as usize {
+            self.stats.cold_len += 1;
+            Verdict::Cold
+        } else {
+            Verdict::Hot(hk.base)
+        }
+    }
+
+    /// A `WorkerAction::Fallback` of one of this worker's zebra-proto
+    /// workers: kept for the round's SETTLE message.
+    pub fn on_fallback(&mut self, f: Fallback) -> Result<(), AgentError> {
+        if f.worker != self.rank {
+            return Err(AgentError::WrongWorker(f.worker));
+        }
+        let server = self
+            .config
+            .server_of_job(f.job)
+            .ok_or(AgentError::UnknownJob(f.job))?;
+        let open = self.streams[server as usize].open.get_mut(&f.round).ok_or(
+            AgentError::UnknownRound {
+                job: f.job,
+                round: f.round,
+            },
+        )?;
+        if f.pairs.is_empty() {
+            return Ok(());
+        }
+        self.stats.fallback_pairs += f.pairs.len() as u64;
+        let overflow = open
+            .batches
+            .iter_mut()
+            .find(|b| b.cause == FallbackCause::TooManyPackets);
+        match (f.cause, overflow) {
+            (FallbackCause::TooManyPackets, Some(b)) => b.pairs.extend(f.pairs),
+            _ => {
+                self.stats.fallback_batches += 1;
+                open.batches.push(f);
+            }
+        }
+        Ok(())
+    }
+
+    /// A `WorkerAction::RoundDone` of the zebra-proto worker of `job`: the
+    /// SETTLE message for the server, if the round's trailer listed a hot
+    /// key (otherwise the server does not wait for one).
+    pub fn on_round_done(
+        &mut self,
+        job: u16,
+        summary: &RoundSummary,
+    ) -> Result<Option<SettleMessage>, AgentError> {
+        let server = self
+            .config
+            .server_of_job(job)
+            .ok_or(AgentError::UnknownJob(job))?;
+        let open = self.streams[server as usize]
+            .open
+            .remove(&summary.round)
+            .ok_or(AgentError::UnknownRound {
+                job,
+                round: summary.round,
+            })?;
+        if !open.listed {
+            return Ok(None);
+        }
+        let settle = Settle {
+            job,
+            worker: self.rank,
+            round: summary.round,
+            packets: summary.packets,
+            added: summary.added,
+            batches: open.batches,
+        };
+        let bytes = settle
+            .to_bytes()
+            .map_err(|e| AgentError::Config(format!("SETTLE not encodable: {e}")))?;
+        self.stats.settles += 1;
+        self.stats.settle_bytes += bytes.len() as u64;
+        Ok(Some(SettleMessage {
+            server,
+            frames: vec![bytes],
+        }))
+    }
+}

@@ -1,0 +1,1016 @@
+//! The contract on a simulated PS-lite job: workers and servers built from
+//! real PS-lite messages (`zebra-pslite`), the agents, zebra-proto's
+//! `Worker`, `Switch` and `Server`, on simulated time. ZeroMQ links are
+//! reliable and in order (TCP); UDP links have a seeded fault injector
+//! (loss, duplication, 50–550 µs delay, so reordering), and the switch
+//! can be dead for a while or for good. The server app sums what it gets
+//! and counts requests per worker and key, as a PS-lite server that counts
+//! pushes would.
+//!
+//! Every scenario runs twice: vanilla (every push whole to its server) and
+//! with Zebra. The app's final sums must be equal exactly (integer-valued
+//! floats), the per-worker request counts equal (per-worker delivery), and
+//! every pull that follows a push must see that push applied: probe keys
+//! carry `64^rank` per push, so the pulled value's base-64 digit `rank`
+//! counts the worker's pushes the server has applied.
+
+use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, VecDeque};
+use std::sync::Arc;
+use std::time::Duration;
+
+use zebra_agent::{
+    AgentConfig, Delivery, Frames, HotSet, KeyRanges, Outgoing, ServerAgent, WorkerAgent,
+};
+use zebra_proto::rng::SplitMix64;
+use zebra_proto::{
+    Config, Server, ServerAction, Switch, SwitchAction, Timestamp, Worker, WorkerAction,
+};
+use zebra_pslite::{
+    identity, node_id, rank_of, response, server_id, with_kv, worker_id, DataType, Format, KvData,
+    KvView, Message, Meta, Route,
+};
+
+const JOB_BASE: u16 = 40;
+/// Distinct keys per server; the first `HOT` are hot (hottest first).
+const KEYS: u64 = 60;
+const HOT: u64 = 16;
+/// Key offsets whose values encode who pushed them (two hot, one cold).
+const PROBES: [u64; 3] = [0, 1, 30];
+const DIGIT: f64 = 64.0;
+/// A worker's pushes of one probe key, at most (one base-64 digit).
+const PROBE_CAP: u32 = 63;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Style {
+    /// BytePS: FLOAT values, lens frame, raw meta.
+    Byteps,
+    /// MXNet: OTHER (char) values, lens in bytes, protobuf meta.
+    Mxnet,
+    /// FLOAT values without lens: every key the same length.
+    Uniform,
+}
+
+impl Style {
+    fn format(self) -> Format {
+        match self {
+            Style::Mxnet => Format::Protobuf,
+            Style::Byteps | Style::Uniform => Format::Byteps,
+        }
+    }
+
+    fn val_type(self) -> DataType {
+        match self {
+            Style::Mxnet => DataType::Other,
+            Style::Byteps | Style::Uniform => DataType::Float,
+        }
+    }
+
+    fn lens(self) -> bool {
+        self != Style::Uniform
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Vanilla,
+    Zebra,
+}
+
+#[derive(Debug, Clone)]
+struct Scenario {
+    seed: u64,
+    loss: f64,
+    rounds: u32,
+    workers: u16,
+    servers: u16,
+    /// (worker, last push).
+    stops: Vec<(u16, u32)>,
+    straggler: Option<u16>,
+    /// UDP to and from the switch dropped in `[from, to)` µs.
+    dead_switch: Option<(u64, u64)>,
+    /// Switch → worker UDP dropped in `[from, to)` µs: added, never acknowledged.
+    dead_acks: Option<(u64, u64)>,
+    style: Style,
+    delivery: Delivery,
+    /// Pushes may skip a server (its rounds then misalign across workers).
+    skip_servers: bool,
+    /// Every push carries every hot key of every server (dense hot part).
+    dense: bool,
+    /// Pushes outstanding per worker.
+    window: usize,
+    packet_size: usize,
+}
+
+impl Scenario {
+    fn new(seed: u64, loss: f64) -> Scenario {
+        Scenario {
+            seed,
+            loss,
+            rounds: 200,
+            workers: 4,
+            servers: 2,
+            stops: vec![(3, 150)],
+            straggler: Some(1),
+            dead_switch: None,
+            dead_acks: None,
+            style: Style::Byteps,
+            delivery: Delivery::PerWorker,
+            skip_servers: false,
+            dense: false,
+            window: 2,
+            packet_size: 192,
+        }
+    }
+
+    fn len_of(&self, j: u64) -> u32 {
+        match self.style {
+            Style::Uniform => 4,
+            Style::Byteps | Style::Mxnet => 4 + (j % 5) as u32,
+        }
+    }
+
+    fn key(&self, server: u16, j: u64) -> u64 {
+        KeyRanges::pslite(self.servers)
+            .range(server)
+            .map_or(0, |r| r.start)
+            + 3
+            + 7 * j
+    }
+
+    fn hot_set(&self) -> HotSet {
+        let list = (0..HOT).flat_map(|j| (0..self.servers).map(move |s| (s, j)));
+        let keys: Vec<(u64, u32)> = list
+            .map(|(s, j)| (self.key(s, j), self.len_of(j)))
+            .collect();
+        HotSet::new(keys, KeyRanges::pslite(self.servers)).unwrap()
+    }
+
+    fn agent_config(&self) -> AgentConfig {
+        let mut c = AgentConfig::new(JOB_BASE, self.workers, self.servers);
+        c.delivery = self.delivery;
+        c.settle_timeout = Duration::from_secs(5);
+        c
+    }
+
+    fn proto_config(&self, hot: &HotSet) -> Config {
+        let mut c = Config::new(hot.job_configs(&self.agent_config()));
+        c.registers = 8;
+        c.slots = 64;
+        c.packet_size = self.packet_size;
+        c.max_seqs = 64;
+        c.round_timeout = Duration::from_millis(20);
+        c.aggregate_rto = Duration::from_millis(2);
+        c.aggregate_max_retries = 400;
+        c.worker_rto = Duration::from_millis(2);
+        c.worker_max_retries = 8;
+        c.worker_max_in_flight = 16;
+        c.uncertain_timeout = Duration::from_millis(50);
+        c.server_history = 64;
+        c
+    }
+}
+
+/// One PS-lite push: when it is due and its slice for each server.
+#[derive(Debug, Clone)]
+struct Push {
+    at: u64,
+    parts: Vec<(u16, KvData)>,
+}
+
+fn plans(s: &Scenario) -> Vec<Vec<Push>> {
+    let mut rng = SplitMix64::new(s.seed ^ 0x005E_EDF0_A6E7);
+    let mut probe_count: BTreeMap<(u16, u16, u64), u32> = BTreeMap::new();
+    let mut all = Vec::new();
+    for w in 0..s.workers {
+        let last = s.stops.iter().find(|x| x.0 == w).map_or(s.rounds, |x| x.1);
+        let mut plan = Vec::new();
+        for round in 1..=last {
+            let mut at = u64::from(round) * 4_000 + rng.below(1_000);
+            if s.straggler == Some(w) && rng.chance(0.3) {
+                at += 10_000 + rng.below(40_000);
+            }
+            let mut parts = Vec::new();
+            for server in 0..s.servers {
+                if s.skip_servers && rng.chance(0.2) {
+                    continue;
+                }
+                let mut js: BTreeMap<u64, bool> = BTreeMap::new();
+                if s.dense {
+                    js.extend((0..HOT).map(|j| (j, false)));
+                }
+                for _ in 0..3 + rng.below(6) {
+                    let u = rng.unit();
+                    js.insert(((u * u * u) * KEYS as f64) as u64, false);
+                }
+                for _ in 0..1 + rng.below(4) {
+                    js.insert(HOT + rng.below(KEYS - HOT), false);
+                }
+                for p in PROBES {
+                    js.remove(&p);
+                    let n = probe_count.entry((w, server, p)).or_default();
+                    if *n < PROBE_CAP && rng.chance(0.3) {
+                        *n += 1;
+                        js.insert(p, true);
+                    }
+                }
+                let mut kv = KvData::empty(s.style.val_type(), s.style.lens());
+                for (&j, &probe) in &js {
+                    let vals: Vec<f32> = (0..s.len_of(j))
+                        .map(|_| {
+                            if probe {
+                                DIGIT.powi(i32::from(w)) as f32
+                            } else {
+                                rng.below(17) as f32 - 8.0
+                            }
+                        })
+                        .collect();
+                    kv.push_entry(s.key(server, j), &zebra_agent::values::encode(&vals));
+                }
+                parts.push((server, kv));
+            }
+            plan.push(Push { at, parts });
+        }
+        all.push(plan);
+    }
+    all
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+enum Node {
+    Switch,
+    Worker(u16),
+    Server(u16),
+}
+
+#[derive(Debug)]
+enum Event {
+    Udp(Node, Vec<u8>),
+    /// A message a ROUTER receives (sender identity first).
+    Zmq(Node, Frames),
+}
+
+fn meta(ts: i32, push: bool) -> Meta {
+    let mut m = Meta::new();
+    (m.head, m.app_id, m.customer_id, m.timestamp) = (0, 0, 0, ts);
+    (m.request, m.push, m.pull) = (true, push, !push);
+    m
+}
+
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    zebra_agent::values::decode(bytes).collect()
+}
+
+fn kv_entries(msg: &Message) -> Vec<(u64, Vec<f32>)> {
+    let Some(view) = msg.kv().unwrap() else {
+        return Vec::new();
+    };
+    view.entries()
+        .unwrap()
+        .map(|(k, b, _)| (k, floats(b)))
+        .collect()
+}
+
+/// The PS-lite server app: adds pushes into its store, counts requests per
+/// worker and key, answers pulls from the store.
+#[derive(Debug, Default)]
+struct App {
+    store: BTreeMap<u64, Vec<f32>>,
+    counts: BTreeMap<(u16, u64), u32>,
+}
+
+struct WorkerNode {
+    agent: Option<WorkerAgent>,
+    hot: BTreeMap<u16, Worker>,
+    plan: VecDeque<Push>,
+    ts: i32,
+    /// Push timestamp → responses still awaited.
+    outstanding: BTreeMap<i32, usize>,
+    /// (pull timestamp, server) → (key, pushes of it this worker sent).
+    checks: BTreeMap<(i32, u16), Vec<(u64, u32)>>,
+    sent: BTreeMap<(u16, u64), u32>,
+}
+
+struct ServerNode {
+    agent: Option<ServerAgent>,
+    hot: Option<Server>,
+    app: App,
+    zmq_bytes: u64,
+    udp_bytes: u64,
+}
+
+#[derive(Debug, Default)]
+struct Outcome {
+    store: BTreeMap<u64, Vec<f32>>,
+    counts: BTreeMap<(u16, u16, u64), u32>,
+    checks: u64,
+    zmq_bytes: u64,
+    udp_bytes: u64,
+    trailer_bytes: u64,
+    settle_bytes: u64,
+    hot_entry_bytes: u64,
+    fallback_pairs: u64,
+    flushed: u64,
+    late: u64,
+    uncertain_covered: u64,
+    end_ms: u64,
+}
+
+struct Sim {
+    s: Scenario,
+    mode: Mode,
+    hot: Arc<HotSet>,
+    now: u64,
+    seq: u64,
+    queue: BinaryHeap<Reverse<(u64, u64)>>,
+    items: BTreeMap<u64, Event>,
+    udp_links: BTreeMap<(Node, Node), SplitMix64>,
+    zmq_links: BTreeMap<(Node, Node), (SplitMix64, u64)>,
+    switch: Option<Switch>,
+    workers: Vec<WorkerNode>,
+    servers: Vec<ServerNode>,
+    out: Outcome,
+}
+
+impl Sim {
+    fn new(s: &Scenario, mode: Mode) -> Sim {
+        let hot = Arc::new(s.hot_set());
+        let cfg = s.agent_config();
+        let proto = s.proto_config(&hot);
+        let zebra = mode == Mode::Zebra;
+        let workers = plans(s)
+            .into_iter()
+            .enumerate()
+            .map(|(w, plan)| {
+                let w = w as u16;
+                WorkerNode {
+                    agent: zebra.then(|| WorkerAgent::new(cfg.clone(), hot.clone(), w).unwrap()),
+                    hot: proto
+                        .jobs
+                        .iter()
+                        .filter(|_| zebra)
+                        .map(|j| (j.id, Worker::new(&proto, j.id, w).unwrap()))
+                        .collect(),
+                    plan: plan.into(),
+                    ts: 0,
+                    outstanding: BTreeMap::new(),
+                    checks: BTreeMap::new(),
+                    sent: BTreeMap::new(),
+                }
+            })
+            .collect();
+        let servers = (0..s.servers)
+            .map(|i| {
+                let agent = zebra.then(|| ServerAgent::new(cfg.clone(), hot.clone(), i).unwrap());
+                let job = agent.as_ref().and_then(ServerAgent::job);
+                ServerNode {
+                    hot: job.map(|j| Server::new(&proto, j, 0).unwrap()),
+                    agent,
+                    app: App::default(),
+                    zmq_bytes: 0,
+                    udp_bytes: 0,
+                }
+            })
+            .collect();
+        Sim {
+            s: s.clone(),
+            mode,
+            hot,
+            now: 0,
+            seq: 0,
+            queue: BinaryHeap::new(),
+            items: BTreeMap::new(),
+            udp_links: BTreeMap::new(),
+            zmq_links: BTreeMap::new(),
+            switch: zebra.then(|| Switch::new(proto.clone()).unwrap()),
+            workers,
+            servers,
+            out: Outcome::default(),
+        }
+    }
+
+    fn enqueue(&mut self, at: u64, e: Event) {
+        self.seq += 1;
+        self.queue.push(Reverse((at, self.seq)));
+        self.items.insert(self.seq, e);
+    }
+
+    fn link_rng(&self, from: Node, to: Node, salt: u64) -> SplitMix64 {
+        let h = format!("{from:?}->{to:?}")
+            .bytes()
+            .fold(self.s.seed ^ salt, |a, b| {
+                a.wrapping_mul(31).wrapping_add(u64::from(b))
+            });
+        SplitMix64::new(h)
+    }
+
+    /// A datagram: dropped with `loss`, duplicated with `loss / 2`, delayed
+    /// 50..=550 µs; nothing crosses a dead switch.
+    fn udp(&mut self, from: Node, to: Node, bytes: Vec<u8>) {
+        let within = |w: Option<(u64, u64)>, t: u64| w.is_some_and(|(a, b)| (a..b).contains(&t));
+        if within(self.s.dead_switch, self.now)
+            || (from == Node::Switch
+                && matches!(to, Node::Worker(_))
+                && within(self.s.dead_acks, self.now))
+        {
+            return;
+        }
+        if !self.udp_links.contains_key(&(from, to)) {
+            let rng = self.link_rng(from, to, 0xD1);
+            self.udp_links.insert((from, to), rng);
+        }
+        let loss = self.s.loss;
+        let Some(rng) = self.udp_links.get_mut(&(from, to)) else {
+            return;
+        };
+        if rng.chance(loss) {
+            return;
+        }
+        let copies = if rng.chance(loss / 2.0) { 2 } else { 1 };
+        let delays: Vec<u64> = (0..copies).map(|_| 50 + rng.below(501)).collect();
+        for d in delays {
+            self.enqueue(self.now + d, Event::Udp(to, bytes.clone()));
+        }
+    }
+
+    /// A ZeroMQ message on a TCP connection: reliable and in order,
+    /// 80–120 µs plus 1 µs per 100 bytes.
+    fn zmq(&mut self, from: Node, to: Node, frames: Frames) {
+        let bytes: usize = frames.iter().map(Vec::len).sum();
+        if !self.zmq_links.contains_key(&(from, to)) {
+            let rng = self.link_rng(from, to, 0x2E);
+            self.zmq_links.insert((from, to), (rng, 0));
+        }
+        let now = self.now;
+        let Some((rng, last)) = self.zmq_links.get_mut(&(from, to)) else {
+            return;
+        };
+        let at = (now + 80 + rng.below(41) + bytes as u64 / 100).max(*last);
+        *last = at;
+        self.enqueue(at, Event::Zmq(to, frames));
+    }
+
+    fn send_push(&mut self, w: u16) {
+        let now = Timestamp(self.now);
+        let format = self.s.style.format();
+        let node = &mut self.workers[w as usize];
+        let Some(push) = node.plan.pop_front() else {
+            return;
+        };
+        node.ts += 1;
+        let ts = node.ts;
+        if !push.parts.is_empty() {
+            node.outstanding.insert(ts, push.parts.len());
+        }
+        let id = identity(worker_id(i32::from(w)));
+        let mut probes: Vec<(u16, Vec<(u64, u32)>)> = Vec::new();
+        for (server, kv) in push.parts {
+            let frames = with_kv(&meta(ts, true), &kv)
+                .unwrap()
+                .to_frames(format)
+                .unwrap();
+            let lens_bytes = if kv.lens.is_some() { 4 } else { 0 };
+            for &key in &kv.keys {
+                if let Some(h) = self.hot.get(key) {
+                    self.out.hot_entry_bytes += 8 + 4 * u64::from(h.len) + lens_bytes;
+                }
+            }
+            let node = &mut self.workers[w as usize];
+            let mut mine = Vec::new();
+            for &key in &kv.keys {
+                let n = node.sent.entry((server, key)).or_default();
+                *n += 1;
+                if PROBES.iter().any(|&p| self.s.key(server, p) == key) {
+                    mine.push((key, *n));
+                }
+            }
+            if !mine.is_empty() {
+                probes.push((server, mine));
+            }
+            let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let outgoing = match &mut node.agent {
+                Some(agent) => agent.on_send(server, &refs),
+                None => Outgoing::Unchanged,
+            };
+            let (job, acts, frames) = match outgoing {
+                Outgoing::Unchanged => (0, Vec::new(), frames),
+                Outgoing::Split(sp) => {
+                    let hot = node.hot.get_mut(&sp.job).expect("a worker per job");
+                    let acts = hot.push(now, sp.round, sp.pairs).unwrap();
+                    (sp.job, acts, sp.frames)
+                }
+            };
+            let mut msg = vec![id.clone()];
+            msg.extend(frames);
+            self.zmq(Node::Worker(w), Node::Server(server), msg);
+            self.worker_acts(w, job, acts);
+        }
+        let node = &mut self.workers[w as usize];
+        node.ts += 1;
+        let pull_ts = node.ts;
+        let mut pulls = Vec::new();
+        for (server, keys) in probes {
+            let mut kv = KvData::empty(self.s.style.val_type(), false);
+            kv.keys = keys.iter().map(|k| k.0).collect();
+            node.checks.insert((pull_ts, server), keys);
+            let mut msg = vec![id.clone()];
+            msg.extend(
+                with_kv(&meta(pull_ts, false), &kv)
+                    .unwrap()
+                    .to_frames(format)
+                    .unwrap(),
+            );
+            pulls.push((server, msg));
+        }
+        for (server, msg) in pulls {
+            self.zmq(Node::Worker(w), Node::Server(server), msg);
+        }
+    }
+
+    fn worker_acts(&mut self, w: u16, job: u16, acts: Vec<WorkerAction>) {
+        for a in acts {
+            match a {
+                WorkerAction::Send(b) => self.udp(Node::Worker(w), Node::Switch, b),
+                WorkerAction::Fallback(f) => {
+                    self.out.fallback_pairs += f.pairs.len() as u64;
+                    let agent = self.workers[w as usize].agent.as_mut().unwrap();
+                    agent.on_fallback(f).unwrap();
+                }
+                WorkerAction::RoundDone(summary) => {
+                    let agent = self.workers[w as usize].agent.as_mut().unwrap();
+                    if let Some(m) = agent.on_round_done(job, &summary).unwrap() {
+                        let mut msg = vec![identity(worker_id(i32::from(w)))];
+                        msg.extend(m.frames);
+                        self.zmq(Node::Worker(w), Node::Server(m.server), msg);
+                    }
+                }
+            }
+        }
+    }
+
+    fn server_acts(&mut self, i: u16, acts: Vec<ServerAction>) {
+        for a in acts {
+            match a {
+                ServerAction::Send(b) => self.udp(Node::Server(i), Node::Switch, b),
+                other => {
+                    if let ServerAction::Round(r) = &other {
+                        self.out.flushed += u64::from(r.flushed);
+                    }
+                    let agent = self.servers[i as usize].agent.as_mut().unwrap();
+                    let d = agent.on_action(other);
+                    self.app_recv(i, d);
+                }
+            }
+        }
+    }
+
+    fn switch_acts(&mut self, acts: Vec<SwitchAction>) {
+        for a in acts {
+            let to = match a {
+                SwitchAction::Ack { worker, .. } | SwitchAction::Fallback { worker, .. } => {
+                    Node::Worker(worker)
+                }
+                SwitchAction::Aggregate { job, server, .. } => {
+                    assert_eq!(server, 0, "one server per job");
+                    Node::Server(job - JOB_BASE)
+                }
+            };
+            self.udp(Node::Switch, to, a.payload().to_vec());
+        }
+    }
+
+    /// Messages the server app receives: it must be able to parse every one.
+    fn app_recv(&mut self, i: u16, msgs: Vec<Frames>) {
+        let format = self.s.style.format();
+        for frames in msgs {
+            let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let env = Message::parse_frames(format, Route::RouterRecv, &refs)
+                .unwrap_or_else(|e| panic!("server {i}: the app got a bad message: {e}"));
+            let worker = node_id(&frames[0]).map(rank_of).unwrap() as u16;
+            let msg = env.message;
+            let app = &mut self.servers[i as usize].app;
+            let reply = if msg.meta.push {
+                for (key, vals) in kv_entries(&msg) {
+                    *app.counts.entry((worker, key)).or_default() += 1;
+                    let acc = app
+                        .store
+                        .entry(key)
+                        .or_insert_with(|| vec![0.0; vals.len()]);
+                    assert_eq!(acc.len(), vals.len(), "key {key:#x} changed length");
+                    for (a, v) in acc.iter_mut().zip(vals) {
+                        *a += v;
+                    }
+                }
+                response(&msg.meta, None).unwrap()
+            } else {
+                let mut kv = KvData::empty(self.s.style.val_type(), self.s.style.lens());
+                for key in msg
+                    .kv()
+                    .unwrap()
+                    .map(|v| v.keys().collect::<Vec<_>>())
+                    .unwrap_or_default()
+                {
+                    let vals = app.store.get(&key).cloned().unwrap_or_default();
+                    kv.push_entry(key, &zebra_agent::values::encode(&vals));
+                }
+                response(&msg.meta, Some(&kv)).unwrap()
+            };
+            let mut out = vec![identity(server_id(i32::from(i)))];
+            out.extend(reply.to_frames(format).unwrap());
+            self.zmq(Node::Server(i), Node::Worker(worker), out);
+        }
+    }
+
+    /// A response reaching worker `w`'s ROUTER.
+    fn worker_recv(&mut self, w: u16, frames: Frames) {
+        let format = self.s.style.format();
+        let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+        let env = Message::parse_frames(format, Route::RouterRecv, &refs).unwrap();
+        let server = rank_of(env.message.meta.sender) as u16;
+        let ts = env.message.meta.timestamp;
+        let node = &mut self.workers[w as usize];
+        if env.message.meta.push {
+            let left = node
+                .outstanding
+                .get_mut(&ts)
+                .expect("a push awaiting responses");
+            *left -= 1;
+            if *left == 0 {
+                node.outstanding.remove(&ts);
+            }
+            return;
+        }
+        let want = node.checks.remove(&(ts, server)).expect("a pull awaited");
+        let got: BTreeMap<u64, Vec<f32>> = kv_entries(&env.message).into_iter().collect();
+        for (key, pushed) in want {
+            let vals = &got[&key];
+            assert!(
+                !vals.is_empty(),
+                "worker {w}: key {key:#x} pulled before any push"
+            );
+            for &v in vals {
+                let digit = ((f64::from(v) / DIGIT.powi(i32::from(w))) as u64) % DIGIT as u64;
+                assert_eq!(
+                    digit, u64::from(pushed),
+                    "worker {w} pulled key {key:#x} from server {server} after its push #{pushed}: \
+                     the server had applied {digit} of its pushes (conservative ordering)"
+                );
+            }
+            self.out.checks += 1;
+        }
+    }
+
+    fn next_time(&self) -> Option<u64> {
+        let mut next = self.queue.peek().map(|Reverse((t, _))| *t);
+        let mut consider = |t: Option<u64>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: u64| n.min(t)));
+            }
+        };
+        for node in &self.workers {
+            if node.outstanding.len() < self.s.window {
+                consider(node.plan.front().map(|p| p.at.max(self.now)));
+            }
+            for hot in node.hot.values() {
+                consider(hot.poll_at().map(Timestamp::micros));
+            }
+        }
+        if let Some(sw) = &self.switch {
+            consider(sw.poll_at().map(Timestamp::micros));
+        }
+        for node in &self.servers {
+            consider(
+                node.hot
+                    .as_ref()
+                    .and_then(Server::poll_at)
+                    .map(Timestamp::micros),
+            );
+            consider(
+                node.agent
+                    .as_ref()
+                    .and_then(ServerAgent::poll_at)
+                    .map(Timestamp::micros),
+            );
+        }
+        next
+    }
+
+    fn run(mut self) -> Outcome {
+        while let Some(t) = self.next_time() {
+            assert!(t < 120_000_000, "{:?}: no end by 120 s", self.s);
+            self.now = self.now.max(t);
+            let now = Timestamp(self.now);
+            while let Some(&Reverse((at, id))) = self.queue.peek() {
+                if at > self.now {
+                    break;
+                }
+                self.queue.pop();
+                match self.items.remove(&id).unwrap() {
+                    Event::Udp(Node::Switch, b) => {
+                        let acts = self.switch.as_mut().unwrap().handle_packet(now, &b);
+                        self.switch_acts(acts);
+                    }
+                    Event::Udp(Node::Worker(w), b) => {
+                        let job = u16::from_be_bytes([b[4], b[5]]);
+                        let hot = self.workers[w as usize].hot.get_mut(&job).unwrap();
+                        let acts = hot.handle_packet(now, &b);
+                        self.worker_acts(w, job, acts);
+                    }
+                    Event::Udp(Node::Server(i), b) => {
+                        let node = &mut self.servers[i as usize];
+                        node.udp_bytes += b.len() as u64;
+                        let acts = node.hot.as_mut().unwrap().handle_packet(now, &b);
+                        self.server_acts(i, acts);
+                    }
+                    Event::Zmq(Node::Server(i), frames) => {
+                        let node = &mut self.servers[i as usize];
+                        node.zmq_bytes += frames.iter().map(|f| f.len() as u64).sum::<u64>();
+                        match &mut node.agent {
+                            None => self.app_recv(i, vec![frames]),
+                            Some(agent) => {
+                                let out = agent.on_recv(now, frames);
+                                self.app_recv(i, out.deliver);
+                                for f in out.fallbacks {
+                                    let hot = self.servers[i as usize].hot.as_mut().unwrap();
+                                    let acts = hot.add_fallback(now, f).unwrap();
+                                    self.server_acts(i, acts);
+                                }
+                            }
+                        }
+                    }
+                    Event::Zmq(Node::Worker(w), frames) => self.worker_recv(w, frames),
+                    Event::Zmq(Node::Switch, _) => unreachable!("no ZeroMQ to the switch"),
+                }
+            }
+            for w in 0..self.s.workers {
+                loop {
+                    let node = &self.workers[w as usize];
+                    let due = node.plan.front().is_some_and(|p| p.at <= self.now);
+                    if !due || node.outstanding.len() >= self.s.window {
+                        break;
+                    }
+                    self.send_push(w);
+                }
+            }
+            if let Some(sw) = &mut self.switch {
+                if sw.poll_at().is_some_and(|x| x <= now) {
+                    let acts = sw.poll(now);
+                    self.switch_acts(acts);
+                }
+            }
+            for w in 0..self.s.workers {
+                let jobs: Vec<u16> = self.workers[w as usize].hot.keys().copied().collect();
+                for job in jobs {
+                    let hot = self.workers[w as usize].hot.get_mut(&job).unwrap();
+                    if hot.poll_at().is_some_and(|x| x <= now) {
+                        let acts = hot.poll(now);
+                        self.worker_acts(w, job, acts);
+                    }
+                }
+            }
+            for i in 0..self.s.servers {
+                let node = &mut self.servers[i as usize];
+                if let Some(hot) = &mut node.hot {
+                    if hot.poll_at().is_some_and(|x| x <= now) {
+                        let acts = hot.poll(now);
+                        self.server_acts(i, acts);
+                    }
+                }
+                let node = &mut self.servers[i as usize];
+                if let Some(agent) = &mut node.agent {
+                    if agent.poll_at().is_some_and(|x| x <= now) {
+                        let d = agent.poll(now);
+                        self.app_recv(i, d);
+                    }
+                }
+            }
+        }
+        self.finish()
+    }
+
+    fn finish(mut self) -> Outcome {
+        let ctx = format!("{:?} {:?}", self.mode, self.s);
+        for (w, node) in self.workers.iter().enumerate() {
+            assert!(
+                node.plan.is_empty() && node.outstanding.is_empty(),
+                "{ctx}: worker {w}"
+            );
+            assert!(node.checks.is_empty(), "{ctx}: worker {w} awaits pulls");
+            assert!(
+                node.hot.values().all(Worker::is_idle),
+                "{ctx}: worker {w} hot path"
+            );
+            if let Some(a) = &node.agent {
+                assert_eq!(a.open_rounds(), 0, "{ctx}: worker {w} open rounds");
+            }
+        }
+        if let Some(sw) = &self.switch {
+            assert_eq!(sw.pending_parts(), 0, "{ctx}");
+            assert_eq!(sw.stats().aggregate_abandoned, 0, "{ctx}");
+            self.out.late = sw.stats().fallback(zebra_proto::wire::FallbackReason::Late);
+        }
+        for (i, node) in self.servers.iter().enumerate() {
+            let i = i as u16;
+            self.out.zmq_bytes += node.zmq_bytes;
+            self.out.udp_bytes += node.udp_bytes;
+            for (&(w, key), &n) in &node.app.counts {
+                self.out.counts.insert((i, w, key), n);
+            }
+            self.out.store.extend(node.app.store.clone());
+            if let Some(hot) = &node.hot {
+                assert_eq!(hot.held_fallbacks(), 0, "{ctx}");
+                self.out.uncertain_covered += hot.stats().uncertain_covered;
+            }
+            if let Some(a) = &node.agent {
+                let st = a.stats();
+                assert_eq!(a.held(), 0, "{ctx}: server {i} holds pushes");
+                assert_eq!(st.forced, 0, "{ctx}: server {i}: {st:?}");
+                assert_eq!(st.lost_values, 0, "{ctx}: server {i}: {st:?}");
+                assert_eq!(st.duplicate_aggregates, 0, "{ctx}: server {i}: {st:?}");
+                assert_eq!(st.duplicate_settles, 0, "{ctx}: server {i}: {st:?}");
+                assert_eq!(
+                    st.bad_frames + st.bad_keys + st.round_gaps,
+                    0,
+                    "{ctx}: {st:?}"
+                );
+                self.out.trailer_bytes += st.trailer_bytes;
+                self.out.settle_bytes += st.settle_bytes;
+            }
+        }
+        self.out.end_ms = self.now / 1000;
+        self.out
+    }
+}
+
+/// What a server that adds every push gets, from the plans alone.
+fn expected(s: &Scenario) -> BTreeMap<u64, Vec<f32>> {
+    let mut store: BTreeMap<u64, Vec<f32>> = BTreeMap::new();
+    for plan in plans(s) {
+        for push in plan {
+            for (_, kv) in push.parts {
+                let frames = kv.frames();
+                let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+                let view = KvView::parse(&kv.data_types(), &refs).unwrap();
+                for (key, b, _) in view.entries().unwrap() {
+                    let vals = floats(b);
+                    let acc = store.entry(key).or_insert_with(|| vec![0.0; vals.len()]);
+                    for (a, v) in acc.iter_mut().zip(vals) {
+                        *a += v;
+                    }
+                }
+            }
+        }
+    }
+    store
+}
+
+fn check(name: &str, s: &Scenario) -> (Outcome, Outcome) {
+    let vanilla = Sim::new(s, Mode::Vanilla).run();
+    assert_eq!(
+        vanilla.store,
+        expected(s),
+        "{name}: the vanilla run is a plain sum"
+    );
+    let zebra = Sim::new(s, Mode::Zebra).run();
+    assert_eq!(
+        zebra.store, vanilla.store,
+        "{name}: final sums equal vanilla's exactly"
+    );
+    if s.delivery == Delivery::PerWorker {
+        assert_eq!(
+            zebra.counts, vanilla.counts,
+            "{name}: per-worker request counts"
+        );
+    }
+    assert!(
+        zebra.checks > 100 && zebra.checks == vanilla.checks,
+        "{name}: pulls checked"
+    );
+    println!(
+        "{name:>8} seed {} loss {:>4}: {:>5} ms (vanilla {:>5}) | fallback pairs {:>5}, late {:>4}, \
+         flushed {:>3}, covered {:>3} | server bytes zmq+udp {:>8} vs {:>8} ({:.2}); hot {:>7} vs {:>7} ({:.2})",
+        s.seed,
+        s.loss,
+        zebra.end_ms,
+        vanilla.end_ms,
+        zebra.fallback_pairs,
+        zebra.late,
+        zebra.flushed,
+        zebra.uncertain_covered,
+        zebra.zmq_bytes + zebra.udp_bytes,
+        vanilla.zmq_bytes,
+        (zebra.zmq_bytes + zebra.udp_bytes) as f64 / vanilla.zmq_bytes as f64,
+        hot_bytes(&zebra),
+        vanilla.hot_entry_bytes,
+        hot_bytes(&zebra) as f64 / vanilla.hot_entry_bytes as f64,
+    );
+    (vanilla, zebra)
+}
+
+/// What the hot keys cost the servers' links with Zebra: the aggregates
+/// (and coverage), the trailers and the SETTLE messages.
+fn hot_bytes(o: &Outcome) -> u64 {
+    o.udp_bytes + o.trailer_bytes + o.settle_bytes
+}
+
+#[test]
+fn exact_with_loss_stragglers_and_uneven_pushes() {
+    for (seed, loss) in [(0, 0.0), (0, 0.01), (1, 0.01)] {
+        let (_, z) = check("byteps", &Scenario::new(seed, loss));
+        assert!(z.late > 0, "the straggler's late packets fell back");
+    }
+}
+
+#[test]
+fn exact_with_mxnet_char_values_and_uniform_lengths() {
+    for loss in [0.0, 0.01] {
+        check(
+            "mxnet",
+            &Scenario {
+                style: Style::Mxnet,
+                ..Scenario::new(7, loss)
+            },
+        );
+    }
+    check(
+        "uniform",
+        &Scenario {
+            style: Style::Uniform,
+            ..Scenario::new(8, 0.01)
+        },
+    );
+}
+
+#[test]
+fn exact_when_the_switch_is_dead() {
+    let (_, z) = check(
+        "dead",
+        &Scenario {
+            dead_switch: Some((0, u64::MAX)),
+            rounds: 60,
+            stops: vec![(3, 50)],
+            ..Scenario::new(3, 0.01)
+        },
+    );
+    assert!(z.fallback_pairs > 0 && z.udp_bytes == 0);
+}
+
+#[test]
+fn exact_when_the_switch_dies_and_when_acks_are_lost() {
+    check(
+        "outage",
+        &Scenario {
+            dead_switch: Some((100_000, 250_000)),
+            ..Scenario::new(4, 0.01)
+        },
+    );
+    let (_, z) = check(
+        "noacks",
+        &Scenario {
+            dead_acks: Some((100_000, 200_000)),
+            ..Scenario::new(5, 0.0)
+        },
+    );
+    assert!(
+        z.uncertain_covered > 0,
+        "given-up packets the switch had added"
+    );
+}
+
+#[test]
+fn exact_when_pushes_skip_servers_and_in_merged_delivery() {
+    check(
+        "skip",
+        &Scenario {
+            skip_servers: true,
+            ..Scenario::new(6, 0.01)
+        },
+    );
+    check(
+        "merged",
+        &Scenario {
+            delivery: Delivery::Merged,
+            ..Scenario::new(9, 0.01)
+        },
+    );
+}
+
+/// Server ingress: every push carries every hot key (a dense hot part, as
+/// in data-parallel training): the servers get one aggregate instead of
+/// four copies.
+#[test]
+fn server_bytes_against_vanilla() {
+    let s = Scenario {
+        dense: true,
+        straggler: None,
+        stops: vec![],
+        packet_size: 1472,
+        ..Scenario::new(11, 0.0)
+    };
+    let (v, z) = check("dense", &s);
+    assert!(
+        hot_bytes(&z) * 10 < v.hot_entry_bytes * 7,
+        "hot bytes fall by 30 % or more"
+    );
+    assert!(z.zmq_bytes + z.udp_bytes < v.zmq_bytes);
+}
