@@ -72,6 +72,23 @@ fuzz() {
   done
 }
 
+# Formatting and clippy over the whole workspace, warnings as errors.
+lint() {
+  if cargo fmt --all --check --manifest-path "$root/Cargo.toml" >"$logs/fmt.log" 2>&1; then
+    echo "PASS cargo fmt --check"
+  else
+    head -n 20 "$logs/fmt.log"
+    echo "FAIL cargo fmt --check (log: $logs/fmt.log)"
+  fi
+  if cargo clippy --release --workspace --all-targets --manifest-path "$root/Cargo.toml" -- -D warnings \
+    >"$logs/clippy.log" 2>&1; then
+    echo "PASS cargo clippy -D warnings"
+  else
+    grep -E '^(error|warning)' -A 6 "$logs/clippy.log" | head -n 40
+    echo "FAIL cargo clippy -D warnings (log: $logs/clippy.log)"
+  fi
+}
+
 summary() {
   printf '\ntest.sh: finished in %ss; logs in %s\n' "$(($(date +%s) - started))" "$logs"
   echo "$passed passed, $failed failed, $skipped skipped"
@@ -92,6 +109,7 @@ echo "setup ok (log: $logs/setup.log)"
 
 printf '\n=== rust unit tests\n'
 rust_tests
+run_part lint lint
 run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
 run_part fuzz fuzz
 
