@@ -1,0 +1,462 @@
+/*
+ * The accumulators: REGISTERS register arrays of (round tag, i32 sum) entries,
+ * hot rank r in register r mod R, slot r div R (the heat layout), entry
+ * copy * slots + region base + slot.
+ *
+ * Every register does exactly one RegisterAction per pass (add, read, or
+ * nothing), chosen by a fixed table on the pass (Accumulator.dispatch), as
+ * SwitchML does. Sums are 32-bit fixed point with the job's scale, added
+ * with the stateful ALU's saturating |+|; in the ZEBRA_LNS build the values
+ * arrive as f32 and lns/lns.p4 turns each into the job's fixed point first.
+ * A per-entry packet counter counts the pairs each slot received (the switch's
+ * side of online hot-key ranking; the controller reads it).
+ */
+
+#ifndef _ZEBRA_ACCUMULATE_
+#define _ZEBRA_ACCUMULATE_
+
+#include "configuration.p4"
+#include "types.p4"
+#include "headers.p4"
+
+const int<32> I32_MIN = (int<32>)32w0x80000000;
+
+control Accumulator(
+    in acc_op_t op,
+    in bool has_value,
+    in acc_index_t index,
+    in value_t value,
+    in bit<32> round,
+    inout value_t readout) {
+
+    Register<acc_entry_t, acc_index_t>(REGISTER_ENTRIES, {0, 0}) sums;
+    Counter<bit<32>, acc_index_t>(REGISTER_ENTRIES, CounterType_t.PACKETS) hits;
+
+    /* An entry tagged with another round is overwritten: no clearing pass. */
+    RegisterAction<acc_entry_t, acc_index_t, value_t>(sums) add_value = {
+        void apply(inout acc_entry_t e) {
+            if (e.round == round) {
+                e.sum = e.sum |+| (int<32>)value;
+            } else {
+                e.round = round;
+                e.sum = (int<32>)value;
+            }
+        }
+    };
+
+    RegisterAction<acc_entry_t, acc_index_t, value_t>(sums) read_value = {
+        void apply(inout acc_entry_t e, out value_t rv) {
+            if (e.round != round) {
+                rv = SLOT_UNTOUCHED;
+            } else if (e.sum == I32_MIN) {
+                rv = SLOT_UNTOUCHED + 1;
+            } else {
+                rv = (value_t)e.sum;
+            }
+        }
+    };
+
+    action add() {
+        add_value.execute(index);
+        hits.count(index);
+    }
+
+    action read() {
+        readout = read_value.execute(index);
+    }
+
+    table dispatch {
+        key = {
+            op        : exact;
+            has_value : exact;
+        }
+        actions = {
+            add;
+            read;
+            @defaultonly NoAction;
+        }
+        const entries = {
+            (acc_op_t.ADD, true)   : add();
+            (acc_op_t.READ, true)  : read();
+            (acc_op_t.READ, false) : read();
+        }
+        const default_action = NoAction;
+        size = 4;
+    }
+
+    apply {
+        dispatch.apply();
+    }
+}
+
+/* Routed pairs (parsers.p4): rank + rank_bias has bit 31 set iff the rank is
+ * not below the job's hot keys (out of range); worker_check.p4 gathers those
+ * bits. Ranks are below 2^21 (the parser checked), so nothing overflows. */
+control BiasRoutedRanks(inout header_t hdr, in bit<32> bias) {
+    apply {
+        hdr.slot_index[0].index = hdr.slot_index[0].index + bias;
+        hdr.slot_index[1].index = hdr.slot_index[1].index + bias;
+        hdr.slot_index[2].index = hdr.slot_index[2].index + bias;
+        hdr.slot_index[3].index = hdr.slot_index[3].index + bias;
+        hdr.slot_index[4].index = hdr.slot_index[4].index + bias;
+        hdr.slot_index[5].index = hdr.slot_index[5].index + bias;
+        hdr.slot_index[6].index = hdr.slot_index[6].index + bias;
+        hdr.slot_index[7].index = hdr.slot_index[7].index + bias;
+        hdr.slot_index[8].index = hdr.slot_index[8].index + bias;
+        hdr.slot_index[9].index = hdr.slot_index[9].index + bias;
+        hdr.slot_index[10].index = hdr.slot_index[10].index + bias;
+        hdr.slot_index[11].index = hdr.slot_index[11].index + bias;
+        hdr.slot_index[12].index = hdr.slot_index[12].index + bias;
+        hdr.slot_index[13].index = hdr.slot_index[13].index + bias;
+        hdr.slot_index[14].index = hdr.slot_index[14].index + bias;
+        hdr.slot_index[15].index = hdr.slot_index[15].index + bias;
+        hdr.slot_index[16].index = hdr.slot_index[16].index + bias;
+        hdr.slot_index[17].index = hdr.slot_index[17].index + bias;
+        hdr.slot_index[18].index = hdr.slot_index[18].index + bias;
+        hdr.slot_index[19].index = hdr.slot_index[19].index + bias;
+        hdr.slot_index[20].index = hdr.slot_index[20].index + bias;
+        hdr.slot_index[21].index = hdr.slot_index[21].index + bias;
+        hdr.slot_index[22].index = hdr.slot_index[22].index + bias;
+        hdr.slot_index[23].index = hdr.slot_index[23].index + bias;
+        hdr.slot_index[24].index = hdr.slot_index[24].index + bias;
+        hdr.slot_index[25].index = hdr.slot_index[25].index + bias;
+        hdr.slot_index[26].index = hdr.slot_index[26].index + bias;
+        hdr.slot_index[27].index = hdr.slot_index[27].index + bias;
+        hdr.slot_index[28].index = hdr.slot_index[28].index + bias;
+        hdr.slot_index[29].index = hdr.slot_index[29].index + bias;
+        hdr.slot_index[30].index = hdr.slot_index[30].index + bias;
+        hdr.slot_index[31].index = hdr.slot_index[31].index + bias;
+    }
+}
+
+/* ... and back: the rank, then its register entry:
+ * ((rank + bias - bias) >> REGISTER_BITS) + copy * slots + region base. */
+control IndexRoutedRanks(inout header_t hdr, in bit<32> bias, in acc_index_t row_base) {
+    apply {
+        hdr.slot_index[0].index = ((hdr.slot_index[0].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[1].index = ((hdr.slot_index[1].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[2].index = ((hdr.slot_index[2].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[3].index = ((hdr.slot_index[3].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[4].index = ((hdr.slot_index[4].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[5].index = ((hdr.slot_index[5].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[6].index = ((hdr.slot_index[6].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[7].index = ((hdr.slot_index[7].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[8].index = ((hdr.slot_index[8].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[9].index = ((hdr.slot_index[9].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[10].index = ((hdr.slot_index[10].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[11].index = ((hdr.slot_index[11].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[12].index = ((hdr.slot_index[12].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[13].index = ((hdr.slot_index[13].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[14].index = ((hdr.slot_index[14].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[15].index = ((hdr.slot_index[15].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[16].index = ((hdr.slot_index[16].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[17].index = ((hdr.slot_index[17].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[18].index = ((hdr.slot_index[18].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[19].index = ((hdr.slot_index[19].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[20].index = ((hdr.slot_index[20].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[21].index = ((hdr.slot_index[21].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[22].index = ((hdr.slot_index[22].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[23].index = ((hdr.slot_index[23].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[24].index = ((hdr.slot_index[24].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[25].index = ((hdr.slot_index[25].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[26].index = ((hdr.slot_index[26].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[27].index = ((hdr.slot_index[27].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[28].index = ((hdr.slot_index[28].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[29].index = ((hdr.slot_index[29].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[30].index = ((hdr.slot_index[30].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[31].index = ((hdr.slot_index[31].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+    }
+}
+
+/* A dense block aligned to R, or a READOUT row: every register reads or
+ * adds at the same entry. */
+control SameEntryEverywhere(inout header_t hdr, in acc_index_t entry) {
+    apply {
+        hdr.slot_index[0].setValid();
+        hdr.slot_index[0].index = (bit<32>)entry;
+        hdr.slot_index[1].setValid();
+        hdr.slot_index[1].index = (bit<32>)entry;
+        hdr.slot_index[2].setValid();
+        hdr.slot_index[2].index = (bit<32>)entry;
+        hdr.slot_index[3].setValid();
+        hdr.slot_index[3].index = (bit<32>)entry;
+        hdr.slot_index[4].setValid();
+        hdr.slot_index[4].index = (bit<32>)entry;
+        hdr.slot_index[5].setValid();
+        hdr.slot_index[5].index = (bit<32>)entry;
+        hdr.slot_index[6].setValid();
+        hdr.slot_index[6].index = (bit<32>)entry;
+        hdr.slot_index[7].setValid();
+        hdr.slot_index[7].index = (bit<32>)entry;
+        hdr.slot_index[8].setValid();
+        hdr.slot_index[8].index = (bit<32>)entry;
+        hdr.slot_index[9].setValid();
+        hdr.slot_index[9].index = (bit<32>)entry;
+        hdr.slot_index[10].setValid();
+        hdr.slot_index[10].index = (bit<32>)entry;
+        hdr.slot_index[11].setValid();
+        hdr.slot_index[11].index = (bit<32>)entry;
+        hdr.slot_index[12].setValid();
+        hdr.slot_index[12].index = (bit<32>)entry;
+        hdr.slot_index[13].setValid();
+        hdr.slot_index[13].index = (bit<32>)entry;
+        hdr.slot_index[14].setValid();
+        hdr.slot_index[14].index = (bit<32>)entry;
+        hdr.slot_index[15].setValid();
+        hdr.slot_index[15].index = (bit<32>)entry;
+        hdr.slot_index[16].setValid();
+        hdr.slot_index[16].index = (bit<32>)entry;
+        hdr.slot_index[17].setValid();
+        hdr.slot_index[17].index = (bit<32>)entry;
+        hdr.slot_index[18].setValid();
+        hdr.slot_index[18].index = (bit<32>)entry;
+        hdr.slot_index[19].setValid();
+        hdr.slot_index[19].index = (bit<32>)entry;
+        hdr.slot_index[20].setValid();
+        hdr.slot_index[20].index = (bit<32>)entry;
+        hdr.slot_index[21].setValid();
+        hdr.slot_index[21].index = (bit<32>)entry;
+        hdr.slot_index[22].setValid();
+        hdr.slot_index[22].index = (bit<32>)entry;
+        hdr.slot_index[23].setValid();
+        hdr.slot_index[23].index = (bit<32>)entry;
+        hdr.slot_index[24].setValid();
+        hdr.slot_index[24].index = (bit<32>)entry;
+        hdr.slot_index[25].setValid();
+        hdr.slot_index[25].index = (bit<32>)entry;
+        hdr.slot_index[26].setValid();
+        hdr.slot_index[26].index = (bit<32>)entry;
+        hdr.slot_index[27].setValid();
+        hdr.slot_index[27].index = (bit<32>)entry;
+        hdr.slot_index[28].setValid();
+        hdr.slot_index[28].index = (bit<32>)entry;
+        hdr.slot_index[29].setValid();
+        hdr.slot_index[29].index = (bit<32>)entry;
+        hdr.slot_index[30].setValid();
+        hdr.slot_index[30].index = (bit<32>)entry;
+        hdr.slot_index[31].setValid();
+        hdr.slot_index[31].index = (bit<32>)entry;
+    }
+}
+
+/* Positional pairs of a resubmitted packet (CHECK pass): the same range test
+ * on each position, undone right after so the pairs go on unchanged. */
+control BiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
+    apply {
+        hdr.pairs[0].index = hdr.pairs[0].index + bias;
+        hdr.pairs[1].index = hdr.pairs[1].index + bias;
+        hdr.pairs[2].index = hdr.pairs[2].index + bias;
+        hdr.pairs[3].index = hdr.pairs[3].index + bias;
+        hdr.pairs[4].index = hdr.pairs[4].index + bias;
+        hdr.pairs[5].index = hdr.pairs[5].index + bias;
+        hdr.pairs[6].index = hdr.pairs[6].index + bias;
+        hdr.pairs[7].index = hdr.pairs[7].index + bias;
+        hdr.pairs[8].index = hdr.pairs[8].index + bias;
+        hdr.pairs[9].index = hdr.pairs[9].index + bias;
+        hdr.pairs[10].index = hdr.pairs[10].index + bias;
+        hdr.pairs[11].index = hdr.pairs[11].index + bias;
+        hdr.pairs[12].index = hdr.pairs[12].index + bias;
+        hdr.pairs[13].index = hdr.pairs[13].index + bias;
+        hdr.pairs[14].index = hdr.pairs[14].index + bias;
+        hdr.pairs[15].index = hdr.pairs[15].index + bias;
+        hdr.pairs[16].index = hdr.pairs[16].index + bias;
+        hdr.pairs[17].index = hdr.pairs[17].index + bias;
+        hdr.pairs[18].index = hdr.pairs[18].index + bias;
+        hdr.pairs[19].index = hdr.pairs[19].index + bias;
+        hdr.pairs[20].index = hdr.pairs[20].index + bias;
+        hdr.pairs[21].index = hdr.pairs[21].index + bias;
+    }
+}
+
+control UnbiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
+    apply {
+        hdr.pairs[0].index = hdr.pairs[0].index - bias;
+        hdr.pairs[1].index = hdr.pairs[1].index - bias;
+        hdr.pairs[2].index = hdr.pairs[2].index - bias;
+        hdr.pairs[3].index = hdr.pairs[3].index - bias;
+        hdr.pairs[4].index = hdr.pairs[4].index - bias;
+        hdr.pairs[5].index = hdr.pairs[5].index - bias;
+        hdr.pairs[6].index = hdr.pairs[6].index - bias;
+        hdr.pairs[7].index = hdr.pairs[7].index - bias;
+        hdr.pairs[8].index = hdr.pairs[8].index - bias;
+        hdr.pairs[9].index = hdr.pairs[9].index - bias;
+        hdr.pairs[10].index = hdr.pairs[10].index - bias;
+        hdr.pairs[11].index = hdr.pairs[11].index - bias;
+        hdr.pairs[12].index = hdr.pairs[12].index - bias;
+        hdr.pairs[13].index = hdr.pairs[13].index - bias;
+        hdr.pairs[14].index = hdr.pairs[14].index - bias;
+        hdr.pairs[15].index = hdr.pairs[15].index - bias;
+        hdr.pairs[16].index = hdr.pairs[16].index - bias;
+        hdr.pairs[17].index = hdr.pairs[17].index - bias;
+        hdr.pairs[18].index = hdr.pairs[18].index - bias;
+        hdr.pairs[19].index = hdr.pairs[19].index - bias;
+        hdr.pairs[20].index = hdr.pairs[20].index - bias;
+        hdr.pairs[21].index = hdr.pairs[21].index - bias;
+    }
+}
+
+/* The inputs of the egress registers travel in the bridge. */
+control BridgeEgressSlots(inout header_t hdr) {
+    apply {
+        hdr.egress_slots[0].setValid();
+        hdr.egress_slots[0].index = hdr.slot_index[12].index[15:0];
+        hdr.egress_slots[0].valid = (bit<16>)(bit<1>)hdr.slot_value[12].isValid();
+        hdr.egress_slots[0].value = hdr.slot_value[12].value;
+        hdr.egress_slots[1].setValid();
+        hdr.egress_slots[1].index = hdr.slot_index[13].index[15:0];
+        hdr.egress_slots[1].valid = (bit<16>)(bit<1>)hdr.slot_value[13].isValid();
+        hdr.egress_slots[1].value = hdr.slot_value[13].value;
+        hdr.egress_slots[2].setValid();
+        hdr.egress_slots[2].index = hdr.slot_index[14].index[15:0];
+        hdr.egress_slots[2].valid = (bit<16>)(bit<1>)hdr.slot_value[14].isValid();
+        hdr.egress_slots[2].value = hdr.slot_value[14].value;
+        hdr.egress_slots[3].setValid();
+        hdr.egress_slots[3].index = hdr.slot_index[15].index[15:0];
+        hdr.egress_slots[3].valid = (bit<16>)(bit<1>)hdr.slot_value[15].isValid();
+        hdr.egress_slots[3].value = hdr.slot_value[15].value;
+        hdr.egress_slots[4].setValid();
+        hdr.egress_slots[4].index = hdr.slot_index[16].index[15:0];
+        hdr.egress_slots[4].valid = (bit<16>)(bit<1>)hdr.slot_value[16].isValid();
+        hdr.egress_slots[4].value = hdr.slot_value[16].value;
+        hdr.egress_slots[5].setValid();
+        hdr.egress_slots[5].index = hdr.slot_index[17].index[15:0];
+        hdr.egress_slots[5].valid = (bit<16>)(bit<1>)hdr.slot_value[17].isValid();
+        hdr.egress_slots[5].value = hdr.slot_value[17].value;
+        hdr.egress_slots[6].setValid();
+        hdr.egress_slots[6].index = hdr.slot_index[18].index[15:0];
+        hdr.egress_slots[6].valid = (bit<16>)(bit<1>)hdr.slot_value[18].isValid();
+        hdr.egress_slots[6].value = hdr.slot_value[18].value;
+        hdr.egress_slots[7].setValid();
+        hdr.egress_slots[7].index = hdr.slot_index[19].index[15:0];
+        hdr.egress_slots[7].valid = (bit<16>)(bit<1>)hdr.slot_value[19].isValid();
+        hdr.egress_slots[7].value = hdr.slot_value[19].value;
+        hdr.egress_slots[8].setValid();
+        hdr.egress_slots[8].index = hdr.slot_index[20].index[15:0];
+        hdr.egress_slots[8].valid = (bit<16>)(bit<1>)hdr.slot_value[20].isValid();
+        hdr.egress_slots[8].value = hdr.slot_value[20].value;
+        hdr.egress_slots[9].setValid();
+        hdr.egress_slots[9].index = hdr.slot_index[21].index[15:0];
+        hdr.egress_slots[9].valid = (bit<16>)(bit<1>)hdr.slot_value[21].isValid();
+        hdr.egress_slots[9].value = hdr.slot_value[21].value;
+        hdr.egress_slots[10].setValid();
+        hdr.egress_slots[10].index = hdr.slot_index[22].index[15:0];
+        hdr.egress_slots[10].valid = (bit<16>)(bit<1>)hdr.slot_value[22].isValid();
+        hdr.egress_slots[10].value = hdr.slot_value[22].value;
+        hdr.egress_slots[11].setValid();
+        hdr.egress_slots[11].index = hdr.slot_index[23].index[15:0];
+        hdr.egress_slots[11].valid = (bit<16>)(bit<1>)hdr.slot_value[23].isValid();
+        hdr.egress_slots[11].value = hdr.slot_value[23].value;
+        hdr.egress_slots[12].setValid();
+        hdr.egress_slots[12].index = hdr.slot_index[24].index[15:0];
+        hdr.egress_slots[12].valid = (bit<16>)(bit<1>)hdr.slot_value[24].isValid();
+        hdr.egress_slots[12].value = hdr.slot_value[24].value;
+        hdr.egress_slots[13].setValid();
+        hdr.egress_slots[13].index = hdr.slot_index[25].index[15:0];
+        hdr.egress_slots[13].valid = (bit<16>)(bit<1>)hdr.slot_value[25].isValid();
+        hdr.egress_slots[13].value = hdr.slot_value[25].value;
+        hdr.egress_slots[14].setValid();
+        hdr.egress_slots[14].index = hdr.slot_index[26].index[15:0];
+        hdr.egress_slots[14].valid = (bit<16>)(bit<1>)hdr.slot_value[26].isValid();
+        hdr.egress_slots[14].value = hdr.slot_value[26].value;
+        hdr.egress_slots[15].setValid();
+        hdr.egress_slots[15].index = hdr.slot_index[27].index[15:0];
+        hdr.egress_slots[15].valid = (bit<16>)(bit<1>)hdr.slot_value[27].isValid();
+        hdr.egress_slots[15].value = hdr.slot_value[27].value;
+        hdr.egress_slots[16].setValid();
+        hdr.egress_slots[16].index = hdr.slot_index[28].index[15:0];
+        hdr.egress_slots[16].valid = (bit<16>)(bit<1>)hdr.slot_value[28].isValid();
+        hdr.egress_slots[16].value = hdr.slot_value[28].value;
+        hdr.egress_slots[17].setValid();
+        hdr.egress_slots[17].index = hdr.slot_index[29].index[15:0];
+        hdr.egress_slots[17].valid = (bit<16>)(bit<1>)hdr.slot_value[29].isValid();
+        hdr.egress_slots[17].value = hdr.slot_value[29].value;
+        hdr.egress_slots[18].setValid();
+        hdr.egress_slots[18].index = hdr.slot_index[30].index[15:0];
+        hdr.egress_slots[18].valid = (bit<16>)(bit<1>)hdr.slot_value[30].isValid();
+        hdr.egress_slots[18].value = hdr.slot_value[30].value;
+        hdr.egress_slots[19].setValid();
+        hdr.egress_slots[19].index = hdr.slot_index[31].index[15:0];
+        hdr.egress_slots[19].valid = (bit<16>)(bit<1>)hdr.slot_value[31].isValid();
+        hdr.egress_slots[19].value = hdr.slot_value[31].value;
+    }
+}
+
+/* Registers 0 .. INGRESS_REGISTERS-1. */
+control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round) {
+    Accumulator() acc00;
+    Accumulator() acc01;
+    Accumulator() acc02;
+    Accumulator() acc03;
+    Accumulator() acc04;
+    Accumulator() acc05;
+    Accumulator() acc06;
+    Accumulator() acc07;
+    Accumulator() acc08;
+    Accumulator() acc09;
+    Accumulator() acc10;
+    Accumulator() acc11;
+
+    apply {
+        acc00.apply(op, hdr.slot_value[0].isValid(), hdr.slot_index[0].index[15:0], hdr.slot_value[0].value, round, hdr.readout_values[0].value);
+        acc01.apply(op, hdr.slot_value[1].isValid(), hdr.slot_index[1].index[15:0], hdr.slot_value[1].value, round, hdr.readout_values[1].value);
+        acc02.apply(op, hdr.slot_value[2].isValid(), hdr.slot_index[2].index[15:0], hdr.slot_value[2].value, round, hdr.readout_values[2].value);
+        acc03.apply(op, hdr.slot_value[3].isValid(), hdr.slot_index[3].index[15:0], hdr.slot_value[3].value, round, hdr.readout_values[3].value);
+        acc04.apply(op, hdr.slot_value[4].isValid(), hdr.slot_index[4].index[15:0], hdr.slot_value[4].value, round, hdr.readout_values[4].value);
+        acc05.apply(op, hdr.slot_value[5].isValid(), hdr.slot_index[5].index[15:0], hdr.slot_value[5].value, round, hdr.readout_values[5].value);
+        acc06.apply(op, hdr.slot_value[6].isValid(), hdr.slot_index[6].index[15:0], hdr.slot_value[6].value, round, hdr.readout_values[6].value);
+        acc07.apply(op, hdr.slot_value[7].isValid(), hdr.slot_index[7].index[15:0], hdr.slot_value[7].value, round, hdr.readout_values[7].value);
+        acc08.apply(op, hdr.slot_value[8].isValid(), hdr.slot_index[8].index[15:0], hdr.slot_value[8].value, round, hdr.readout_values[8].value);
+        acc09.apply(op, hdr.slot_value[9].isValid(), hdr.slot_index[9].index[15:0], hdr.slot_value[9].value, round, hdr.readout_values[9].value);
+        acc10.apply(op, hdr.slot_value[10].isValid(), hdr.slot_index[10].index[15:0], hdr.slot_value[10].value, round, hdr.readout_values[10].value);
+        acc11.apply(op, hdr.slot_value[11].isValid(), hdr.slot_index[11].index[15:0], hdr.slot_value[11].value, round, hdr.readout_values[11].value);
+    }
+}
+
+/* Registers INGRESS_REGISTERS .. REGISTERS-1, fed by the bridge. */
+control EgressAccumulators(inout header_t hdr) {
+    Accumulator() acc12;
+    Accumulator() acc13;
+    Accumulator() acc14;
+    Accumulator() acc15;
+    Accumulator() acc16;
+    Accumulator() acc17;
+    Accumulator() acc18;
+    Accumulator() acc19;
+    Accumulator() acc20;
+    Accumulator() acc21;
+    Accumulator() acc22;
+    Accumulator() acc23;
+    Accumulator() acc24;
+    Accumulator() acc25;
+    Accumulator() acc26;
+    Accumulator() acc27;
+    Accumulator() acc28;
+    Accumulator() acc29;
+    Accumulator() acc30;
+    Accumulator() acc31;
+
+    apply {
+        acc12.apply(hdr.bridge.acc_op, hdr.egress_slots[0].valid == 1, hdr.egress_slots[0].index, hdr.egress_slots[0].value, hdr.bridge.round, hdr.readout_values[12].value);
+        acc13.apply(hdr.bridge.acc_op, hdr.egress_slots[1].valid == 1, hdr.egress_slots[1].index, hdr.egress_slots[1].value, hdr.bridge.round, hdr.readout_values[13].value);
+        acc14.apply(hdr.bridge.acc_op, hdr.egress_slots[2].valid == 1, hdr.egress_slots[2].index, hdr.egress_slots[2].value, hdr.bridge.round, hdr.readout_values[14].value);
+        acc15.apply(hdr.bridge.acc_op, hdr.egress_slots[3].valid == 1, hdr.egress_slots[3].index, hdr.egress_slots[3].value, hdr.bridge.round, hdr.readout_values[15].value);
+        acc16.apply(hdr.bridge.acc_op, hdr.egress_slots[4].valid == 1, hdr.egress_slots[4].index, hdr.egress_slots[4].value, hdr.bridge.round, hdr.readout_values[16].value);
+        acc17.apply(hdr.bridge.acc_op, hdr.egress_slots[5].valid == 1, hdr.egress_slots[5].index, hdr.egress_slots[5].value, hdr.bridge.round, hdr.readout_values[17].value);
+        acc18.apply(hdr.bridge.acc_op, hdr.egress_slots[6].valid == 1, hdr.egress_slots[6].index, hdr.egress_slots[6].value, hdr.bridge.round, hdr.readout_values[18].value);
+        acc19.apply(hdr.bridge.acc_op, hdr.egress_slots[7].valid == 1, hdr.egress_slots[7].index, hdr.egress_slots[7].value, hdr.bridge.round, hdr.readout_values[19].value);
+        acc20.apply(hdr.bridge.acc_op, hdr.egress_slots[8].valid == 1, hdr.egress_slots[8].index, hdr.egress_slots[8].value, hdr.bridge.round, hdr.readout_values[20].value);
+        acc21.apply(hdr.bridge.acc_op, hdr.egress_slots[9].valid == 1, hdr.egress_slots[9].index, hdr.egress_slots[9].value, hdr.bridge.round, hdr.readout_values[21].value);
+        acc22.apply(hdr.bridge.acc_op, hdr.egress_slots[10].valid == 1, hdr.egress_slots[10].index, hdr.egress_slots[10].value, hdr.bridge.round, hdr.readout_values[22].value);
+        acc23.apply(hdr.bridge.acc_op, hdr.egress_slots[11].valid == 1, hdr.egress_slots[11].index, hdr.egress_slots[11].value, hdr.bridge.round, hdr.readout_values[23].value);
+        acc24.apply(hdr.bridge.acc_op, hdr.egress_slots[12].valid == 1, hdr.egress_slots[12].index, hdr.egress_slots[12].value, hdr.bridge.round, hdr.readout_values[24].value);
+        acc25.apply(hdr.bridge.acc_op, hdr.egress_slots[13].valid == 1, hdr.egress_slots[13].index, hdr.egress_slots[13].value, hdr.bridge.round, hdr.readout_values[25].value);
+        acc26.apply(hdr.bridge.acc_op, hdr.egress_slots[14].valid == 1, hdr.egress_slots[14].index, hdr.egress_slots[14].value, hdr.bridge.round, hdr.readout_values[26].value);
+        acc27.apply(hdr.bridge.acc_op, hdr.egress_slots[15].valid == 1, hdr.egress_slots[15].index, hdr.egress_slots[15].value, hdr.bridge.round, hdr.readout_values[27].value);
+        acc28.apply(hdr.bridge.acc_op, hdr.egress_slots[16].valid == 1, hdr.egress_slots[16].index, hdr.egress_slots[16].value, hdr.bridge.round, hdr.readout_values[28].value);
+        acc29.apply(hdr.bridge.acc_op, hdr.egress_slots[17].valid == 1, hdr.egress_slots[17].index, hdr.egress_slots[17].value, hdr.bridge.round, hdr.readout_values[29].value);
+        acc30.apply(hdr.bridge.acc_op, hdr.egress_slots[18].valid == 1, hdr.egress_slots[18].index, hdr.egress_slots[18].value, hdr.bridge.round, hdr.readout_values[30].value);
+        acc31.apply(hdr.bridge.acc_op, hdr.egress_slots[19].valid == 1, hdr.egress_slots[19].index, hdr.egress_slots[19].value, hdr.bridge.round, hdr.readout_values[31].value);
+    }
+}
+
+#endif /* _ZEBRA_ACCUMULATE_ */

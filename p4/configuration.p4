@@ -1,0 +1,98 @@
+/*
+ * Sizing constants of the Zebra aggregation program (TNA, Tofino 1).
+ *
+ * These are fixed when the program is compiled. Nothing that belongs to a job
+ * or a network is here: job ids, workers, hot-key counts, the fixed-point
+ * scale, the switch's address and UDP port, server addresses, CPU and
+ * recirculation ports are written at run time by the control plane
+ * (p4/controller/) into tables, parser value sets and registers.
+ *
+ * rust/zebra-proto/tests/p4_conformance.rs holds these numbers to
+ * zebra-proto's src/consts.rs, so the two cannot drift apart.
+ */
+
+#ifndef _ZEBRA_CONFIGURATION_
+#define _ZEBRA_CONFIGURATION_
+
+/* Register arrays (R). Hot rank r lives in register r mod R, slot r div R
+ * (the paper's heat layout), so a power of two: the register is the rank's
+ * low REGISTER_BITS and the slot the next SLOT_BITS. consts::DEFAULT_REGISTERS;
+ * at most consts::MAX_REGISTERS. */
+const int REGISTERS = 32;
+const int REGISTER_BITS = 5;
+
+/* Registers 0 .. INGRESS_REGISTERS-1 are in the ingress pipeline, the rest in
+ * egress. A Tofino 1 stage has 4 stateful ALUs; the ingress spends about 9 of
+ * its 12 stages deciding whether a packet may add (checks, round state,
+ * record), which leaves 3 stages, 12 registers. The other 20 take the first 5
+ * egress stages, fed by the bridge (docs/P4.md, "Stages"). */
+const int INGRESS_REGISTERS = 12;
+
+/* Entries of one register array: copies x slots. Each entry is a 64-bit
+ * (round tag, i32 sum) pair, so 16384 entries take 128 KiB, 8 SRAM blocks.
+ * Must not exceed consts::MAX_REGISTER_ENTRIES. The controller refuses a job
+ * whose copies x slots does not fit. */
+const int REGISTER_ENTRIES = 16384;
+
+/* Width of a slot number: ranks below 2^(SLOT_BITS + REGISTER_BITS) can be
+ * in a region; the parser sends larger ones to the out-of-range path. Holds
+ * any slot below consts::MAX_REGISTER_ENTRIES. */
+const int SLOT_BITS = 16;
+
+/* Sparse pairs one pipeline pass handles: what the paper's 192-byte packet
+ * carries, (consts::DEFAULT_PACKET_SIZE - HOT_HEADER_LEN) / PAIR_LEN. The
+ * controller refuses a packet_size that would put more pairs in a packet. */
+const int PAIRS_PER_PASS = 22;
+
+/* Most pairs a HOT packet may announce (consts::MAX_PAIRS_PER_PACKET): a
+ * count above is a malformed datagram, dropped; a count between
+ * PAIRS_PER_PASS and this one is a packet too long for the job (BadFormat). */
+const int MAX_PAIRS_PER_PACKET = 64;
+
+/* Dense values one pass handles: one per register (the block is aligned to
+ * R, so value i lives in register i). */
+const int DENSE_PER_PASS = REGISTERS;
+
+/* Width of the contributed/complete worker bitmaps (consts::MAX_WORKERS). */
+const int MAX_WORKERS = 64;
+const int WORKER_BITS = 6;
+
+/* Copies of the slot memory (rounds of one job open at once,
+ * consts::MAX_COPIES). The copy of a round is round & (copies - 1), so the
+ * controller accepts 1, 2 or 4 copies. */
+const int MAX_COPIES = 4;
+const int COPY_BITS = 2;
+
+/* Jobs the switch serves at once. */
+const int MAX_JOBS = 16;
+const int JOB_BITS = 4;
+
+/* Round state and completion counters: one per (job, copy). */
+const int ROUND_STATE_ENTRIES = MAX_JOBS * MAX_COPIES;
+
+/* Per-(worker, copy) progress counters: one per (job, copy, worker). */
+const int WORKER_STATE_ENTRIES = MAX_JOBS * MAX_COPIES * MAX_WORKERS;
+
+/* The exactly-once records, one per (job, worker, copy, seq): workers x copies
+ * x max_seqs over all jobs must fit (8 workers x 2 copies x 4096 = 65536 with
+ * the defaults). 32-bit entries: 512 KiB. */
+const int RECORD_ENTRIES = 131072;
+
+/* Coverage words (32 sequence numbers each, consts::COVER_WORD_BITS): workers
+ * x copies x ceil(max_seqs / 32) over all jobs. */
+const int COVER_WORD_BITS = 32;
+const int COVER_ENTRIES = 8192;
+
+/* Rounds at or above 2^ROUND_BITS are refused (BadFormat): a record keeps the
+ * round in its top ROUND_BITS bits and the outcome in the low 3. */
+const int ROUND_BITS = 29;
+
+/* The UDP port the controller programs into the parser's value set when a
+ * settings file names none (consts::DEFAULT_UDP_PORT). Not matched as a
+ * literal anywhere. */
+const bit<16> DEFAULT_UDP_PORT = 9950;
+
+/* Statistics counters (stat_t). */
+const int STATS = 32;
+
+#endif /* _ZEBRA_CONFIGURATION_ */

@@ -1,0 +1,271 @@
+"""The switch CPU's part: aggregates kept until acknowledged and resent as
+zebra-proto's Switch::poll does, parts built as Switch::close builds them,
+rounds flushed and read out, registrations; then the whole loop through the
+controller and a FakeBackend standing in for the pipeline."""
+
+import struct
+import unittest
+
+from tests.common import data
+from zebra_ctl import consts
+from zebra_ctl import program as P
+from zebra_ctl.backend import FakeBackend
+from zebra_ctl.controller import Controller
+from zebra_ctl.cpu import (
+    AggregateStore,
+    ClosedRound,
+    ReadoutAssembler,
+    RoundTimer,
+    ServerDirectory,
+    build_parts,
+    coverage_parts,
+)
+from zebra_ctl.plan import plan_job
+from zebra_ctl.ports import PortsConfig
+from zebra_ctl.settings import Settings
+from zebra_ctl.wire import Ctl, ReadoutRow, encode_aggregate, encode_coverage, parse_udp_frame, udp_frame
+
+SWITCH_IP = 0x0A0000FA
+SERVER0 = (0x0A000001, 9960, 0x0CC47A000001)
+SERVER1_MAC = 0x0CC47A000002
+
+
+def plan(**overrides):
+    s = Settings.load(data("tofino.conf"))
+    for k, v in overrides.items():
+        s.set(k, str(v))
+    return plan_job(s.build(), PortsConfig.load(data("ports.conf")))
+
+
+class Store(unittest.TestCase):
+    def test_resend_doubling_capped_then_abandon(self):
+        s = AggregateStore(rto_us=2000, max_retries=6)
+        s.add(0, 7, 1, 0, 0, b"p")
+        due = []
+        t = 0
+        for _ in range(10):
+            t = s.poll_at()
+            if t is None:
+                break
+            out = s.poll(t - 1)
+            self.assertEqual(out, [], "nothing before it is due")
+            out = s.poll(t)
+            due.append((t, len(out)))
+        # rto, then rto * 2^min(retries, 4): 2, 4, 8, 16, 32, 32 ms later; the 7th time it is given up.
+        self.assertEqual([d for d, _ in due], [2000, 6000, 14000, 30000, 62000, 94000, 126000])
+        self.assertEqual([n for _, n in due], [1, 1, 1, 1, 1, 1, 0])
+        self.assertEqual((s.retransmits, s.abandoned, len(s.pending)), (6, 1, 0))
+
+    def test_ack_stops_resends(self):
+        s = AggregateStore(2000, 50)
+        s.add(0, 7, 1, 0, 0, b"a")
+        s.add(0, 7, 1, 0, 1, b"b")
+        self.assertTrue(s.ack(7, 0, 1, 1))
+        self.assertFalse(s.ack(7, 0, 1, 1), "a duplicate ACK changes nothing")
+        self.assertFalse(s.ack(7, 0, 2, 0), "an ACK for a part never sent")
+        out = s.poll(2000)
+        self.assertEqual([a.payload for a in out], [b"a"])
+        self.assertTrue(out[0].retransmit)
+        self.assertEqual((s.parts, s.acked), (2, 1))
+
+
+class Parts(unittest.TestCase):
+    def test_coverage_parts_as_the_model(self):
+        self.assertEqual(coverage_parts(3, [0b111, 0], 1344), [(3, 0, 3, None)])
+        self.assertEqual(coverage_parts(3, [0, 0], 1344), [])
+        self.assertEqual(coverage_parts(1, [0b101], 1344), [(1, 0, 3, bytes([0b101]))])
+        parts = coverage_parts(2, [0xFFFFFFFF, 0b10], 16)
+        self.assertEqual([(f, n) for _, f, n, _ in parts], [(0, 16), (16, 16), (32, 2)])
+        self.assertEqual(parts[2][3], bytes([0b10]))
+
+    def test_a_flushed_round(self):
+        p = plan()
+        closed = ClosedRound(
+            job=7, round=9, copy=1, flushed=True,
+            values={0: 5, 499: 3, 500: 0xFFFFFFFE, 999: consts.SLOT_UNTOUCHED + 1},
+            progress={0: (3, 3), 1: (0, 2), 3: (1, 1)},
+        )
+        asked = []
+
+        def read_coverage(w, c, r):
+            asked.append((w, c, r))
+            return [0b101] + [0] * 127
+
+        parts = build_parts(p, closed, read_coverage)
+        self.assertEqual(asked, [(1, 1, 9)], "only the incomplete worker's words are read")
+        cov = [(0, 0, 3, None), (1, 0, 3, bytes([0b101])), (3, 0, 1, None)]
+        for server, pairs in [(0, [(0, 5), (499, 3)]), (1, [(500, 0xFFFFFFFE), (999, 0x80000000)])]:
+            want = [encode_aggregate(7, server, 9, 0, 4, 0b1011, 0b1001, True, True, 2, pairs)]
+            want += [encode_coverage(7, server, 9, 1 + i, 4, w, f, n, b) for i, (w, f, n, b) in enumerate(cov)]
+            self.assertEqual(parts[server], want, f"server {server}")
+
+    def test_parts_split_at_the_packet_size(self):
+        p = plan()
+        closed = ClosedRound(7, 2, 0, False, {r: r for r in range(45)}, {0: (1, 1)})
+        parts = build_parts(p, closed, None)
+        self.assertEqual(len(parts[0]), 3 + 1, "45 pairs in 19-pair parts, one coverage part")
+        counts = [struct.unpack_from(">H", x, 34)[0] for x in parts[0][:3]]
+        totals = {struct.unpack_from(">I", x, 36)[0] for x in parts[0][:3]}
+        self.assertEqual((counts, totals), ([19, 19, 7], {45}))
+        self.assertEqual(len(parts[1]), 1 + 1, "an empty data part, then coverage")
+
+    def test_lns_sums_go_back_to_f32(self):
+        s = Settings.load(data("tofino.conf"))
+        s.set("number", "f32")
+        p = plan_job(s.build(), PortsConfig.load(data("ports.conf")), "lns", 24)
+        closed = ClosedRound(7, 2, 0, False, {0: (3 << 23) & 0xFFFFFFFF, 1: (-(1 << 24)) & 0xFFFFFFFF}, {0: (1, 1)})
+        agg = build_parts(p, closed, None)[0][0]
+        self.assertEqual(agg[32] & consts.AGGREGATE_FLAG_FIXED, 0)
+        v0, v1 = struct.unpack_from(">ff", agg, 44)[0], struct.unpack_from(">f", agg, 52)[0]
+        self.assertEqual((v0, v1), (1.5, -1.0))
+
+
+class Timers(unittest.TestCase):
+    def test_flush_after_the_timeout_then_readout_after_the_grace(self):
+        p = plan()
+        t = RoundTimer(p, round_timeout_us=20_000, grace_us=1_000, retry_us=2_000)
+        self.assertEqual(t.observe(0, 0, 4), [])
+        self.assertEqual(t.observe(19_999, 0, 4), [])
+        (flush,) = t.observe(20_000, 0, 4)
+        c = Ctl.unpack(flush.payload)
+        self.assertEqual((flush.what, c.kind, c.job, c.round), ("FLUSH", consts.CtlKind.FLUSH, 7, 4))
+        self.assertEqual(t.observe(21_000, 0, 4), [], "not again before retry_us")
+        self.assertEqual(len(t.observe(22_000, 0, 4)), 1, "again if no answer")
+        t.on_flush_reply(22_100, Ctl(consts.CtlKind.FLUSH, consts.CTL_FLAG_CLOSED, 7, 4))
+        draining = 4 | consts.ROUND_DRAINING
+        self.assertEqual(t.observe(22_500, 0, draining), [])
+        (readout,) = t.observe(23_100, 0, draining)
+        c = Ctl.unpack(readout.payload)
+        self.assertEqual((c.kind, c.flags, c.round, c.row, c.rows), (consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED, 4, 0, 32))
+        self.assertEqual(t.observe(30_000, 0, draining), [], "once")
+        self.assertEqual(t.observe(30_001, 0, 4 | consts.ROUND_FREE), [])
+
+    def test_a_new_round_restarts_the_clock_and_a_lost_close_is_read_out(self):
+        t = RoundTimer(plan(), 20_000, 1_000, 2_000)
+        t.observe(0, 1, 3)
+        self.assertEqual(t.observe(15_000, 1, 5), [], "round 5 first seen now")
+        self.assertEqual(t.observe(34_999, 1, 5), [])
+        self.assertEqual(len(t.observe(35_000, 1, 5)), 1)
+        t2 = RoundTimer(plan(), 20_000, 1_000, 2_000)
+        self.assertEqual(t2.observe(0, 0, 8 | consts.ROUND_DRAINING), [])
+        (r,) = t2.observe(2_000, 0, 8 | consts.ROUND_DRAINING)
+        self.assertEqual(Ctl.unpack(r.payload).flags, 0, "closed by completion, its readout never came")
+
+    def test_missing_rows_are_asked_for(self):
+        p = plan()
+        a = ReadoutAssembler(p, row_timeout_us=10_000)
+        for row in range(32):
+            if row != 17:
+                self.assertIsNone(a.on_row(row, ReadoutRow(Ctl(4, 0, 7, 6, row + 1, 32), row, row, 0, [consts.SLOT_UNTOUCHED] * 32)))
+        self.assertEqual(a.missing(5_000), [])
+        self.assertEqual(a.missing(40_000), [(6, 17)])
+        closed = a.on_row(40_001, ReadoutRow(Ctl(4, 0, 7, 6, 18, 32), 17, 17, 0, [1] * 32))
+        self.assertEqual(sorted(closed.values), [17 * 32 + k for k in range(32)])
+
+
+class Servers(unittest.TestCase):
+    def test_registrations(self):
+        d = ServerDirectory(7, 2, pinned={1: (0x0A000002, 9951)}, neighbors={0x0A000002: SERVER1_MAC})
+        self.assertIsNotNone(d.address(1), "pinned with a known MAC")
+        self.assertIsNone(d.address(0))
+        self.assertIsNone(d.on_register(8, 0, *SERVER0), "unknown job")
+        self.assertIsNone(d.on_register(7, 2, *SERVER0), "unknown server")
+        self.assertIsNone(d.on_register(7, 1, *SERVER0), "pinned elsewhere")
+        self.assertEqual(d.on_register(7, 0, *SERVER0), bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))
+        self.assertEqual((d.address(0).ip, d.address(0).port), SERVER0[:2])
+        self.assertEqual((d.registrations, d.refused), (1, 3))
+
+
+def readout_frames(round_, flushed, values, progress):
+    """What the pipeline mirrors to the CPU for one closed round of the sample job."""
+    frames = []
+    for row in range(32):
+        ctl = Ctl(consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED if flushed else 0, 7, round_, row, 32)
+        vals = [values.get(row * 32 + k, consts.SLOT_UNTOUCHED) for k in range(32)]
+        frames.append(ReadoutRow(ctl, row, row, progress.get(row, 0), vals).pack())
+    return frames
+
+
+def to_cpu(payload, src):
+    ip, port, mac = src
+    frame = udp_frame(mac, 0x0200000000FA, ip, SWITCH_IP, port, 9950, payload)
+    return Ctl(consts.CtlKind.TO_CPU, 0, 7).pack() + frame
+
+
+def sent_datagrams(backend):
+    out = []
+    for f in backend.sent:
+        c = Ctl.unpack(f)
+        if c.kind == consts.CtlKind.FORWARD:
+            u = parse_udp_frame(f[16:])
+            out.append((u.dst_ip, u.dst_port, u.payload))
+        else:
+            out.append((c.kind, c.round, None))
+    backend.sent.clear()
+    return out
+
+
+class ControllerLoop(unittest.TestCase):
+    def setUp(self):
+        self.b = FakeBackend(P.REGISTER_SIZES)
+        self.c = Controller(self.b, grace_us=1_000)
+        self.c.load(Settings.load(data("tofino.conf")).build(), PortsConfig.load(data("ports.conf")))
+
+    def test_completed_round_to_servers_release_ack_resend(self):
+        self.b.inbox = readout_frames(1, False, {0: 10, 600: 20}, {w: (2 << 16) | 2 for w in range(4)})
+        self.c.step(100)
+        sent = sent_datagrams(self.b)
+        to_server1 = [x for x in sent if x[:2] == (0x0A000002, 9951)]
+        self.assertEqual(len(to_server1), 1 + 4, "one data part, four coverage parts, to the pinned server")
+        agg = to_server1[0][2]
+        self.assertEqual(struct.unpack_from(">II", agg, 40), (600, 20))
+        self.assertEqual(agg[16:32], (0b1111).to_bytes(8, "big") * 2, "contributed and complete")
+        self.assertIn((consts.CtlKind.RELEASE, 1, None), sent)
+        self.assertEqual(self.c.unroutable, 5, "server 0 has not registered: its parts wait")
+
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
+        self.c.step(200)
+        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))])
+
+        acks = [to_cpu(struct.pack(">HBBHHIHH", 0x5A42, 1, 7, 7, 1, 1, part, 0), (0x0A000002, 9951, SERVER1_MAC))
+                for part in range(5)]
+        self.b.inbox = acks
+        self.c.step(2_100)
+        resent = sent_datagrams(self.b)
+        self.assertEqual({(ip, port) for ip, port, _ in resent}, {SERVER0[:2]}, "acked parts are not resent")
+        self.assertEqual(len(resent), 5)
+        self.assertEqual(self.c.store.acked, 5)
+
+    def test_flushed_round_reads_coverage_of_incomplete_workers(self):
+        self.b.register_write(P.ROUNDS, P.round_state_index(0, 0), {"lo": consts.ROUND_BUSY, "hi": 2})
+        self.c.step(0)
+        self.c.step(20_000)
+        self.assertEqual(sent_datagrams(self.b), [(consts.CtlKind.FLUSH, 2, None)])
+        self.b.register_write(P.ROUNDS, P.round_state_index(0, 0), {"lo": consts.ROUND_BUSY, "hi": 2 | consts.ROUND_DRAINING})
+        self.b.inbox = [Ctl(consts.CtlKind.FLUSH, consts.CTL_FLAG_CLOSED, 7, 2).pack()]
+        self.c.step(20_100)
+        self.assertEqual(sent_datagrams(self.b), [])
+        self.c.step(21_100)
+        self.assertEqual(sent_datagrams(self.b), [(consts.CtlKind.READOUT, 2, None)])
+        base = self.c.plan.cover_base_of(1, 0)
+        self.b.register_write(P.COVER, base, {"round": 2, "bits": 0b1011})
+        self.b.register_write(P.COVER, base + 1, {"round": 1, "bits": 0xFFFF})
+        self.b.inbox = readout_frames(2, True, {5: 1}, {0: (1 << 16) | 1, 1: 3})
+        self.c.step(21_500)
+        sent = sent_datagrams(self.b)
+        cov = [p for ip, port, p in sent if ip == 0x0A000002 and p[3] == consts.PacketType.COVERAGE]
+        self.assertEqual([(c[17], c[22]) for c in cov], [(0, 1), (1, 0)], "worker 0 ALL, worker 1 a bitmap")
+        self.assertEqual(cov[1][24:], bytes([0b1011]), "only the words of round 2")
+        agg = next(p for ip, port, p in sent if ip == 0x0A000002 and p[3] == consts.PacketType.AGGREGATE)
+        self.assertEqual(agg[32], consts.AGGREGATE_FLAG_FIXED | consts.AGGREGATE_FLAG_FLUSHED)
+        self.assertIn((consts.CtlKind.RELEASE, 2, None), sent)
+
+    def test_garbage_on_the_cpu_port_is_counted(self):
+        self.b.inbox = [b"", b"\x07" * 10, Ctl(consts.CtlKind.CONT).pack(), to_cpu(b"\x5A\x42\x01\x03" + bytes(12), SERVER0)]
+        self.c.step(0)
+        self.assertEqual(self.c.bad_frames, 4)
+        self.assertEqual(self.b.sent, [])
+
+
+if __name__ == "__main__":
+    unittest.main()

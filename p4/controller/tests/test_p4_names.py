@@ -1,0 +1,122 @@
+"""Every BfRt name, action, action parameter and key field the controller
+uses exists in the P4 sources: pipe.<control>.<instance>...<object> is
+resolved through the controls' instance declarations."""
+
+import re
+import unittest
+
+from tests.common import p4_all, p4_consts
+from zebra_ctl import program as P
+from zebra_ctl.backend import FakeBackend
+from zebra_ctl.controls import all_controls
+from zebra_ctl.plan import plan_job
+from zebra_ctl.ports import PortsConfig
+from zebra_ctl.settings import Settings
+from tests.common import data
+
+DECL = re.compile(r"(?:^|(?<=;))\s*(\w+)(?:<[^;{}]*?>)?\s*\([^;{}]*\)\s+(\w+)\s*;", re.M)
+
+
+def blocks():
+    """{name: body} of every control and parser, with declarations preprocessor-free."""
+    out = {}
+    text = "\n".join(p4_all().values())
+    for m in re.finditer(r"\b(control|parser)\s+(\w+)\s*\(", text):
+        start = text.index("{", m.end())
+        depth, i = 0, start
+        while True:
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        out[m.group(2)] = text[start:i]
+    return out
+
+
+def resolve(path):
+    """The body of the control that owns the last component, and that component."""
+    b = blocks()
+    parts = path.split(".")
+    assert parts[0] == "pipe", path
+    body = b[parts[1]]
+    for inst in parts[2:-1]:
+        types = {name: ty for ty, name in DECL.findall(body)}
+        assert inst in types, f"{path}: no instance {inst}"
+        body = b[types[inst]]
+    return body, parts[-1]
+
+
+def evaluate_slices(key, env):
+    """value[22:23 - LNS_HI_BITS] -> value[22:16], as BfRt names the field."""
+
+    def ev(m):
+        lo_hi = [str(eval(part, {"__builtins__": {}}, env)) for part in m.group(1).split(":")]
+        return "[" + ":".join(lo_hi) + "]"
+
+    return re.sub(r"\[([^\]]+)\]", ev, key)
+
+
+def declares(body, name):
+    return bool(
+        re.search(r"\btable\s+" + name + r"\b", body)
+        or re.search(r"\b(Register|Counter|value_set)\s*<[^;]*>\s*\([^;]*\)\s+" + name + r"\s*;", body)
+    )
+
+
+class Names(unittest.TestCase):
+    def plan(self, build="fixed"):
+        hp = Settings.load(data("tofino.conf")).build()
+        if build == "lns":
+            hp.job.number = "f32"
+        return plan_job(hp, PortsConfig.load(data("ports.conf")), build, 24 if build == "lns" else None)
+
+    def test_registers_counters_tables_value_sets(self):
+        names = list(P.REGISTER_SIZES) + P.COUNTERS + P.TABLES + P.LNS_TABLES + [P.PORTS, P.SESSIONS]
+        for name in names:
+            body, last = resolve(name)
+            self.assertTrue(declares(body, last), f"{name}: {last} not declared there")
+
+    def test_actions_parameters_and_keys(self):
+        b = FakeBackend(P.REGISTER_SIZES)
+        env = p4_consts()
+        seen = set()
+        for build in ("fixed", "lns"):
+            plan = self.plan(build)
+            for control in all_controls(b):
+                for table, key, action, data_ in control.entries(plan):
+                    shape = (table, action, tuple(sorted(key)), tuple(data_))
+                    if shape in seen:
+                        continue
+                    seen.add(shape)
+                    body, last = resolve(table)
+                    if action is None:
+                        self.assertTrue(re.search(r"value_set<[^>]*>\(\d+\)\s+" + last, body), table)
+                        continue
+                    tm = re.search(r"\btable\s+" + last + r"\s*\{(.*?)\n    \}", body, re.S)
+                    self.assertIsNotNone(tm, table)
+                    keyblock = re.search(r"key\s*=\s*\{([^}]*)\}", tm.group(1)).group(1)
+                    declared = [evaluate_slices(k, env)
+                                for k in re.findall(r"\s*(.+?)\s*:\s*(?:exact|ternary|lpm|range)\s*;", keyblock)]
+                    self.assertEqual(sorted(declared), sorted(key), f"{table} key fields")
+                    am = re.search(r"\baction\s+" + action + r"\s*\(([^)]*)\)", body)
+                    self.assertIsNotNone(am, f"{table}: action {action}")
+                    params = [p.split()[-1] for p in am.group(1).split(",") if p.strip()]
+                    self.assertEqual(params, list(data_), f"{table}: {action} parameters")
+
+    def test_default_actions(self):
+        b = FakeBackend(P.REGISTER_SIZES)
+        plan = self.plan()
+        for control in all_controls(b):
+            control.install(plan)
+        for table, (action, data_) in b.defaults.items():
+            body, _ = resolve(table)
+            am = re.search(r"\baction\s+" + action + r"\s*\(([^)]*)\)", body)
+            params = [p.split()[-1] for p in am.group(1).split(",") if p.strip()]
+            self.assertEqual(params, list(data_), table)
+
+
+if __name__ == "__main__":
+    unittest.main()

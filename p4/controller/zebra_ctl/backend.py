@@ -1,0 +1,149 @@
+"""Every hardware call of the controller goes through `BfrtBackend`.
+
+`FakeBackend` keeps the tables, registers, counters, mirror sessions and the
+CPU port's packets in memory (the tests and `--backend fake` use it);
+`grpc_backend.GrpcBackend` talks to bf_switchd through the BfRt gRPC client
+of the Barefoot SDE. Table keys are dicts of field name to an int, or to a
+(value, mask) pair for ternary fields; register values are dicts of field
+name to int ({"lo": .., "hi": ..} for pairs, {"f1": ..} for plain words).
+"""
+
+from abc import ABC, abstractmethod
+
+
+class BackendError(Exception):
+    pass
+
+
+class BfrtBackend(ABC):
+    @abstractmethod
+    def table_clear(self, table):
+        """Delete every entry of `table` and reset its default action."""
+
+    @abstractmethod
+    def table_add(self, table, key, action, data):
+        """Add one entry; `action` None for a parser value set."""
+
+    @abstractmethod
+    def table_set_default(self, table, action, data):
+        """Set the default action of a (keyless) table."""
+
+    @abstractmethod
+    def register_write(self, register, index, value):
+        """Write one register entry (every pipe)."""
+
+    @abstractmethod
+    def register_read(self, register, index):
+        """Read one register entry from the hardware; a dict like the one written."""
+
+    @abstractmethod
+    def register_clear(self, register):
+        """Zero every entry of `register`."""
+
+    @abstractmethod
+    def counter_read(self, counter, index):
+        """Packets counted at `index` (read from the hardware)."""
+
+    @abstractmethod
+    def counter_clear(self, counter):
+        """Zero every index of `counter`."""
+
+    @abstractmethod
+    def mirror_session(self, session, egress_port, max_len):
+        """Configure an E2E mirror session; max_len 0 for whole packets."""
+
+    @abstractmethod
+    def send_packet(self, frame):
+        """Inject a frame into the pipeline through the CPU port."""
+
+    @abstractmethod
+    def receive_packets(self):
+        """Frames the pipeline sent to the CPU port since the last call."""
+
+
+class FakeBackend(BfrtBackend):
+    """An in-memory switch: records what the controller writes and answers
+    reads from it. Registers read as zero (or their declared initial value)
+    until written."""
+
+    def __init__(self, register_sizes=None):
+        self.tables = {}
+        self.defaults = {}
+        self.registers = {}
+        self.register_sizes = dict(register_sizes or {})
+        self.counters = {}
+        self.sessions = {}
+        self.sent = []
+        self.inbox = []
+        self.calls = []
+
+    def _log(self, *call):
+        self.calls.append(call)
+
+    @staticmethod
+    def _key(key):
+        return tuple(sorted(key.items()))
+
+    def table_clear(self, table):
+        self._log("table_clear", table)
+        self.tables[table] = {}
+        self.defaults.pop(table, None)
+
+    def table_add(self, table, key, action, data):
+        self._log("table_add", table)
+        entries = self.tables.setdefault(table, {})
+        k = self._key(key)
+        if k in entries:
+            raise BackendError(f"{table}: entry {key} already exists")
+        entries[k] = (action, dict(data))
+
+    def table_set_default(self, table, action, data):
+        self._log("table_set_default", table)
+        self.defaults[table] = (action, dict(data))
+
+    def entries(self, table):
+        """[(key dict, action, data)] of a table, in insertion order."""
+        return [(dict(k), a, d) for k, (a, d) in self.tables.get(table, {}).items()]
+
+    def lookup(self, table, key):
+        return self.tables.get(table, {}).get(self._key(key))
+
+    def register_write(self, register, index, value):
+        self._check_index(register, index)
+        self.registers.setdefault(register, {})[index] = dict(value)
+
+    def register_read(self, register, index):
+        self._check_index(register, index)
+        return dict(self.registers.get(register, {}).get(index, {}))
+
+    def register_clear(self, register):
+        self._log("register_clear", register)
+        self.registers[register] = {}
+
+    def _check_index(self, register, index):
+        size = self.register_sizes.get(register)
+        if size is not None and not 0 <= index < size:
+            raise BackendError(f"{register}: index {index} outside 0..{size}")
+
+    def counter_read(self, counter, index):
+        return self.counters.get(counter, {}).get(index, 0)
+
+    def counter_clear(self, counter):
+        self._log("counter_clear", counter)
+        self.counters[counter] = {}
+
+    def count(self, counter, index, n=1):
+        """Test helper: what the data plane would count."""
+        c = self.counters.setdefault(counter, {})
+        c[index] = c.get(index, 0) + n
+
+    def mirror_session(self, session, egress_port, max_len):
+        self._log("mirror_session", session)
+        self.sessions[session] = (egress_port, max_len)
+
+    def send_packet(self, frame):
+        self.sent.append(bytes(frame))
+
+    def receive_packets(self):
+        got, self.inbox = self.inbox, []
+        return got

@@ -1,0 +1,165 @@
+"""The controller: loads a job into the switch, resets it between jobs, reads
+its counters, and runs the switch CPU's part (cpu.py) over the CPU port.
+
+    c = Controller(backend)
+    c.load(settings, ports, build="fixed")    # clears everything, then installs the job
+    c.step(now_us)                             # call often: CPU port, round timers, resends
+    c.counters(); c.hot_key_hits()
+    c.reset()                                  # between jobs
+"""
+
+import ipaddress
+import logging
+
+from . import consts
+from . import program as P
+from .controls import Accumulate, RoundState, Stats, all_controls
+from .cpu import (
+    AggregateStore,
+    ReadoutAssembler,
+    RoundTimer,
+    ServerDirectory,
+    ToPipeline,
+    ToServer,
+    build_parts,
+    release,
+    single_row,
+)
+from .plan import plan_job
+from .wire import (
+    CTL_LEN,
+    AggregateAck,
+    Ctl,
+    ReadoutRow,
+    Register,
+    WireError,
+    parse_datagram,
+    parse_udp_frame,
+    udp_frame,
+)
+
+log = logging.getLogger("zebra_ctl")
+
+DEFAULT_GRACE_US = 1_000
+DEFAULT_ROW_TIMEOUT_US = 10_000
+
+
+class Controller:
+    def __init__(self, backend, grace_us=DEFAULT_GRACE_US, row_timeout_us=DEFAULT_ROW_TIMEOUT_US):
+        self.backend = backend
+        self.controls = all_controls(backend)
+        self.grace_us = grace_us
+        self.row_timeout_us = row_timeout_us
+        self.plan = None
+        self.bad_frames = 0
+        self.unroutable = 0
+
+    def _control(self, cls):
+        return next(c for c in self.controls if isinstance(c, cls))
+
+    def reset(self):
+        """Every table, register and counter back to its empty state; no job."""
+        for c in self.controls:
+            c.clear()
+        self.plan = None
+
+    def load(self, hotpath, ports, build="fixed", lns_frac_bits=None):
+        """Checks the job against the program, resets the switch and installs it."""
+        plan = plan_job(hotpath, ports, build, lns_frac_bits)
+        self.reset()
+        for c in self.controls:
+            c.install(plan)
+        self.plan = plan
+        proto = hotpath.proto
+        pinned = {i: (int(ipaddress.ip_address(a.host)), a.port) for i, a in hotpath.server_addrs.items()}
+        self.servers = ServerDirectory(hotpath.job.id, hotpath.job.servers, pinned, ports.neighbors)
+        self.store = AggregateStore(proto.aggregate_rto_us, proto.aggregate_max_retries)
+        self.assembler = ReadoutAssembler(plan, self.row_timeout_us)
+        self.timer = RoundTimer(plan, proto.round_timeout_us, self.grace_us, max(proto.aggregate_rto_us, 1_000))
+        self.switch_ip = int(ipaddress.ip_address(hotpath.switch.host))
+        return plan
+
+    def counters(self):
+        return self._control(Stats).read()
+
+    def hot_key_hits(self):
+        return self._control(Accumulate).hits(self.plan)
+
+    # ---- the CPU part ----
+
+    def step(self, now):
+        """Handles what came in on the CPU port, polls the round state, resends."""
+        if self.plan is None:
+            return
+        for frame in self.backend.receive_packets():
+            self._on_frame(now, frame)
+        rs = self._control(RoundState)
+        for copy in range(self.plan.copies):
+            _, hi = rs.round_state(self.plan, copy)
+            for action in self.timer.observe(now, copy, hi):
+                self._do(action)
+                if action.what == "READOUT":
+                    self.assembler.expect(now, hi & ~consts.ROUND_FLAGS, action.payload[1] & consts.CTL_FLAG_FLUSHED != 0)
+        for round_, row in self.assembler.missing(now):
+            self._do(single_row(self.plan.job.id, round_, row, self.timer.flushed.get(round_) is not None))
+        for action in self.store.poll(now):
+            self._do(action)
+
+    def _on_frame(self, now, frame):
+        try:
+            ctl = Ctl.unpack(frame)
+            if ctl.kind == consts.CtlKind.READOUT:
+                self._on_row(now, ReadoutRow.parse(frame))
+            elif ctl.kind == consts.CtlKind.FLUSH:
+                self.timer.on_flush_reply(now, ctl)
+            elif ctl.kind == consts.CtlKind.TO_CPU:
+                self._on_datagram(now, parse_udp_frame(frame[CTL_LEN:]))
+            else:
+                raise WireError(f"zebra_ctl_h kind {ctl.kind} is not for the CPU")
+        except WireError as e:
+            self.bad_frames += 1
+            log.debug("CPU port: bad frame (%s)", e)
+
+    def _on_datagram(self, now, f):
+        msg = parse_datagram(f.payload)
+        if isinstance(msg, AggregateAck):
+            if msg.job == self.plan.job.id:
+                self.store.ack(msg.job, msg.server, msg.round, msg.part)
+        elif isinstance(msg, Register):
+            reply = self.servers.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac)
+            if reply is None:
+                log.warning("REGISTER for job %d server %d refused", msg.job, msg.server)
+                return
+            self._frame_to(f.src_mac, f.src_ip, f.src_port, reply)
+
+    def _on_row(self, now, row):
+        self.timer.on_readout_started(row.ctl.round)
+        closed = self.assembler.on_row(now, row)
+        if closed is None:
+            return
+        rs = self._control(RoundState)
+        parts = build_parts(self.plan, closed, lambda w, c, r: rs.coverage(self.plan, w, c, r))
+        for server, payloads in parts.items():
+            for part, payload in enumerate(payloads):
+                self.store.add(now, closed.job, closed.round, server, part, payload)
+                self._do(ToServer(closed.job, server, payload))
+        self.timer.forget(closed.round)
+        self._do(release(closed.job, closed.round))
+
+    def _do(self, action):
+        if isinstance(action, ToPipeline):
+            self.backend.send_packet(action.payload)
+        elif isinstance(action, ToServer):
+            a = self.servers.address(action.server)
+            if a is None:
+                self.unroutable += 1
+                return
+            self._frame_to(a.mac, a.ip, a.port, action.payload)
+
+    def _frame_to(self, mac, ip, port, payload):
+        ports = self.plan.ports
+        frame = udp_frame(ports.switch_mac, mac, self.switch_ip, ip, self.plan.hotpath.switch.port, port, payload)
+        self.backend.send_packet(Ctl(consts.CtlKind.FORWARD).pack() + frame)
+
+
+__all__ = ["Controller", "P"]

@@ -1,0 +1,369 @@
+"""The switch CPU's part, as pure logic: no clock (times are microseconds
+passed in), no sockets, no hardware. The controller (controller.py) feeds it
+what the pipeline sends to the CPU port and what it reads from the round
+state, and sends what it returns.
+
+  RoundTimer       flushes rounds open longer than round_timeout, starts the
+                   readout of a flushed round after a grace period, and of a
+                   draining round whose readout never arrived.
+  ReadoutAssembler collects a closed round's rows; asks again for lost ones.
+  build_parts      a closed round as AGGREGATE and COVERAGE parts, exactly as
+                   zebra-proto's Switch::close builds them.
+  AggregateStore   keeps every part until its server acknowledges it,
+                   resending after aggregate_rto (doubling, at most 16x) up to
+                   aggregate_max_retries times (Switch::poll).
+  ServerDirectory  REGISTER: where each server's parts go.
+"""
+
+from dataclasses import dataclass, field
+
+from . import consts
+from .lns import sum_to_f32_bits
+from .wire import Ctl, encode_aggregate, encode_coverage, encode_register_ack, readout_request
+
+# ---- actions for the controller ----
+
+
+@dataclass(frozen=True)
+class ToPipeline:
+    """A packet for the pipeline, through the CPU port (FLUSH, READOUT, RELEASE)."""
+
+    what: str
+    payload: bytes
+
+
+@dataclass(frozen=True)
+class ToServer:
+    """A Zebra datagram for a server (AGGREGATE, COVERAGE, REGISTER_ACK)."""
+
+    job: int
+    server: int
+    payload: bytes
+    retransmit: bool = False
+
+
+# ---- servers ----
+
+
+@dataclass
+class ServerAddress:
+    ip: int
+    port: int
+    mac: int = None
+    pinned: bool = False
+
+
+class ServerDirectory:
+    """Where the aggregates of (job, server) go: pinned by the settings
+    (server_addr), or the source address of the server's REGISTER."""
+
+    def __init__(self, job, servers, pinned=None, neighbors=None):
+        self.job = job
+        self.servers = servers
+        self.neighbors = dict(neighbors or {})
+        self.addresses = {}
+        for index, (ip, port) in (pinned or {}).items():
+            self.addresses[index] = ServerAddress(ip, port, self.neighbors.get(ip), True)
+        self.registrations = 0
+        self.refused = 0
+
+    def on_register(self, job, server, ip, port, mac):
+        """The REGISTER_ACK to send back to the source, or None (refused:
+        unknown job or server, or a pinned server registering from elsewhere)."""
+        if job != self.job or server >= self.servers:
+            self.refused += 1
+            return None
+        known = self.addresses.get(server)
+        if known is not None and known.pinned and (known.ip, known.port) != (ip, port):
+            self.refused += 1
+            return None
+        if known is not None and known.pinned:
+            known.mac = mac
+        else:
+            self.addresses[server] = ServerAddress(ip, port, mac)
+        self.registrations += 1
+        return encode_register_ack(job, server)
+
+    def address(self, server):
+        """The address to send to, or None when not known yet (or no MAC)."""
+        a = self.addresses.get(server)
+        if a is None or a.mac is None:
+            return None
+        return a
+
+
+# ---- keeping parts until acknowledged ----
+
+
+@dataclass
+class _Pending:
+    payload: bytes
+    next: int
+    retries: int = 0
+
+
+class AggregateStore:
+    def __init__(self, rto_us, max_retries):
+        self.rto_us = rto_us
+        self.max_retries = max_retries
+        self.pending = {}
+        self.parts = 0
+        self.retransmits = 0
+        self.acked = 0
+        self.abandoned = 0
+
+    def add(self, now, job, round_, server, part, payload):
+        self.parts += 1
+        self.pending[(job, round_, server, part)] = _Pending(payload, now + self.rto_us)
+
+    def ack(self, job, server, round_, part):
+        if self.pending.pop((job, round_, server, part), None) is not None:
+            self.acked += 1
+            return True
+        return False
+
+    def poll(self, now):
+        """Parts due for a resend (ToServer, retransmit=True); parts past the
+        retry limit are dropped and counted as abandoned."""
+        out = []
+        for key in sorted(self.pending):
+            p = self.pending[key]
+            if p.next > now:
+                continue
+            if p.retries >= self.max_retries:
+                del self.pending[key]
+                self.abandoned += 1
+                continue
+            p.retries += 1
+            p.next = now + self.rto_us * (1 << min(p.retries, 4))
+            self.retransmits += 1
+            job, _, server, _ = key
+            out.append(ToServer(job, server, p.payload, retransmit=True))
+        return out
+
+    def poll_at(self):
+        return min((p.next for p in self.pending.values()), default=None)
+
+
+# ---- a closed round, as rows ----
+
+
+@dataclass
+class ClosedRound:
+    job: int
+    round: int
+    copy: int
+    flushed: bool
+    values: dict          # rank -> raw register value (touched slots only)
+    progress: dict        # worker -> (total, added) for workers that contributed
+
+
+class ReadoutAssembler:
+    """Rows of closed rounds, as the E2E mirror copies them to the CPU."""
+
+    def __init__(self, plan, row_timeout_us):
+        self.plan = plan
+        self.row_timeout_us = row_timeout_us
+        self.rounds = {}
+
+    def expect(self, now, round_, flushed):
+        self.rounds.setdefault(round_, {"rows": {}, "since": now, "flushed": flushed})
+
+    def on_row(self, now, row):
+        """A ReadoutRow; the ClosedRound when it was the last one missing."""
+        r = row.ctl.round
+        st = self.rounds.setdefault(r, {"rows": {}, "since": now, "flushed": False})
+        st["flushed"] = st["flushed"] or bool(row.ctl.flags & consts.CTL_FLAG_FLUSHED)
+        st["rows"][row.row] = row
+        st["since"] = now
+        if len(st["rows"]) < self.plan.readout_rows:
+            return None
+        del self.rounds[r]
+        return self._closed(r, st)
+
+    def _closed(self, round_, st):
+        plan = self.plan
+        values = {}
+        progress = {}
+        for i, row in st["rows"].items():
+            if i < plan.region_slots:
+                for k, v in enumerate(row.values):
+                    rank = plan.rank_of(k, i)
+                    if rank is not None and v != consts.SLOT_UNTOUCHED:
+                        values[rank] = v
+            if i < plan.job.workers and row.progress != 0:
+                progress[i] = (row.progress >> 16, row.progress & 0xFFFF)
+        copy = round_ & (plan.copies - 1)
+        return ClosedRound(plan.job.id, round_, copy, st["flushed"], values, progress)
+
+    def missing(self, now):
+        """(round, row) pairs to ask for again: rows of a round that stopped
+        arriving more than row_timeout ago."""
+        out = []
+        for r, st in self.rounds.items():
+            if now - st["since"] >= self.row_timeout_us:
+                out.extend((r, i) for i in range(self.plan.readout_rows) if i not in st["rows"])
+                st["since"] = now
+        return out
+
+
+def coverage_parts(worker, words, chunk_bits):
+    """One worker's coverage (zebra-proto switch.rs coverage_parts): one ALL
+    part when packets 0..n are all covered, else bitmaps of at most
+    chunk_bits sequence numbers. [(worker, first_seq, nbits, bitmap or None)]."""
+    wb = consts.COVER_WORD_BITS
+
+    def bit(i):
+        return (words[i // wb] >> (i % wb)) & 1 == 1
+
+    total_bits = len(words) * wb
+    highest = next((i for i in range(total_bits - 1, -1, -1) if bit(i)), None)
+    if highest is None:
+        return []
+    nbits = highest + 1
+    ones = sum(bin(w).count("1") for w in words)
+    if ones == nbits:
+        return [(worker, 0, nbits, None)]
+    out = []
+    for first in range(0, nbits, chunk_bits):
+        n = min(chunk_bits, nbits - first)
+        bitmap = bytearray((n + 7) // 8)
+        for i in range(n):
+            if bit(first + i):
+                bitmap[i // 8] |= 1 << (i % 8)
+        out.append((worker, first, n, bytes(bitmap)))
+    return out
+
+
+def complete_coverage_words(total, words_len):
+    """The coverage words of a worker whose packets 0..total-1 were all added."""
+    words = [0] * words_len
+    for i in range(total):
+        words[i // consts.COVER_WORD_BITS] |= 1 << (i % consts.COVER_WORD_BITS)
+    return words
+
+
+def build_parts(plan, closed, read_coverage):
+    """{server: [payload, ...]} for a closed round (Switch::close).
+    read_coverage(worker, copy, round) gives the coverage words of a worker
+    that contributed but is not complete (a flushed round)."""
+    proto, job = plan.proto, plan.job
+    per_server = [[] for _ in range(job.servers)]
+    for rank in sorted(closed.values):
+        raw = closed.values[rank]
+        if raw == consts.SLOT_UNTOUCHED + 1:
+            raw = consts.SLOT_UNTOUCHED
+        if plan.build == "lns":
+            raw = sum_to_f32_bits(raw, plan.lns_frac_bits)
+        per_server[job.owner(rank)].append((rank, raw))
+    contributed = 0
+    complete = 0
+    coverage = []
+    chunk = proto.coverage_bits_per_packet()
+    for w in range(job.workers):
+        if w not in closed.progress:
+            continue
+        total, added = closed.progress[w]
+        contributed |= 1 << w
+        if total != 0 and total == added:
+            complete |= 1 << w
+            words = complete_coverage_words(total, proto.cover_words())
+        else:
+            words = read_coverage(w, closed.copy, closed.round)
+        coverage.extend(coverage_parts(w, words, chunk))
+    per_part = proto.aggregate_pairs_per_packet()
+    fixed = job.is_fixed()
+    out = {}
+    for server, pairs in enumerate(per_server):
+        data_parts = max(-(-len(pairs) // per_part), 1)
+        parts = data_parts + len(coverage)
+        payloads = []
+        for d in range(data_parts):
+            chunk_pairs = pairs[d * per_part:(d + 1) * per_part]
+            payloads.append(encode_aggregate(
+                job.id, server, closed.round, d, parts, contributed, complete, fixed, closed.flushed,
+                len(pairs), chunk_pairs,
+            ))
+        for i, (worker, first, nbits, bitmap) in enumerate(coverage):
+            payloads.append(encode_coverage(job.id, server, closed.round, data_parts + i, parts, worker, first, nbits, bitmap))
+        out[server] = payloads
+    return out
+
+
+# ---- rounds: flush on timeout, readout after the grace ----
+
+
+@dataclass
+class _CopyWatch:
+    round: int = 0
+    first_seen: int = 0
+    flush_sent: int = None
+    draining_since: int = None
+    readout_sent: bool = False
+
+
+@dataclass
+class RoundTimer:
+    """Decides, from the round state the controller polls, when to FLUSH a
+    round (open for round_timeout since it was first seen) and when to start a
+    readout the pipeline did not start itself (a flushed round, after the
+    grace that lets conflicting packets finish their CONT passes; a draining
+    round whose rows never came)."""
+
+    plan: object
+    round_timeout_us: int
+    grace_us: int
+    retry_us: int
+    copies: dict = field(default_factory=dict)
+    flushed: dict = field(default_factory=dict)
+
+    def observe(self, now, copy, hi):
+        """One poll of (job, copy)'s round state hi word: [ToPipeline]."""
+        plan = self.plan
+        w = self.copies.setdefault(copy, _CopyWatch())
+        r = hi & ~consts.ROUND_FLAGS & 0xFFFFFFFF
+        out = []
+        if hi & consts.ROUND_FREE:
+            self.copies[copy] = _CopyWatch(round=r)
+            return out
+        if not hi & consts.ROUND_DRAINING:
+            if w.round != r:
+                self.copies[copy] = w = _CopyWatch(round=r, first_seen=now)
+            due = w.first_seen + self.round_timeout_us
+            if now >= due and (w.flush_sent is None or now - w.flush_sent >= self.retry_us):
+                w.flush_sent = now
+                ctl = Ctl(consts.CtlKind.FLUSH, 0, plan.job.id, r)
+                out.append(ToPipeline("FLUSH", ctl.pack()))
+            return out
+        if w.round != r or w.draining_since is None:
+            self.copies[copy] = w = _CopyWatch(round=r, draining_since=now)
+            w.readout_sent = False
+        start = self.flushed.get(r)
+        if not w.readout_sent and start is not None and now >= start:
+            w.readout_sent = True
+            out.append(ToPipeline("READOUT", readout_request(plan.job.id, r, 0, plan.readout_rows, True)))
+        elif not w.readout_sent and start is None and now - w.draining_since >= self.retry_us:
+            w.readout_sent = True
+            out.append(ToPipeline("READOUT", readout_request(plan.job.id, r, 0, plan.readout_rows, False)))
+        return out
+
+    def on_flush_reply(self, now, ctl):
+        """The pipeline's answer to a FLUSH: if it closed the round, read it out after the grace."""
+        if ctl.flags & consts.CTL_FLAG_CLOSED:
+            self.flushed[ctl.round] = now + self.grace_us
+
+    def on_readout_started(self, round_):
+        for w in self.copies.values():
+            if w.round == round_:
+                w.readout_sent = True
+
+    def forget(self, round_):
+        self.flushed.pop(round_, None)
+
+
+def release(job, round_):
+    return ToPipeline("RELEASE", Ctl(consts.CtlKind.RELEASE, 0, job, round_).pack())
+
+
+def single_row(job, round_, row, flushed):
+    return ToPipeline("READOUT", readout_request(job, round_, row, row + 1, flushed))

@@ -1,0 +1,151 @@
+"""What the P4 program needs for one job, computed from the settings (no
+hardware involved): the checks the compiled program imposes on a job, the
+geometry (register regions, record and coverage bases), and the LNS scale.
+
+The table entries themselves are written by the classes of controls.py, one
+per P4 file, from a `JobPlan`.
+"""
+
+from dataclasses import dataclass
+
+from . import consts
+
+BUILDS = ("fixed", "lns")
+
+
+class PlanError(Exception):
+    def __init__(self, problems):
+        self.problems = list(problems)
+        super().__init__("this job cannot run on the P4 program:" + "".join(f"\n  - {p}" for p in self.problems))
+
+
+@dataclass
+class JobPlan:
+    """One job's geometry in the switch (the controller serves one job a
+    settings file, job index 0)."""
+
+    hotpath: object          # settings.HotpathConfig
+    ports: object            # ports.PortsConfig
+    build: str               # "fixed" or "lns"
+    job_index: int
+    lns_frac_bits: int       # the LNS build's scale (None for fixed)
+    region_base: int         # first slot of the job's region in each copy
+    region_slots: int
+    readout_rows: int
+    record_base: int         # first record of the job
+    cover_base: int          # first coverage word of the job
+
+    @property
+    def proto(self):
+        return self.hotpath.proto
+
+    @property
+    def job(self):
+        return self.hotpath.job
+
+    @property
+    def copies(self):
+        return self.proto.copies
+
+    @property
+    def cover_words(self):
+        return self.proto.cover_words()
+
+    def record_base_of(self, worker, copy):
+        return self.record_base + (worker * self.copies + copy) * self.proto.max_seqs
+
+    def cover_base_of(self, worker, copy):
+        return self.cover_base + (worker * self.copies + copy) * self.cover_words
+
+    def fixed_flag(self):
+        return 1 if self.build == "fixed" else 0
+
+    def frac_bits(self):
+        """The scale of the sums the registers hold."""
+        return self.job.frac_bits if self.build == "fixed" else self.lns_frac_bits
+
+    def rank_of(self, register, row):
+        """The hot rank at (register, row) of the heat layout, or None."""
+        rank = row * consts.P4_REGISTERS + register
+        return rank if rank < self.job.hot_keys else None
+
+
+def plan_job(hotpath, ports, build="fixed", lns_frac_bits=None, job_index=0):
+    """Checks what the compiled P4 program imposes on the job and computes its
+    geometry; raises PlanError with every problem found."""
+    proto = hotpath.proto
+    job = hotpath.job
+    problems = []
+    if build not in BUILDS:
+        problems.append(f"build {build!r}: expected fixed or lns")
+    if hotpath.switch is None:
+        problems.append("switch: not set; the controller needs the switch's hot-path address (`switch = HOST:PORT`)")
+    elif ":" in hotpath.switch.host or hotpath.switch.host == "0.0.0.0":
+        problems.append(
+            f"switch = {hotpath.switch}: the P4 program needs the switch's own IPv4 address "
+            "(the address workers and servers send to)"
+        )
+    if proto.registers != consts.P4_REGISTERS:
+        problems.append(
+            f"registers = {proto.registers}: the P4 program has {consts.P4_REGISTERS} register arrays "
+            "(REGISTERS in p4/configuration.p4)"
+        )
+    if proto.copies not in (1, 2, 4):
+        problems.append(f"copies = {proto.copies}: the P4 program takes 1, 2 or 4 (the copy is round & (copies - 1))")
+    if proto.copies * proto.slots > consts.P4_REGISTER_ENTRIES:
+        problems.append(
+            f"slots = {proto.slots} with {proto.copies} copies: the P4 registers have "
+            f"{consts.P4_REGISTER_ENTRIES} entries (REGISTER_ENTRIES)"
+        )
+    longest = consts.HOT_HEADER_LEN + consts.PAIR_LEN * consts.P4_PAIRS_PER_PASS
+    if proto.packet_size > longest:
+        problems.append(
+            f"packet_size = {proto.packet_size}: a pass of the P4 program holds {consts.P4_PAIRS_PER_PASS} pairs, "
+            f"so at most {longest} bytes (PAIRS_PER_PASS)"
+        )
+    if job.dense_ranks > 0 and proto.dense_values_per_packet() != consts.P4_REGISTERS:
+        need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
+        problems.append(
+            f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
+            f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
+        )
+    if job.layout != "heat":
+        problems.append("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
+    if build == "fixed" and not job.is_fixed():
+        problems.append("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
+    if build == "lns":
+        if job.is_fixed():
+            problems.append("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
+        if lns_frac_bits is None or not 0 <= lns_frac_bits <= consts.MAX_FRAC_BITS:
+            problems.append(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
+    if job.workers > consts.P4_MAX_WORKERS:
+        problems.append(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
+    records = job.workers * proto.copies * proto.max_seqs
+    if records > consts.P4_RECORD_ENTRIES:
+        problems.append(
+            f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
+            "(RECORD_ENTRIES); lower max_seqs"
+        )
+    words = job.workers * proto.copies * proto.cover_words()
+    if words > consts.P4_COVER_ENTRIES:
+        problems.append(
+            f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
+            "coverage words (COVER_ENTRIES); lower max_seqs"
+        )
+    if not 0 <= job_index < consts.P4_MAX_JOBS:
+        problems.append(f"job index {job_index}: the P4 program serves {consts.P4_MAX_JOBS} jobs")
+    if problems:
+        raise PlanError(problems)
+    region_slots = proto.region_slots(job)
+    return JobPlan(
+        hotpath=hotpath,
+        ports=ports,
+        build=build,
+        job_index=job_index,
+        lns_frac_bits=lns_frac_bits if build == "lns" else None,
+        region_base=0,
+        region_slots=region_slots,
+        readout_rows=max(region_slots, job.workers),
+        record_base=0,
+        cover_base=0,
+    )

@@ -1,0 +1,82 @@
+"""Names of the P4 program's tables, registers, counters and value sets, as
+BfRt knows them (pipe.<control>.<instance>...<object>), and the sizes of its
+register arrays. tests/test_p4_names.py resolves every name against the P4
+sources."""
+
+from . import consts
+
+R = consts.P4_REGISTERS
+
+
+def gress(register):
+    """Ingress or Egress: which half of the pipeline holds accumulator `register`."""
+    return "Ingress" if register < consts.P4_INGRESS_REGISTERS else "Egress"
+
+
+# Tables.
+JOBS = "pipe.Ingress.job_check.jobs"
+COPY_OFFSETS = "pipe.Ingress.job_check.copy_offsets"
+WORKERS = "pipe.Ingress.job_check.workers"
+ADDRESSES = "pipe.Ingress.switch_address.addresses"
+PORTS = "pipe.Ingress.switch_ports.ports"
+SESSIONS = "pipe.Egress.mirror_sessions.sessions"
+POPCOUNT = [f"pipe.Ingress.conflict_check.popcount{i}" for i in range(4)]
+L2 = "pipe.Ingress.forward.l2"
+
+# Parser value sets.
+UDP_PORTS = "pipe.IngressParser.zebra_udp_ports"
+INTERNAL_PORTS = "pipe.IngressParser.internal_ports"
+
+# Registers.
+ROUNDS = "pipe.Ingress.round_state.rounds"
+RECORDS = "pipe.Ingress.seen_records.records"
+PROGRESS = "pipe.Egress.worker_progress.progress_reg"
+DONE = "pipe.Egress.completion.done_reg"
+COVER = "pipe.Egress.coverage.words"
+
+
+def sums(register):
+    return f"pipe.{gress(register)}.accumulators.acc{register:02d}.sums"
+
+
+def hits(register):
+    return f"pipe.{gress(register)}.accumulators.acc{register:02d}.hits"
+
+
+def lns_hi(register):
+    return f"pipe.Ingress.lns_values.lns{register:02d}.to_fixed_hi"
+
+
+def lns_lo(register):
+    return f"pipe.Ingress.lns_values.lns{register:02d}.to_fixed_lo"
+
+
+# Counters.
+INGRESS_STATS = "pipe.Ingress.stats"
+EGRESS_STATS = "pipe.Egress.stats"
+
+# Register arrays and their entries (for resets).
+REGISTER_SIZES = {
+    ROUNDS: consts.P4_MAX_JOBS * consts.P4_MAX_COPIES,
+    RECORDS: consts.P4_RECORD_ENTRIES,
+    PROGRESS: consts.P4_MAX_JOBS * consts.P4_MAX_COPIES * consts.P4_MAX_WORKERS,
+    DONE: consts.P4_MAX_JOBS * consts.P4_MAX_COPIES,
+    COVER: consts.P4_COVER_ENTRIES,
+}
+for _k in range(R):
+    REGISTER_SIZES[sums(_k)] = consts.P4_REGISTER_ENTRIES
+
+# The round state of a free copy that never held a round.
+ROUND_STATE_INITIAL = {"lo": 0, "hi": consts.ROUND_FREE}
+
+TABLES = [JOBS, COPY_OFFSETS, WORKERS, ADDRESSES, L2, UDP_PORTS, INTERNAL_PORTS] + POPCOUNT
+LNS_TABLES = [t for k in range(R) for t in (lns_hi(k), lns_lo(k))]
+COUNTERS = [INGRESS_STATS, EGRESS_STATS] + [hits(k) for k in range(R)]
+
+
+def round_state_index(job_index, copy):
+    return (job_index << consts.P4_COPY_BITS) | copy
+
+
+def progress_index(job_index, copy, worker):
+    return (round_state_index(job_index, copy) << consts.P4_WORKER_BITS) | worker

@@ -1,0 +1,274 @@
+/*
+ * Headers and metadata.
+ *
+ * The zebra_* wire headers follow rust/zebra-proto/WIRE.md field for field
+ * (big endian, in this order, these widths); p4_conformance.rs checks every
+ * one against zebra-proto's field tables. A Zebra datagram is zebra_common_h
+ * (bytes 0-5: magic, version, type, job) followed by the header of its type.
+ */
+
+#ifndef _ZEBRA_HEADERS_
+#define _ZEBRA_HEADERS_
+
+#include "configuration.p4"
+#include "types.p4"
+
+header ethernet_h {
+    mac_addr_t dst_addr;
+    mac_addr_t src_addr;
+    bit<16>    ether_type;
+}
+
+header ipv4_h {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<8>      diffserv;
+    bit<16>     total_len;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     frag_offset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdr_checksum;
+    ipv4_addr_t src_addr;
+    ipv4_addr_t dst_addr;
+}
+
+header udp_h {
+    udp_port_t src_port;
+    udp_port_t dst_port;
+    bit<16>    length;
+    bit<16>    checksum;
+}
+
+/* ---- Zebra wire headers (WIRE.md) ---- */
+
+/* Bytes 0-5 of every datagram. */
+header zebra_common_h {
+    bit<16>      magic;
+    bit<8>       version;
+    zebra_type_t type;
+    bit<16>      job;
+}
+
+/* HOT and HOT_DENSE bytes 6-15 (worker -> switch). */
+header zebra_hot_h {
+    bit<16> worker;
+    bit<32> round;
+    bit<16> seq;
+    bit<8>  flags;
+    bit<8>  count;
+}
+
+/* HOT_DENSE bytes 16-19: hot index of the first value. */
+header zebra_dense_h {
+    bit<32> base;
+}
+
+/* HOT bytes 16..: one (hot index, value) pair. */
+header zebra_pair_h {
+    bit<32> index;
+    value_t value;
+}
+
+/* A pair split in two, so that a dense value can be parsed without an index:
+ * the routed copies of one pass (slot_index[k], slot_value[k] belong to
+ * register k). */
+header zebra_index_h {
+    bit<32> index;
+}
+
+header zebra_value_h {
+    value_t value;
+}
+
+/* ACK and FALLBACK bytes 6-15 (switch -> worker). */
+header zebra_response_h {
+    bit<16>           worker;
+    bit<32>           round;
+    bit<16>           seq;
+    bit<8>            flags;
+    fallback_reason_t reason;
+}
+
+/* AGGREGATE bytes 6-39 (switch CPU -> server); pairs follow. */
+header zebra_aggregate_h {
+    bit<16>         server;
+    bit<32>         round;
+    bit<16>         part;
+    bit<16>         parts;
+    worker_bitmap_t contributed;
+    worker_bitmap_t complete;
+    bit<8>          flags;
+    bit<8>          reserved;
+    bit<16>         count;
+    bit<32>         total;
+}
+
+/* COVERAGE bytes 6-23 (switch CPU -> server); the bitmap follows. */
+header zebra_coverage_h {
+    bit<16> server;
+    bit<32> round;
+    bit<16> part;
+    bit<16> parts;
+    bit<16> worker;
+    bit<16> first_seq;
+    bit<16> nbits;
+    bit<8>  flags;
+    bit<8>  reserved;
+}
+
+/* AGGREGATE_ACK bytes 6-15 (server -> switch CPU). */
+header zebra_aggregate_ack_h {
+    bit<16> server;
+    bit<32> round;
+    bit<16> part;
+    bit<16> reserved;
+}
+
+/* REGISTER and REGISTER_ACK bytes 6-7 (server <-> switch CPU). */
+header zebra_register_h {
+    bit<16> server;
+}
+
+/* ---- Internal headers (switch and its CPU only) ---- */
+
+/* First header of every packet between the pipeline, the recirculation port
+ * and the CPU port, and of every mirrored copy. */
+header zebra_ctl_h {
+    ctl_kind_t kind;
+    bit<8>     flags;
+    bit<16>    job;
+    bit<32>    round;
+    bit<16>    row;        /* READOUT: the row this pass reads */
+    bit<16>    rows;       /* READOUT: rows to read (the last is rows - 1) */
+    bit<16>    port;       /* CONT: the worker's ingress port, for the ACK */
+    bit<16>    reserved;
+}
+
+/* What a READOUT pass read: behind zebra_ctl_h, followed by REGISTERS values
+ * (zebra_value_h; SLOT_UNTOUCHED for a slot without an add this round). */
+header zebra_readout_h {
+    bit<16> row;           /* the row read (ctl.row has moved on to the next) */
+    bit<16> worker;        /* the worker whose progress `progress` is, when row < workers */
+    bit<32> progress;      /* (total << 16) | added, 0 if the worker sent nothing this round */
+}
+
+/* Ingress -> egress. Byte aligned, kind first, so the egress parser tells it
+ * from a mirrored copy (whose zebra_ctl_h.kind is below BRIDGED). */
+header zebra_bridge_h {
+    ctl_kind_t    kind;          /* BRIDGED */
+    bit<8>        reason;        /* fallback_reason_t of the answer */
+    bit<1>        respond;       /* rewrite into an ACK (ADDED) or FALLBACK */
+    bit<1>        dup;           /* ... flagged DUP */
+    bit<1>        finish;        /* count the packet in its worker's progress and coverage */
+    bit<1>        read_worker;   /* READOUT: read the progress of worker ctl.row */
+    bit<1>        last_row;      /* READOUT: drop after the copy to the CPU */
+    bit<1>        to_cpu;        /* a FLUSH answer: send as is */
+    acc_op_t      acc_op;        /* what the egress registers do */
+    bit<8>        workers;       /* workers of the job */
+    bit<32>       round;
+    state_index_t done_index;    /* completion counter (job, copy) */
+    state_index_t ws_index;      /* progress of (job, copy, worker) */
+    cover_index_t cover_index;
+    bit<16>       reserved;
+    bit<32>       cover_mask;
+    bit<32>       progress_inc;
+}
+
+/* One egress register's input, bridged behind zebra_bridge_h. */
+header zebra_egress_slot_h {
+    acc_index_t index;
+    bit<16>     valid;           /* 1 when this register has a value this pass */
+    value_t     value;
+}
+
+/* Resubmitted with a HOT packet whose pairs share a register. */
+header zebra_resubmit_h {
+    bit<8>  mode;                /* RESUBMIT_CHECK */
+    bit<56> reserved;
+}
+
+const int EGRESS_REGISTERS = REGISTERS - INGRESS_REGISTERS;
+
+struct header_t {
+    zebra_bridge_h                         bridge;
+    zebra_egress_slot_h[EGRESS_REGISTERS]  egress_slots;
+    zebra_ctl_h                            ctl;
+    zebra_readout_h                        readout;
+    zebra_value_h[REGISTERS]               readout_values;
+    ethernet_h                             ethernet;
+    ipv4_h                                 ipv4;
+    udp_h                                  udp;
+    zebra_common_h                         zebra;
+    zebra_hot_h                            hot;
+    zebra_response_h                       response;
+    zebra_dense_h                          dense;
+    zebra_pair_h[PAIRS_PER_PASS]           pairs;
+    zebra_index_h[REGISTERS]               slot_index;
+    zebra_value_h[REGISTERS]               slot_value;
+}
+
+/* Per job, from the job table (worker_check.p4). */
+struct job_md_t {
+    job_index_t   index;
+    bit<8>        workers;
+    bit<32>       hot_keys;
+    bit<32>       rank_bias;     /* 2^31 - hot_keys: rank + rank_bias has bit 31 set iff rank >= hot_keys */
+    bit<16>       max_udp_len;   /* 8 + packet_size */
+    bit<16>       max_seqs;
+    bit<1>        fixed;         /* FIXED flag the job's packets carry */
+    copy_t        copy_mask;     /* copies - 1 */
+    acc_index_t   region_base;   /* first slot of the job's region in each copy */
+    bit<16>       readout_rows;  /* max(region slots, workers) */
+    state_index_t state_base;    /* job index * MAX_COPIES */
+    bit<8>        lns_profile;   /* ZEBRA_LNS: which scale's tables */
+    bit<8>        lns_saturate;  /* ZEBRA_LNS: the profile's saturation exponent (158 - F) */
+}
+
+struct ingress_metadata_t {
+    zebra_resubmit_h  resubmit;
+    job_md_t          job;
+    bool              job_known;
+    bool              worker_known;
+    bool              internal;          /* arrived on the CPU or recirculation port */
+    bool              zebra_bad;         /* a Zebra datagram the parser refused: dropped, counted */
+    bool              malformed;         /* length other than its header implies, or round 0 */
+    bool              dense;
+    bool              dense_misaligned;
+    bool              rank_too_big;      /* the parser saw a rank >= 2^(SLOT_BITS + REGISTER_BITS) */
+    bool              too_many;          /* more pairs than one pass holds: BadFormat */
+    bool              for_switch;        /* addressed to the switch's hot-path address */
+    bool              conflict;          /* two routed pairs shared a register */
+    bit<1>            out_of_range;
+    bit<32>           round;
+    copy_t            copy;
+    acc_index_t       row_base;          /* copy * slots + region base */
+    acc_index_t       dense_entry;       /* the entry of every value of a dense block */
+    state_index_t     rs_index;          /* round state and completion counter of (job, copy) */
+    record_index_t    rec_base;          /* records of (job, worker, copy) */
+    state_index_t     ws_index;          /* progress of (job, copy, worker) */
+    cover_index_t     cover_base;        /* coverage words of (job, worker, copy) */
+    bit<32>           routed_mask;       /* bit k: register k (or position k) has a pair this pass */
+    bit<32>           seen;              /* round state hi before this packet */
+    bit<32>           record_key;        /* round << 3: a record of this round is record_key | outcome */
+    bit<32>           record_before;
+    fallback_reason_t reason;
+    verdict_t         verdict;
+    bit<1>            dup;
+    acc_op_t          acc_op;
+    bit<8>            stat;
+    PortId_t          cpu_port;
+    PortId_t          recirc_port;
+}
+
+struct egress_metadata_t {
+    bit<32>     progress;           /* worker progress after this packet: (total << 16) | added */
+    bit<32>     done;               /* workers complete after this packet */
+    MirrorId_t  cpu_session;
+    MirrorId_t  recirc_session;
+    MirrorId_t  session;
+    zebra_ctl_h mirror_ctl;         /* what a mirrored copy starts with */
+}
+
+#endif /* _ZEBRA_HEADERS_ */

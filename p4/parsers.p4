@@ -1,0 +1,519 @@
+/*
+ * Parsers and deparsers.
+ *
+ * The ingress parser is where a HOT packet's pairs meet their registers: each
+ * pair is extracted into slot_index[k] / slot_value[k], k = the rank's low
+ * REGISTER_BITS (register r mod R of the heat layout), so no table has to
+ * move a value from its position in the packet to its register. Algorithm 1
+ * puts at most one pair per register in a packet; if two share one anyway,
+ * the second overwrites the first, the ingress notices (fewer routed
+ * registers than pairs, recirculate.p4) and resubmits the packet, and the
+ * resubmitted copy is parsed by position (hdr.pairs) instead.
+ *
+ * Ports are not literals: the hot-path UDP port and the CPU and
+ * recirculation ports are parser value sets the controller fills.
+ */
+
+#ifndef _ZEBRA_PARSERS_
+#define _ZEBRA_PARSERS_
+
+#include "configuration.p4"
+#include "types.p4"
+#include "headers.p4"
+
+/* A rank routes to register k when its bits above SLOT_BITS + REGISTER_BITS
+ * are zero and its low REGISTER_BITS are k. */
+const bit<32> RANK_ROUTE_MASK = 0xFFE0001F;
+
+parser IngressParser(
+    packet_in pkt,
+    out header_t hdr,
+    out ingress_metadata_t ig_md,
+    out ingress_intrinsic_metadata_t ig_intr_md) {
+
+    ParserCounter() pairs_left;
+
+    /* The switch CPU's port and the recirculation port(s): their packets
+     * start with zebra_ctl_h. */
+    value_set<PortId_t>(4) internal_ports;
+
+    /* The hot-path UDP port(s) the switch listens on (`switch = HOST:PORT`). */
+    value_set<udp_port_t>(4) zebra_udp_ports;
+
+    state start {
+        pkt.extract(ig_intr_md);
+        ig_md.internal = false;
+        ig_md.zebra_bad = false;
+        ig_md.dense = false;
+        ig_md.rank_too_big = false;
+        ig_md.too_many = false;
+        transition select(ig_intr_md.resubmit_flag) {
+            1 : parse_resubmit;
+            0 : parse_port_metadata;
+        }
+    }
+
+    state parse_port_metadata {
+        pkt.advance(PORT_METADATA_SIZE);
+        transition select(ig_intr_md.ingress_port) {
+            internal_ports : parse_ctl;
+            default        : parse_ethernet;
+        }
+    }
+
+    state parse_ctl {
+        pkt.extract(hdr.ctl);
+        ig_md.internal = true;
+        transition select(hdr.ctl.kind) {
+            ctl_kind_t.FORWARD : parse_ethernet;
+            ctl_kind_t.CONT    : parse_cont;
+            ctl_kind_t.READOUT : parse_readout;
+            default            : accept;
+        }
+    }
+
+    /* A READOUT row: the values of the previous row are parsed so that this
+     * pass's replace them instead of trailing behind. */
+    state parse_readout {
+        pkt.extract(hdr.readout);
+        pairs_left.set((bit<8>)REGISTERS);
+        transition readout_next;
+    }
+
+    state readout_next {
+        transition select(pairs_left.is_zero()) {
+            true  : accept;
+            false : readout_take;
+        }
+    }
+
+    state readout_take {
+        pkt.extract(hdr.readout_values.next);
+        pairs_left.decrement(1);
+        transition readout_next;
+    }
+
+    /* A CONT pass (recirculate.p4) adds the first pair left; the rest stays
+     * payload for the next pass. The packet was checked when it was
+     * admitted, so its headers are known to be there. */
+    state parse_cont {
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.zebra);
+        pkt.extract(hdr.hot);
+        pairs_left.set(8w1);
+        transition route_next;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.ether_type) {
+            ETHERTYPE_IPV4 : parse_ipv4;
+            default        : accept;
+        }
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        transition select(hdr.ipv4.ihl, hdr.ipv4.frag_offset, hdr.ipv4.protocol) {
+            (5, 0, IP_PROTOCOL_UDP) : parse_udp;
+            default                 : accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition select(hdr.udp.dst_port) {
+            zebra_udp_ports : parse_zebra;
+            default         : accept;
+        }
+    }
+
+    state parse_zebra {
+        pkt.extract(hdr.zebra);
+        transition select(hdr.zebra.magic, hdr.zebra.version, hdr.zebra.type) {
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.HOT)           : parse_hot;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.HOT_DENSE)     : parse_hot_dense;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.AGGREGATE_ACK) : accept;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.REGISTER)      : accept;
+            default                                                  : zebra_bad;
+        }
+    }
+
+    state zebra_bad {
+        ig_md.zebra_bad = true;
+        transition accept;
+    }
+
+    /* ---- HOT: route each pair to its register ---- */
+
+    state parse_hot {
+        pkt.extract(hdr.hot);
+        transition select(hdr.hot.flags, hdr.hot.count) {
+            (0 &&& HOT_FLAGS_RESERVED, 0 .. PAIRS_PER_PASS)                             : route_all;
+            (0 &&& HOT_FLAGS_RESERVED, (PAIRS_PER_PASS + 1) .. MAX_PAIRS_PER_PACKET)    : hot_too_many;
+            default                                                                     : zebra_bad;
+        }
+    }
+
+    state route_all {
+        pairs_left.set(hdr.hot.count);
+        transition route_next;
+    }
+
+    /* More pairs than a pass holds: the packet is longer than any packet_size
+     * the controller accepts, so it falls back as BadFormat. Its pairs are
+     * skipped so that the FALLBACK built from it carries none. */
+    state hot_too_many {
+        ig_md.too_many = true;
+        pairs_left.set(hdr.hot.count);
+        transition skip_next;
+    }
+
+    state skip_next {
+        transition select(pairs_left.is_zero()) {
+            true  : accept;
+            false : skip_pair;
+        }
+    }
+
+    state skip_pair {
+        pkt.advance(64);
+        pairs_left.decrement(1);
+        transition skip_next;
+    }
+
+    state route_next {
+        transition select(pairs_left.is_zero()) {
+            true  : accept;
+            false : route_pick;
+        }
+    }
+
+    state route_pick {
+        transition select(pkt.lookahead<bit<32>>()) {
+            0x00000000 &&& RANK_ROUTE_MASK : route_00;
+            0x00000001 &&& RANK_ROUTE_MASK : route_01;
+            0x00000002 &&& RANK_ROUTE_MASK : route_02;
+            0x00000003 &&& RANK_ROUTE_MASK : route_03;
+            0x00000004 &&& RANK_ROUTE_MASK : route_04;
+            0x00000005 &&& RANK_ROUTE_MASK : route_05;
+            0x00000006 &&& RANK_ROUTE_MASK : route_06;
+            0x00000007 &&& RANK_ROUTE_MASK : route_07;
+            0x00000008 &&& RANK_ROUTE_MASK : route_08;
+            0x00000009 &&& RANK_ROUTE_MASK : route_09;
+            0x0000000A &&& RANK_ROUTE_MASK : route_10;
+            0x0000000B &&& RANK_ROUTE_MASK : route_11;
+            0x0000000C &&& RANK_ROUTE_MASK : route_12;
+            0x0000000D &&& RANK_ROUTE_MASK : route_13;
+            0x0000000E &&& RANK_ROUTE_MASK : route_14;
+            0x0000000F &&& RANK_ROUTE_MASK : route_15;
+            0x00000010 &&& RANK_ROUTE_MASK : route_16;
+            0x00000011 &&& RANK_ROUTE_MASK : route_17;
+            0x00000012 &&& RANK_ROUTE_MASK : route_18;
+            0x00000013 &&& RANK_ROUTE_MASK : route_19;
+            0x00000014 &&& RANK_ROUTE_MASK : route_20;
+            0x00000015 &&& RANK_ROUTE_MASK : route_21;
+            0x00000016 &&& RANK_ROUTE_MASK : route_22;
+            0x00000017 &&& RANK_ROUTE_MASK : route_23;
+            0x00000018 &&& RANK_ROUTE_MASK : route_24;
+            0x00000019 &&& RANK_ROUTE_MASK : route_25;
+            0x0000001A &&& RANK_ROUTE_MASK : route_26;
+            0x0000001B &&& RANK_ROUTE_MASK : route_27;
+            0x0000001C &&& RANK_ROUTE_MASK : route_28;
+            0x0000001D &&& RANK_ROUTE_MASK : route_29;
+            0x0000001E &&& RANK_ROUTE_MASK : route_30;
+            0x0000001F &&& RANK_ROUTE_MASK : route_31;
+            default                        : rank_too_big;
+        }
+    }
+
+    /* No region reaches this far: OutOfRange, whatever the job. The rest of
+     * the pairs is skipped (the answer carries none). */
+    state rank_too_big {
+        ig_md.rank_too_big = true;
+        transition skip_next;
+    }
+
+    state route_00 { pkt.extract(hdr.slot_index[0]);  pkt.extract(hdr.slot_value[0]);  pairs_left.decrement(1); transition route_next; }
+    state route_01 { pkt.extract(hdr.slot_index[1]);  pkt.extract(hdr.slot_value[1]);  pairs_left.decrement(1); transition route_next; }
+    state route_02 { pkt.extract(hdr.slot_index[2]);  pkt.extract(hdr.slot_value[2]);  pairs_left.decrement(1); transition route_next; }
+    state route_03 { pkt.extract(hdr.slot_index[3]);  pkt.extract(hdr.slot_value[3]);  pairs_left.decrement(1); transition route_next; }
+    state route_04 { pkt.extract(hdr.slot_index[4]);  pkt.extract(hdr.slot_value[4]);  pairs_left.decrement(1); transition route_next; }
+    state route_05 { pkt.extract(hdr.slot_index[5]);  pkt.extract(hdr.slot_value[5]);  pairs_left.decrement(1); transition route_next; }
+    state route_06 { pkt.extract(hdr.slot_index[6]);  pkt.extract(hdr.slot_value[6]);  pairs_left.decrement(1); transition route_next; }
+    state route_07 { pkt.extract(hdr.slot_index[7]);  pkt.extract(hdr.slot_value[7]);  pairs_left.decrement(1); transition route_next; }
+    state route_08 { pkt.extract(hdr.slot_index[8]);  pkt.extract(hdr.slot_value[8]);  pairs_left.decrement(1); transition route_next; }
+    state route_09 { pkt.extract(hdr.slot_index[9]);  pkt.extract(hdr.slot_value[9]);  pairs_left.decrement(1); transition route_next; }
+    state route_10 { pkt.extract(hdr.slot_index[10]); pkt.extract(hdr.slot_value[10]); pairs_left.decrement(1); transition route_next; }
+    state route_11 { pkt.extract(hdr.slot_index[11]); pkt.extract(hdr.slot_value[11]); pairs_left.decrement(1); transition route_next; }
+    state route_12 { pkt.extract(hdr.slot_index[12]); pkt.extract(hdr.slot_value[12]); pairs_left.decrement(1); transition route_next; }
+    state route_13 { pkt.extract(hdr.slot_index[13]); pkt.extract(hdr.slot_value[13]); pairs_left.decrement(1); transition route_next; }
+    state route_14 { pkt.extract(hdr.slot_index[14]); pkt.extract(hdr.slot_value[14]); pairs_left.decrement(1); transition route_next; }
+    state route_15 { pkt.extract(hdr.slot_index[15]); pkt.extract(hdr.slot_value[15]); pairs_left.decrement(1); transition route_next; }
+    state route_16 { pkt.extract(hdr.slot_index[16]); pkt.extract(hdr.slot_value[16]); pairs_left.decrement(1); transition route_next; }
+    state route_17 { pkt.extract(hdr.slot_index[17]); pkt.extract(hdr.slot_value[17]); pairs_left.decrement(1); transition route_next; }
+    state route_18 { pkt.extract(hdr.slot_index[18]); pkt.extract(hdr.slot_value[18]); pairs_left.decrement(1); transition route_next; }
+    state route_19 { pkt.extract(hdr.slot_index[19]); pkt.extract(hdr.slot_value[19]); pairs_left.decrement(1); transition route_next; }
+    state route_20 { pkt.extract(hdr.slot_index[20]); pkt.extract(hdr.slot_value[20]); pairs_left.decrement(1); transition route_next; }
+    state route_21 { pkt.extract(hdr.slot_index[21]); pkt.extract(hdr.slot_value[21]); pairs_left.decrement(1); transition route_next; }
+    state route_22 { pkt.extract(hdr.slot_index[22]); pkt.extract(hdr.slot_value[22]); pairs_left.decrement(1); transition route_next; }
+    state route_23 { pkt.extract(hdr.slot_index[23]); pkt.extract(hdr.slot_value[23]); pairs_left.decrement(1); transition route_next; }
+    state route_24 { pkt.extract(hdr.slot_index[24]); pkt.extract(hdr.slot_value[24]); pairs_left.decrement(1); transition route_next; }
+    state route_25 { pkt.extract(hdr.slot_index[25]); pkt.extract(hdr.slot_value[25]); pairs_left.decrement(1); transition route_next; }
+    state route_26 { pkt.extract(hdr.slot_index[26]); pkt.extract(hdr.slot_value[26]); pairs_left.decrement(1); transition route_next; }
+    state route_27 { pkt.extract(hdr.slot_index[27]); pkt.extract(hdr.slot_value[27]); pairs_left.decrement(1); transition route_next; }
+    state route_28 { pkt.extract(hdr.slot_index[28]); pkt.extract(hdr.slot_value[28]); pairs_left.decrement(1); transition route_next; }
+    state route_29 { pkt.extract(hdr.slot_index[29]); pkt.extract(hdr.slot_value[29]); pairs_left.decrement(1); transition route_next; }
+    state route_30 { pkt.extract(hdr.slot_index[30]); pkt.extract(hdr.slot_value[30]); pairs_left.decrement(1); transition route_next; }
+    state route_31 { pkt.extract(hdr.slot_index[31]); pkt.extract(hdr.slot_value[31]); pairs_left.decrement(1); transition route_next; }
+
+    /* ---- HOT_DENSE: value i of a block aligned to R lives in register i ---- */
+
+    state parse_hot_dense {
+        pkt.extract(hdr.hot);
+        pkt.extract(hdr.dense);
+        ig_md.dense = true;
+        transition select(hdr.hot.flags, hdr.hot.count) {
+            (0 &&& HOT_FLAGS_RESERVED, 0 .. DENSE_PER_PASS)                             : dense_all;
+            (0 &&& HOT_FLAGS_RESERVED, (DENSE_PER_PASS + 1) .. MAX_PAIRS_PER_PACKET)    : dense_too_many;
+            default                                                                     : zebra_bad;
+        }
+    }
+
+    /* A dense block wider than R (never sent by a worker: it sends at most R
+     * values a packet): BadFormat, its values skipped. */
+    state dense_too_many {
+        ig_md.too_many = true;
+        pairs_left.set(hdr.hot.count);
+        transition skip_value_next;
+    }
+
+    state skip_value_next {
+        transition select(pairs_left.is_zero()) {
+            true  : accept;
+            false : skip_value;
+        }
+    }
+
+    state skip_value {
+        pkt.advance(32);
+        pairs_left.decrement(1);
+        transition skip_value_next;
+    }
+
+    state dense_all {
+        pairs_left.set(hdr.hot.count);
+        transition dense_next;
+    }
+
+    state dense_next {
+        transition select(pairs_left.is_zero()) {
+            true  : accept;
+            false : dense_take;
+        }
+    }
+
+    state dense_take {
+        pkt.extract(hdr.slot_value.next);
+        pairs_left.decrement(1);
+        transition dense_next;
+    }
+
+    /* ---- Resubmitted: a HOT packet whose pairs share a register ----
+     * It was parsed once already, so it is a well-formed HOT datagram on
+     * IPv4/UDP; this time its pairs are kept by position. The resubmit data
+     * takes the place of the port metadata. */
+
+    state parse_resubmit {
+        pkt.extract(ig_md.resubmit);
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.zebra);
+        pkt.extract(hdr.hot);
+        pairs_left.set(hdr.hot.count);
+        transition by_position_next;
+    }
+
+    state by_position_next {
+        transition select(pairs_left.is_zero()) {
+            true  : accept;
+            false : by_position_pick;
+        }
+    }
+
+    state by_position_pick {
+        transition select(pkt.lookahead<bit<32>>()) {
+            0x00000000 &&& 0xFFE00000 : by_position_take;
+            default                   : rank_too_big;
+        }
+    }
+
+    state by_position_take {
+        pkt.extract(hdr.pairs.next);
+        pairs_left.decrement(1);
+        transition by_position_next;
+    }
+}
+
+control IngressDeparser(
+    packet_out pkt,
+    inout header_t hdr,
+    in ingress_metadata_t ig_md,
+    in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+
+    Resubmit() resubmit;
+
+    apply {
+        if (ig_dprsr_md.resubmit_type == (bit<3>)RESUBMIT_CHECK) {
+            resubmit.emit(ig_md.resubmit);
+        }
+        /* The routed copies (slot_index, slot_value) are never emitted: their
+         * pairs are in the registers now (or, for a CONT pass, the first one
+         * is and the rest were never parsed). */
+        pkt.emit(hdr.bridge);
+        pkt.emit(hdr.egress_slots);
+        pkt.emit(hdr.ctl);
+        pkt.emit(hdr.readout);
+        pkt.emit(hdr.readout_values);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.zebra);
+        pkt.emit(hdr.hot);
+        pkt.emit(hdr.dense);
+        pkt.emit(hdr.pairs);
+    }
+}
+
+/* Egress sees three kinds of packet: bridged from ingress (zebra_bridge_h
+ * first: an answer to build, or a READOUT row to finish), and mirrored copies
+ * (zebra_ctl_h first: CLOSE to the recirculation port, READOUT rows to the
+ * CPU), which pass through untouched. */
+parser EgressParser(
+    packet_in pkt,
+    out header_t hdr,
+    out egress_metadata_t eg_md,
+    out egress_intrinsic_metadata_t eg_intr_md) {
+
+    ParserCounter() values_left;
+
+    state start {
+        pkt.extract(eg_intr_md);
+        transition select(pkt.lookahead<bit<8>>()) {
+            (bit<8>)ctl_kind_t.BRIDGED : parse_bridge;
+            default                    : parse_mirrored;
+        }
+    }
+
+    state parse_mirrored {
+        pkt.extract(hdr.ctl);
+        transition accept;
+    }
+
+    state parse_bridge {
+        pkt.extract(hdr.bridge);
+        values_left.set((bit<8>)EGRESS_REGISTERS);
+        transition slots_next;
+    }
+
+    state slots_next {
+        transition select(values_left.is_zero()) {
+            true  : bridged;
+            false : slots_take;
+        }
+    }
+
+    state slots_take {
+        pkt.extract(hdr.egress_slots.next);
+        values_left.decrement(1);
+        transition slots_next;
+    }
+
+    state bridged {
+        transition select(hdr.bridge.respond, hdr.bridge.acc_op) {
+            (1, _)             : parse_answer;
+            (0, acc_op_t.READ) : parse_readout;
+            default            : accept;
+        }
+    }
+
+    state parse_answer {
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        pkt.extract(hdr.zebra);
+        pkt.extract(hdr.hot);
+        transition select(hdr.zebra.type) {
+            zebra_type_t.HOT_DENSE : parse_answer_dense;
+            default                : accept;
+        }
+    }
+
+    state parse_answer_dense {
+        pkt.extract(hdr.dense);
+        transition accept;
+    }
+
+    state parse_readout {
+        pkt.extract(hdr.ctl);
+        pkt.extract(hdr.readout);
+        values_left.set((bit<8>)REGISTERS);
+        transition readout_next;
+    }
+
+    state readout_next {
+        transition select(values_left.is_zero()) {
+            true  : accept;
+            false : readout_take;
+        }
+    }
+
+    state readout_take {
+        pkt.extract(hdr.readout_values.next);
+        values_left.decrement(1);
+        transition readout_next;
+    }
+}
+
+control EgressDeparser(
+    packet_out pkt,
+    inout header_t hdr,
+    in egress_metadata_t eg_md,
+    in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+
+    Checksum() ipv4_checksum;
+    Mirror() mirror;
+
+    apply {
+        if (hdr.ipv4.isValid()) {
+            hdr.ipv4.hdr_checksum = ipv4_checksum.update({
+                hdr.ipv4.version,
+                hdr.ipv4.ihl,
+                hdr.ipv4.diffserv,
+                hdr.ipv4.total_len,
+                hdr.ipv4.identification,
+                hdr.ipv4.flags,
+                hdr.ipv4.frag_offset,
+                hdr.ipv4.ttl,
+                hdr.ipv4.protocol,
+                hdr.ipv4.src_addr,
+                hdr.ipv4.dst_addr});
+        }
+        if (eg_dprsr_md.mirror_type == MIRROR_TYPE_E2E) {
+            mirror.emit<zebra_ctl_h>(eg_md.session, eg_md.mirror_ctl);
+        }
+        pkt.emit(hdr.ctl);
+        pkt.emit(hdr.readout);
+        pkt.emit(hdr.readout_values);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+        pkt.emit(hdr.zebra);
+        pkt.emit(hdr.response);
+    }
+}
+
+#endif /* _ZEBRA_PARSERS_ */

@@ -1,0 +1,322 @@
+/*
+ * Rounds: which round each (job, copy) holds and whether it is open, each
+ * worker's progress in it, the count of complete workers, and which packets
+ * of each worker were added (coverage).
+ *
+ * A round ends when every worker is complete: its DONE packet (seq s) and all
+ * s + 1 packets added. The packet that completes the last worker is mirrored
+ * (mirror_cpu.p4) as a CLOSE to the recirculation port; the CLOSE pass marks
+ * the copy draining and starts the readout. A round still open after
+ * round_timeout is closed by the switch CPU with a FLUSH. A draining copy
+ * takes no new round (WindowFull) until the CPU has every row and RELEASEs
+ * it: a pipeline cannot read a copy out while a newer round writes it.
+ */
+
+#ifndef _ZEBRA_ROUND_STATE_
+#define _ZEBRA_ROUND_STATE_
+
+#include "configuration.p4"
+#include "types.p4"
+#include "headers.p4"
+
+enum bit<2> round_op_t {
+    NONE    = 0,
+    ADMIT   = 1,
+    CLOSE   = 2,
+    RELEASE = 3
+}
+
+/* One entry per (job, copy); see types.p4 for the encoding. */
+control RoundState(
+    in round_op_t op,
+    in state_index_t index,
+    in bit<32> round,
+    out bit<32> before) {
+
+    bit<32> draining;
+
+    Register<round_state_t, state_index_t>(ROUND_STATE_ENTRIES, {0, ROUND_FREE}) rounds;
+
+    /* A HOT packet: open its round if the copy is free and last held an
+     * older round. The old hi tells the rest (admission_outcome below). */
+    RegisterAction<round_state_t, state_index_t, bit<32>>(rounds) admit = {
+        void apply(inout round_state_t s, out bit<32> old) {
+            old = s.hi;
+            if (s.lo < round) {
+                s.lo = ROUND_BUSY;
+                s.hi = round;
+            }
+        }
+    };
+
+    /* CLOSE (every worker complete) or FLUSH (timeout): open -> draining. */
+    RegisterAction<round_state_t, state_index_t, bit<32>>(rounds) close = {
+        void apply(inout round_state_t s, out bit<32> old) {
+            old = s.hi;
+            if (s.hi == round) {
+                s.hi = s.hi + ROUND_DRAINING;
+            }
+        }
+    };
+
+    /* RELEASE (the CPU has the round): draining -> free, remembering it. */
+    RegisterAction<round_state_t, state_index_t, bit<32>>(rounds) release = {
+        void apply(inout round_state_t s, out bit<32> old) {
+            old = s.hi;
+            if (s.hi == draining) {
+                s.lo = round;
+                s.hi = s.hi - (ROUND_DRAINING - ROUND_FREE);
+            }
+        }
+    };
+
+    action do_admit() {
+        before = admit.execute(index);
+    }
+
+    action do_close() {
+        before = close.execute(index);
+    }
+
+    action do_release() {
+        before = release.execute(index);
+    }
+
+    action do_nothing() {
+        before = 0;
+    }
+
+    table dispatch {
+        key = {
+            op : exact;
+        }
+        actions = {
+            do_admit;
+            do_close;
+            do_release;
+            do_nothing;
+        }
+        const entries = {
+            round_op_t.NONE    : do_nothing();
+            round_op_t.ADMIT   : do_admit();
+            round_op_t.CLOSE   : do_close();
+            round_op_t.RELEASE : do_release();
+        }
+        size = 4;
+    }
+
+    apply {
+        draining = round | ROUND_DRAINING;
+        dispatch.apply();
+    }
+}
+
+/* What the copy's state before a HOT packet means for it (zebra-proto's
+ * Switch::on_hot): its round open -> added; the copy free and last holding an
+ * older round -> the packet opened its round, added; an older round open or
+ * draining -> WindowFull; anything else (its round closed, a newer round) ->
+ * Late. */
+control AdmissionOutcome(in bit<32> before, in bit<32> round, out fallback_reason_t outcome) {
+    bit<32> held;
+
+    apply {
+        held = before & ~ROUND_FLAGS;
+        if ((before & ROUND_FREE) != 0) {
+            if (held < round) {
+                outcome = fallback_reason_t.ADDED;
+            } else {
+                outcome = fallback_reason_t.LATE;
+            }
+        } else if (held == round && (before & ROUND_DRAINING) == 0) {
+            outcome = fallback_reason_t.ADDED;
+        } else if (held < round) {
+            outcome = fallback_reason_t.WINDOW_FULL;
+        } else {
+            outcome = fallback_reason_t.LATE;
+        }
+    }
+}
+
+/* Egress: each worker's progress in the round, (total << 16) | added, where a
+ * DONE packet with sequence number s adds (s + 1) << 16 and every added packet
+ * 1. Complete when both halves are equal; exactly one packet sees that. */
+control WorkerProgress(
+    in acc_op_t op,
+    in state_index_t index,
+    in bit<32> round,
+    in bit<32> increment,
+    out bit<32> progress) {
+
+    Register<progress_t, state_index_t>(WORKER_STATE_ENTRIES, {0, 0}) progress_reg;
+
+    RegisterAction<progress_t, state_index_t, bit<32>>(progress_reg) add = {
+        void apply(inout progress_t p, out bit<32> after) {
+            if (p.round == round) {
+                p.progress = p.progress + increment;
+            } else {
+                p.round = round;
+                p.progress = increment;
+            }
+            after = p.progress;
+        }
+    };
+
+    RegisterAction<progress_t, state_index_t, bit<32>>(progress_reg) read = {
+        void apply(inout progress_t p, out bit<32> now) {
+            if (p.round == round) {
+                now = p.progress;
+            } else {
+                now = 0;
+            }
+        }
+    };
+
+    action do_add() {
+        progress = add.execute(index);
+    }
+
+    action do_read() {
+        progress = read.execute(index);
+    }
+
+    action do_nothing() {
+        progress = 0;
+    }
+
+    table dispatch {
+        key = {
+            op : exact;
+        }
+        actions = {
+            do_add;
+            do_read;
+            do_nothing;
+        }
+        const entries = {
+            acc_op_t.NONE : do_nothing();
+            acc_op_t.ADD  : do_add();
+            acc_op_t.READ : do_read();
+        }
+        size = 4;
+    }
+
+    apply {
+        dispatch.apply();
+    }
+}
+
+/* Egress: complete workers per (job, copy) and round. */
+control Completion(
+    in bool count_one,
+    in state_index_t index,
+    in bit<32> round,
+    out bit<32> done) {
+
+    Register<done_count_t, state_index_t>(ROUND_STATE_ENTRIES, {0, 0}) done_reg;
+
+    RegisterAction<done_count_t, state_index_t, bit<32>>(done_reg) add_one = {
+        void apply(inout done_count_t d, out bit<32> after) {
+            if (d.round == round) {
+                d.count = d.count + 1;
+            } else {
+                d.round = round;
+                d.count = 1;
+            }
+            after = d.count;
+        }
+    };
+
+    apply {
+        done = 0;
+        if (count_one) {
+            done = add_one.execute(index);
+        }
+    }
+}
+
+/* Egress: coverage words, bit seq % 32 of word seq / 32 per (job, worker,
+ * copy). Read by the CPU for the workers of a flushed round that were not
+ * complete (a complete worker's coverage is all of 0 ..= its DONE seq). */
+control Coverage(
+    in bool enabled,
+    in cover_index_t index,
+    in bit<32> round,
+    in bit<32> mask) {
+
+    Register<cover_word_t, cover_index_t>(COVER_ENTRIES, {0, 0}) words;
+
+    RegisterAction<cover_word_t, cover_index_t, bit<32>>(words) set_bit = {
+        void apply(inout cover_word_t w) {
+            if (w.round == round) {
+                w.bits = w.bits | mask;
+            } else {
+                w.round = round;
+                w.bits = mask;
+            }
+        }
+    };
+
+    apply {
+        if (enabled) {
+            set_bit.execute(index);
+        }
+    }
+}
+
+/* The bit of a sequence number in its coverage word: a shift by a packet
+ * field, which an action cannot do, so a fixed table. */
+control CoverBit(in bit<16> seq, out bit<32> mask) {
+    action set_mask(bit<32> m) {
+        mask = m;
+    }
+
+    table bit_of_seq {
+        key = {
+            seq[4:0] : exact;
+        }
+        actions = {
+            set_mask;
+        }
+        const entries = {
+            0  : set_mask(32w1 << 0);
+            1  : set_mask(32w1 << 1);
+            2  : set_mask(32w1 << 2);
+            3  : set_mask(32w1 << 3);
+            4  : set_mask(32w1 << 4);
+            5  : set_mask(32w1 << 5);
+            6  : set_mask(32w1 << 6);
+            7  : set_mask(32w1 << 7);
+            8  : set_mask(32w1 << 8);
+            9  : set_mask(32w1 << 9);
+            10 : set_mask(32w1 << 10);
+            11 : set_mask(32w1 << 11);
+            12 : set_mask(32w1 << 12);
+            13 : set_mask(32w1 << 13);
+            14 : set_mask(32w1 << 14);
+            15 : set_mask(32w1 << 15);
+            16 : set_mask(32w1 << 16);
+            17 : set_mask(32w1 << 17);
+            18 : set_mask(32w1 << 18);
+            19 : set_mask(32w1 << 19);
+            20 : set_mask(32w1 << 20);
+            21 : set_mask(32w1 << 21);
+            22 : set_mask(32w1 << 22);
+            23 : set_mask(32w1 << 23);
+            24 : set_mask(32w1 << 24);
+            25 : set_mask(32w1 << 25);
+            26 : set_mask(32w1 << 26);
+            27 : set_mask(32w1 << 27);
+            28 : set_mask(32w1 << 28);
+            29 : set_mask(32w1 << 29);
+            30 : set_mask(32w1 << 30);
+            31 : set_mask(32w1 << 31);
+        }
+        size = 32;
+    }
+
+    apply {
+        bit_of_seq.apply();
+    }
+}
+
+#endif /* _ZEBRA_ROUND_STATE_ */

@@ -1,0 +1,444 @@
+/*
+ * Zebra: in-network aggregation of hot PS-lite gradient keys, for Tofino (TNA).
+ *
+ * The behaviour is zebra-proto's switch model (rust/zebra-proto/src/switch.rs)
+ * and the wire format its WIRE.md; docs/P4.md describes the passes, the
+ * resources and where this program differs from the model. Build:
+ *
+ *   bf-p4c --target tofino --arch tna -o zebra.tofino p4/zebra.p4
+ *   bf-p4c --target tofino --arch tna -DZEBRA_LNS -o zebra_lns.tofino p4/zebra.p4
+ *
+ * This program has not been compiled: no P4 compiler was available where it
+ * was written (docs/P4.md says what is needed).
+ */
+
+#include <core.p4>
+#include <tna.p4>
+
+#include "configuration.p4"
+#include "types.p4"
+#include "headers.p4"
+#include "parsers.p4"
+#include "forward.p4"
+#include "worker_check.p4"
+#include "round_state.p4"
+#include "accumulate.p4"
+#include "recirculate.p4"
+#include "ack.p4"
+#include "mirror_cpu.p4"
+#ifdef ZEBRA_LNS
+#include "lns/lns.p4"
+#endif
+
+control Ingress(
+    inout header_t hdr,
+    inout ingress_metadata_t ig_md,
+    in ingress_intrinsic_metadata_t ig_intr_md,
+    in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+    inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+    inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+
+    SwitchPorts() switch_ports;
+    SwitchAddress() switch_address;
+    Forward() forward;
+    ToCpu() to_cpu;
+    JobCheck() job_check;
+    BiasRoutedRanks() bias_routed;
+    BiasPositionalRanks() bias_positional;
+    RangeCheck() range_check;
+    IndexRoutedRanks() index_routed;
+    UnbiasPositionalRanks() unbias_positional;
+    ConflictCheck() conflict_check;
+    DenseCheck() dense_check;
+    SameEntryEverywhere() same_entry;
+    Validate() validate;
+    RoundState() round_state;
+    AdmissionOutcome() admission_outcome;
+    SeenRecords() seen_records;
+    CoverBit() cover_bit;
+#ifdef ZEBRA_LNS
+    LnsValues() lns_values;
+#endif
+    IngressAccumulators() accumulators;
+    BridgeEgressSlots() bridge_egress_slots;
+    StartContinuation() start_continuation;
+    NextContinuation() next_continuation;
+    DropPositionalPairs() drop_positional_pairs;
+    StartReadout() start_readout;
+    ReadoutRow() readout_row;
+
+    Counter<bit<64>, bit<8>>(STATS, CounterType_t.PACKETS) stats;
+
+    pass_t pass;
+    bit<16> job_id;
+    bool with_worker;
+    round_op_t round_op;
+    fallback_reason_t admission;
+    bit<32> record;
+    bit<32> unbias;
+    acc_index_t same_entry_index;
+    bit<32> cover_mask;
+    bool closed;
+
+    action drop() {
+        ig_dprsr_md.drop_ctl = 1;
+    }
+
+    /* What egress needs: the answer to build, the worker's progress and
+     * coverage to update, the egress registers' inputs. */
+    action fill_bridge(bit<1> respond, bit<1> finish) {
+        hdr.bridge.setValid();
+        hdr.bridge.kind = ctl_kind_t.BRIDGED;
+        hdr.bridge.reason = (bit<8>)ig_md.reason;
+        hdr.bridge.respond = respond;
+        hdr.bridge.dup = ig_md.dup;
+        hdr.bridge.finish = finish;
+        hdr.bridge.read_worker = 0;
+        hdr.bridge.last_row = 0;
+        hdr.bridge.to_cpu = 0;
+        hdr.bridge.acc_op = ig_md.acc_op;
+        hdr.bridge.workers = ig_md.job.workers;
+        hdr.bridge.round = ig_md.round;
+        hdr.bridge.done_index = ig_md.rs_index;
+        hdr.bridge.ws_index = ig_md.ws_index;
+        hdr.bridge.cover_index = ig_md.cover_base + (cover_index_t)(hdr.hot.seq >> 5);
+        hdr.bridge.reserved = 0;
+        hdr.bridge.cover_mask = cover_mask;
+    }
+
+    apply {
+        switch_ports.apply(ig_md);
+
+        ig_md.stat = (bit<8>)stat_t.PACKETS;
+        ig_md.verdict = verdict_t.DROP;
+        ig_md.reason = fallback_reason_t.ADDED;
+        ig_md.acc_op = acc_op_t.NONE;
+        ig_md.dup = 0;
+        ig_md.conflict = false;
+        ig_md.malformed = false;
+        ig_md.dense_misaligned = false;
+        ig_md.out_of_range = 0;
+        ig_md.job_known = false;
+        ig_md.record_key = 0;
+        ig_md.record_before = 0;
+        record = 0;
+        round_op = round_op_t.NONE;
+        admission = fallback_reason_t.ADDED;
+        closed = false;
+        with_worker = false;
+        job_id = 0;
+
+        /* 1. What this pass is. */
+        pass = pass_t.OTHER;
+        if (hdr.ctl.isValid()) {
+            if (hdr.ctl.kind == ctl_kind_t.FORWARD) {
+                pass = pass_t.FROM_CPU;
+            } else if (hdr.ctl.kind == ctl_kind_t.CONT) {
+                pass = pass_t.CONT;
+            } else if (hdr.ctl.kind == ctl_kind_t.READOUT) {
+                pass = pass_t.READOUT;
+            } else if (hdr.ctl.kind == ctl_kind_t.CLOSE) {
+                pass = pass_t.CLOSE;
+            } else if (hdr.ctl.kind == ctl_kind_t.FLUSH) {
+                pass = pass_t.FLUSH;
+            } else if (hdr.ctl.kind == ctl_kind_t.RELEASE) {
+                pass = pass_t.RELEASE;
+            } else {
+                pass = pass_t.BAD;
+            }
+        } else if (hdr.zebra.isValid()) {
+            switch_address.apply(hdr, ig_md.for_switch);
+            if (!ig_md.for_switch) {
+                pass = pass_t.OTHER;
+            } else if (ig_md.zebra_bad) {
+                pass = pass_t.BAD;
+            } else if (hdr.hot.isValid()) {
+                if (ig_md.resubmit.isValid()) {
+                    pass = pass_t.CHECK;
+                } else {
+                    pass = pass_t.FAST;
+                }
+            } else {
+                pass = pass_t.TO_CPU;
+            }
+        }
+
+        /* 2. Its job (and worker). */
+        if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT) {
+            ig_md.round = hdr.hot.round;
+            job_id = hdr.zebra.job;
+            with_worker = true;
+        } else {
+            ig_md.round = hdr.ctl.round;
+            job_id = hdr.ctl.job;
+        }
+        if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT
+                || pass == pass_t.READOUT || pass == pass_t.CLOSE
+                || pass == pass_t.FLUSH || pass == pass_t.RELEASE) {
+            job_check.apply(hdr, ig_md, job_id, with_worker);
+        }
+
+        /* 3. Ranks to register entries, the range check, conflicts. */
+        if (pass == pass_t.FAST && !ig_md.dense) {
+            bias_routed.apply(hdr, ig_md.job.rank_bias);
+        } else if (pass == pass_t.CHECK) {
+            bias_positional.apply(hdr, ig_md.job.rank_bias);
+        }
+        if ((pass == pass_t.FAST && !ig_md.dense) || pass == pass_t.CHECK) {
+            range_check.apply(hdr, ig_md, pass == pass_t.CHECK);
+        }
+        if ((pass == pass_t.FAST && !ig_md.dense) || pass == pass_t.CONT) {
+            if (pass == pass_t.FAST) {
+                unbias = ig_md.job.rank_bias;
+            } else {
+                unbias = 0;
+            }
+            index_routed.apply(hdr, unbias, ig_md.row_base);
+        } else if (pass == pass_t.CHECK) {
+            unbias_positional.apply(hdr, ig_md.job.rank_bias);
+        }
+        if (pass == pass_t.FAST && !ig_md.dense) {
+            conflict_check.apply(ig_md.routed_mask, hdr.hot.count, ig_md.conflict);
+        }
+        if (pass == pass_t.FAST && ig_md.dense) {
+            dense_check.apply(hdr, ig_md);
+        }
+        if ((pass == pass_t.FAST && ig_md.dense) || pass == pass_t.READOUT || pass == pass_t.CLOSE) {
+            if (pass == pass_t.FAST) {
+                same_entry_index = ig_md.dense_entry;
+            } else {
+                same_entry_index = ig_md.row_base + hdr.ctl.row;
+            }
+            same_entry.apply(hdr, same_entry_index);
+        }
+
+        /* 4. The checks that need no state. */
+        if (pass == pass_t.FAST || pass == pass_t.CHECK) {
+            validate.apply(hdr, ig_md);
+        }
+
+        /* 5. The round state: admit a HOT packet, close, release. */
+        if ((pass == pass_t.FAST || pass == pass_t.CHECK) && !ig_md.malformed
+                && !ig_md.conflict && ig_md.reason == fallback_reason_t.ADDED) {
+            round_op = round_op_t.ADMIT;
+        } else if ((pass == pass_t.CLOSE || pass == pass_t.FLUSH) && ig_md.job_known) {
+            round_op = round_op_t.CLOSE;
+        } else if (pass == pass_t.RELEASE && ig_md.job_known) {
+            round_op = round_op_t.RELEASE;
+        }
+        round_state.apply(round_op, ig_md.rs_index, ig_md.round, ig_md.seen);
+        closed = round_op == round_op_t.CLOSE && ig_md.seen == ig_md.round;
+
+        /* 6. The record: first time, retransmission, or stale copy. */
+        if (round_op == round_op_t.ADMIT) {
+            admission_outcome.apply(ig_md.seen, ig_md.round, admission);
+            ig_md.record_key = ig_md.round << 3;
+            record = ig_md.record_key | (bit<32>)(bit<8>)admission;
+        }
+        seen_records.apply(ig_md.rec_base + (record_index_t)hdr.hot.seq, ig_md.record_key, record,
+                           round_op == round_op_t.ADMIT, ig_md.record_before);
+
+        /* 7. The verdict on a HOT packet. */
+        if (pass == pass_t.FAST || pass == pass_t.CHECK) {
+            if (ig_md.malformed) {
+                ig_md.verdict = verdict_t.DROP;
+                ig_md.stat = (bit<8>)stat_t.BAD;
+            } else if (ig_md.conflict) {
+                ig_md.verdict = verdict_t.RESUBMIT;
+                ig_md.stat = (bit<8>)stat_t.RESUBMITS;
+            } else if (ig_md.reason != fallback_reason_t.ADDED) {
+                ig_md.verdict = verdict_t.ANSWER;
+                ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)ig_md.reason;
+            } else if (ig_md.record_before >= ig_md.record_key
+                       && ig_md.record_before <= (ig_md.record_key | 7)) {
+                ig_md.verdict = verdict_t.ANSWER;
+                ig_md.reason = (fallback_reason_t)(5w0 ++ ig_md.record_before[2:0]);
+                ig_md.dup = 1;
+                ig_md.stat = (bit<8>)stat_t.DUPLICATES;
+            } else if (ig_md.record_before > (ig_md.record_key | 7)) {
+                ig_md.verdict = verdict_t.DROP;
+                ig_md.stat = (bit<8>)stat_t.STALE;
+            } else if (admission != fallback_reason_t.ADDED) {
+                ig_md.verdict = verdict_t.ANSWER;
+                ig_md.reason = admission;
+                ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)admission;
+            } else if (pass == pass_t.CHECK) {
+                ig_md.verdict = verdict_t.CONTINUE;
+                ig_md.stat = (bit<8>)stat_t.RECIRCULATIONS;
+            } else {
+                ig_md.verdict = verdict_t.ADD;
+                ig_md.stat = (bit<8>)stat_t.ADDED;
+            }
+        }
+
+        /* 8. The registers: exactly one action each. */
+        if ((pass == pass_t.FAST && ig_md.verdict == verdict_t.ADD) || pass == pass_t.CONT) {
+            ig_md.acc_op = acc_op_t.ADD;
+        } else if (pass == pass_t.READOUT || (pass == pass_t.CLOSE && closed)) {
+            ig_md.acc_op = acc_op_t.READ;
+        }
+        if (pass == pass_t.CLOSE && closed) {
+            start_readout.apply(hdr, ig_md, false);
+        }
+#ifdef ZEBRA_LNS
+        if (ig_md.acc_op == acc_op_t.ADD) {
+            lns_values.apply(hdr, ig_md.job.lns_profile, ig_md.job.lns_saturate);
+        }
+#endif
+        accumulators.apply(hdr, ig_md.acc_op, ig_md.round);
+
+        /* 9. Where the packet goes. */
+        if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT) {
+            cover_bit.apply(hdr.hot.seq, cover_mask);
+        }
+        if (pass == pass_t.FAST || pass == pass_t.CHECK) {
+            if (ig_md.verdict == verdict_t.ANSWER || ig_md.verdict == verdict_t.ADD) {
+                fill_bridge(1, (bit<1>)(ig_md.verdict == verdict_t.ADD));
+                if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
+                    hdr.bridge.progress_inc = (((bit<32>)hdr.hot.seq + 1) << 16) + 1;
+                } else {
+                    hdr.bridge.progress_inc = 1;
+                }
+                bridge_egress_slots.apply(hdr);
+                ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
+                if (pass == pass_t.CHECK) {
+                    drop_positional_pairs.apply(hdr);
+                }
+            } else if (ig_md.verdict == verdict_t.RESUBMIT) {
+                ig_md.resubmit.setValid();
+                ig_md.resubmit.mode = RESUBMIT_CHECK;
+                ig_md.resubmit.reserved = 0;
+                ig_dprsr_md.resubmit_type = (bit<3>)RESUBMIT_CHECK;
+            } else if (ig_md.verdict == verdict_t.CONTINUE) {
+                start_continuation.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
+            } else {
+                drop();
+            }
+        } else if (pass == pass_t.CONT) {
+            next_continuation.apply(hdr, ig_md, ig_tm_md);
+            fill_bridge((bit<1>)(ig_md.verdict == verdict_t.ADD), (bit<1>)(ig_md.verdict == verdict_t.ADD));
+            if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
+                hdr.bridge.progress_inc = (((bit<32>)hdr.hot.seq + 1) << 16) + 1;
+            } else {
+                hdr.bridge.progress_inc = 1;
+            }
+            bridge_egress_slots.apply(hdr);
+        } else if (pass == pass_t.READOUT || (pass == pass_t.CLOSE && closed)) {
+            fill_bridge(0, 0);
+            bridge_egress_slots.apply(hdr);
+            readout_row.apply(hdr, ig_md, ig_tm_md);
+            if (pass == pass_t.CLOSE) {
+                ig_md.stat = (bit<8>)stat_t.ROUNDS_COMPLETE;
+            } else {
+                ig_md.stat = (bit<8>)stat_t.READOUT_PASSES;
+            }
+        } else if (pass == pass_t.FLUSH) {
+            if (closed) {
+                hdr.ctl.flags = CTL_FLAG_CLOSED;
+                ig_md.stat = (bit<8>)stat_t.ROUNDS_FLUSHED;
+            } else {
+                hdr.ctl.flags = 0;
+                ig_md.stat = (bit<8>)stat_t.FROM_CPU;
+            }
+        } else if (pass == pass_t.RELEASE) {
+            drop();
+            ig_md.stat = (bit<8>)stat_t.RELEASES;
+        } else if (pass == pass_t.FROM_CPU) {
+            hdr.ctl.setInvalid();
+        } else if (pass == pass_t.TO_CPU) {
+            ig_md.stat = (bit<8>)stat_t.TO_CPU;
+        } else if (pass == pass_t.CLOSE) {
+            drop();
+        } else if (pass == pass_t.BAD) {
+            drop();
+            ig_md.stat = (bit<8>)stat_t.BAD;
+        }
+
+        if (pass == pass_t.TO_CPU || pass == pass_t.FLUSH) {
+            to_cpu.apply(hdr, ig_md, ig_tm_md);
+        }
+        if (pass == pass_t.OTHER || pass == pass_t.FROM_CPU) {
+            forward.apply(hdr, ig_md, ig_dprsr_md, ig_tm_md);
+        }
+
+        stats.count(ig_md.stat);
+    }
+}
+
+control Egress(
+    inout header_t hdr,
+    inout egress_metadata_t eg_md,
+    in egress_intrinsic_metadata_t eg_intr_md,
+    in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+    inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+    inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+
+    MirrorSessions() mirror_sessions;
+    EgressAccumulators() accumulators;
+    WorkerProgress() worker_progress;
+    Coverage() coverage;
+    Completion() completion;
+    ReadoutOut() readout_out;
+    CompletionOut() completion_out;
+    Answer() answer;
+
+    Counter<bit<64>, bit<8>>(STATS, CounterType_t.PACKETS) stats;
+
+    acc_op_t progress_op;
+    bool complete;
+    bit<8> stat;
+
+    apply {
+        if (hdr.bridge.isValid()) {
+            mirror_sessions.apply(eg_md);
+            stat = (bit<8>)stat_t.PACKETS;
+
+            accumulators.apply(hdr);
+
+            if (hdr.bridge.finish == 1) {
+                progress_op = acc_op_t.ADD;
+            } else if (hdr.bridge.acc_op == acc_op_t.READ && hdr.bridge.read_worker == 1) {
+                progress_op = acc_op_t.READ;
+            } else {
+                progress_op = acc_op_t.NONE;
+            }
+            worker_progress.apply(progress_op, hdr.bridge.ws_index, hdr.bridge.round,
+                                  hdr.bridge.progress_inc, eg_md.progress);
+            coverage.apply(hdr.bridge.finish == 1, hdr.bridge.cover_index, hdr.bridge.round,
+                           hdr.bridge.cover_mask);
+
+            complete = hdr.bridge.finish == 1 && eg_md.progress[31:16] == eg_md.progress[15:0];
+            completion.apply(complete, hdr.bridge.done_index, hdr.bridge.round, eg_md.done);
+
+            if (hdr.bridge.acc_op == acc_op_t.READ) {
+                if (hdr.bridge.read_worker == 1) {
+                    hdr.readout.progress = eg_md.progress;
+                }
+                readout_out.apply(hdr, eg_md, eg_dprsr_md);
+            } else if (complete && eg_md.done == (bit<32>)hdr.bridge.workers) {
+                completion_out.apply(hdr, eg_md, eg_dprsr_md);
+                stat = (bit<8>)stat_t.ROUNDS_COMPLETE;
+            }
+
+            if (hdr.bridge.respond == 1) {
+                answer.apply(hdr, hdr.bridge);
+                if (hdr.bridge.reason == 0 && stat == (bit<8>)stat_t.PACKETS) {
+                    stat = (bit<8>)stat_t.ACKS;
+                }
+            }
+
+            stats.count(stat);
+            hdr.bridge.setInvalid();
+        }
+    }
+}
+
+Pipeline(
+    IngressParser(),
+    Ingress(),
+    IngressDeparser(),
+    EgressParser(),
+    Egress(),
+    EgressDeparser()) pipe;
+
+Switch(pipe) main;
