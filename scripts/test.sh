@@ -112,6 +112,7 @@ rust_tests
 run_part lint lint
 run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
 run_part fuzz fuzz
+run_part p4-control-plane "$root/p4/run_tests.sh"
 
 if [ $quick = 0 ]; then
   for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" \

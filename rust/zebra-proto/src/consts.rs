@@ -1,7 +1,7 @@
 //! Every constant the P4 program must agree with, in one place.
 //!
-//! A conformance test (in the P4 crate, later) compares these numbers with
-//! the P4 sources, so they cannot drift. Sizes are in bytes unless named
+//! A conformance test (`tests/p4_conformance.rs`) compares these numbers with
+//! the P4 sources in `p4/`, so they cannot drift. Sizes are in bytes unless named
 //! otherwise. All multi-byte wire fields are big endian.
 
 /// First two bytes of every Zebra hot-path datagram ("ZB").
