@@ -24,11 +24,14 @@
 //!
 //! A context runs `ZMQ_IO_THREADS` I/O threads (a `mio` poll loop each)
 //! that accept, connect, read, run handshakes, reconnect and finish lingering
-//! output. A sending thread writes to the kernel itself while the socket
-//! buffer has room, so a message costs no thread hand-off; what does not fit
-//! is left for the I/O thread. Received messages are appended, whole, to
-//! the socket's queue; a blocked `recv` sleeps on a condition variable, and
-//! an empty non-blocking `recv` is one atomic load.
+//! output. A sending thread encodes its message itself and, after a quiet
+//! spell, writes it to the kernel too, so a message costs no thread
+//! hand-off; streams of messages and what does not fit are written by the
+//! I/O thread, and no write holds a lock. Received messages are appended,
+//! whole, to the socket's queue, their bodies slices of the I/O thread's
+//! read buffer or, when large, read by the kernel straight into their own
+//! buffer; a blocked `recv` sleeps on a condition variable, and an empty
+//! non-blocking `recv` is two atomic loads.
 //!
 //! ```
 //! use bytes::Bytes;

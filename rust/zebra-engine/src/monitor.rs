@@ -47,10 +47,14 @@ impl Monitor {
         if self.events & i32::from(event) == 0 {
             return;
         }
-        self.socket.send_nowait(vec![
-            event_frame(event, value),
-            Bytes::copy_from_slice(uri.as_bytes()),
-        ]);
+        self.socket.send_nowait(
+            [
+                event_frame(event, value),
+                Bytes::copy_from_slice(uri.as_bytes()),
+            ]
+            .into_iter()
+            .collect(),
+        );
     }
 
     /// Sends `ZMQ_EVENT_MONITOR_STOPPED` and closes the monitor socket.

@@ -2,44 +2,126 @@
 //! feed [`zebra_zmtp::Connection`], its output is written with `writev`
 //! without copying large bodies, and a bounded batch of queued messages is
 //! handed to it whenever the wire is idle.
+//!
+//! Receiving copies nothing in user space: the I/O thread reads into a
+//! shared [`ReadBuf`], and every message body that arrives whole in one
+//! read is a slice of it; the rest of a large body is read by the kernel
+//! straight into the body's own buffer.
 
 use std::collections::VecDeque;
 use std::io::{self, IoSlice, Read, Write};
 use std::os::fd::{AsRawFd, RawFd};
+use std::sync::Arc;
 
-use bytes::{Buf, Bytes};
+use bytes::{Buf, Bytes, BytesMut};
 use mio::event::Source;
+use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
 use zebra_zmtp::{Connection, Event, PeerInfo};
 
-/// A message: its parts in order.
-pub(crate) type Msg = Vec<Bytes>;
+/// A message to send: its parts in order (up to four without an
+/// allocation).
+pub(crate) type Msg = smallvec::SmallVec<[Bytes; 4]>;
+
+/// Received message parts with their MORE flags: whole messages, in order.
+pub(crate) type Parts = Vec<(Bytes, bool)>;
 
 /// Bytes of queued messages handed to the encoder at once.
 const BATCH_BYTES: usize = 256 * 1024;
 /// Most chunks in one `writev`.
 const MAX_IOV: usize = 64;
+/// Size of each read buffer allocation. Small bodies are slices of it, so
+/// one that the application keeps alive keeps (at most) this much memory.
+const READ_CHUNK: usize = 64 * 1024;
+/// A read buffer with less room than this is replaced before reading.
+const MIN_READ: usize = 8 * 1024;
+/// A body missing at least this much is read straight into its buffer.
+const DIRECT_READ_MIN: usize = 16 * 1024;
+/// The read after a body was read straight into its buffer is at most
+/// this long: large messages tend to follow each other, and the part of
+/// the next body that such a read brings in is copied once.
+const READ_AFTER_DIRECT: usize = 8 * 1024;
+/// How far ahead of the bytes received a large body reserves memory (see
+/// [`zebra_zmtp::Config::reserve_ahead`]): bodies up to this size are read
+/// into one buffer, allocated once.
+pub(crate) const RESERVE_AHEAD: usize = 64 << 20;
 
-/// A connected (or connecting) stream.
+/// An I/O thread's read buffer. Each read fills the front of the spare
+/// room, and the bytes read are split off as shared [`Bytes`] that message
+/// bodies slice; the allocation is reused once every slice is gone.
+#[derive(Debug, Default)]
+pub(crate) struct ReadBuf {
+    /// Zero-filled room for the next reads (its length is the room).
+    room: BytesMut,
+}
+
+impl ReadBuf {
+    /// Room to read into: at least [`MIN_READ`] bytes.
+    fn room(&mut self) -> &mut [u8] {
+        if self.room.len() < MIN_READ {
+            self.room.clear();
+            if !self.room.try_reclaim(READ_CHUNK) {
+                self.room = BytesMut::with_capacity(READ_CHUNK);
+            }
+            self.room.resize(READ_CHUNK, 0);
+        }
+        &mut self.room
+    }
+
+    /// Takes the first `n` bytes of the room, which a read just filled.
+    fn take(&mut self, n: usize) -> Bytes {
+        self.room.split_to(n).freeze()
+    }
+}
+
+/// A connected (or connecting) stream. The `std` types (made from `mio`'s,
+/// registered by file descriptor) let a large body be read into memory
+/// that is not zero-filled first.
 #[derive(Debug)]
 pub(crate) enum Stream {
-    Tcp(mio::net::TcpStream),
-    Unix(mio::net::UnixStream),
+    Tcp(std::net::TcpStream),
+    Unix(std::os::unix::net::UnixStream),
+}
+
+impl From<mio::net::TcpStream> for Stream {
+    fn from(s: mio::net::TcpStream) -> Stream {
+        Stream::Tcp(s.into())
+    }
+}
+
+impl From<mio::net::UnixStream> for Stream {
+    fn from(s: mio::net::UnixStream) -> Stream {
+        Stream::Unix(s.into())
+    }
 }
 
 impl Stream {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.read(buf),
-            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => (&mut &*s).read(buf),
+            Stream::Unix(s) => (&mut &*s).read(buf),
         }
     }
 
-    fn write_vectored(&mut self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+    /// Reads the rest of the body `zmtp` is receiving straight into it,
+    /// at most `max` bytes.
+    fn read_body(&self, zmtp: &mut Connection, max: usize) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => s.write_vectored(bufs),
-            Stream::Unix(s) => s.write_vectored(bufs),
+            Stream::Tcp(s) => zmtp.read_body_from(&mut s.take(max as u64)),
+            Stream::Unix(s) => zmtp.read_body_from(&mut s.take(max as u64)),
         }
+    }
+
+    fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
+        match self {
+            Stream::Tcp(s) => (&mut &*s).write_vectored(bufs),
+            Stream::Unix(s) => (&mut &*s).write_vectored(bufs),
+        }
+    }
+
+    /// Stops polling the stream (which `Source` does through `&mut`).
+    pub fn deregister_from(&self, registry: &Registry) -> io::Result<()> {
+        SourceFd(&self.fd()).deregister(registry)
     }
 
     /// The file descriptor, as monitor events report it.
@@ -93,24 +175,15 @@ impl Stream {
 
 impl Source for Stream {
     fn register(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.register(r, t, i),
-            Stream::Unix(s) => s.register(r, t, i),
-        }
+        SourceFd(&self.fd()).register(r, t, i)
     }
 
     fn reregister(&mut self, r: &Registry, t: Token, i: Interest) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.reregister(r, t, i),
-            Stream::Unix(s) => s.reregister(r, t, i),
-        }
+        SourceFd(&self.fd()).reregister(r, t, i)
     }
 
     fn deregister(&mut self, r: &Registry) -> io::Result<()> {
-        match self {
-            Stream::Tcp(s) => s.deregister(r),
-            Stream::Unix(s) => s.deregister(r),
-        }
+        SourceFd(&self.fd()).deregister(r)
     }
 }
 
@@ -125,8 +198,8 @@ impl Listener {
     /// Accepts one pending connection.
     pub fn accept(&self) -> io::Result<Stream> {
         match self {
-            Listener::Tcp(l) => l.accept().map(|(s, _)| Stream::Tcp(s)),
-            Listener::Unix(l) => l.accept().map(|(s, _)| Stream::Unix(s)),
+            Listener::Tcp(l) => l.accept().map(|(s, _)| s.into()),
+            Listener::Unix(l) => l.accept().map(|(s, _)| s.into()),
         }
     }
 
@@ -212,8 +285,9 @@ pub(crate) struct Turn {
     pub connected_now: bool,
     /// The handshake completed in this turn.
     pub handshake: Option<PeerInfo>,
-    /// Complete messages received, in order.
-    pub messages: Vec<Msg>,
+    /// Complete messages received (their parts go to the caller's
+    /// [`Parts`]).
+    pub messages: usize,
     /// The connection must be closed.
     pub failure: Option<Failure>,
     /// Reading stopped before the stream was drained.
@@ -227,13 +301,25 @@ pub(crate) struct Turn {
 }
 
 /// A stream with its ZMTP state.
+///
+/// Writing happens without the pipe's lock: the writer takes chunks out
+/// ([`prepare_write`](Self::prepare_write)), releases the lock for the
+/// `writev` ([`WriteJob::write`]), and puts back what the kernel did not
+/// take ([`finish_write`](Self::finish_write)); meanwhile other threads
+/// may encode more output but do not write.
 #[derive(Debug)]
 pub(crate) struct NetConn {
-    pub stream: Stream,
+    /// Shared with a writer that runs without the pipe lock.
+    pub stream: Arc<Stream>,
     pub token: Token,
     pub connected: bool,
     /// The last write hit `EWOULDBLOCK`; the reactor resumes on writable.
     pub blocked: bool,
+    /// A thread is writing chunks taken out of this connection.
+    pub writing: bool,
+    /// Writable events seen: a write that would block does not mark the
+    /// connection blocked if one came while it was under way.
+    pub writable_events: u64,
     /// A write failure seen outside the reactor, for the reactor to act on.
     pub failed: Option<io::Error>,
     pub peer: String,
@@ -243,6 +329,34 @@ pub(crate) struct NetConn {
     pub handshaken: bool,
     zmtp: Connection,
     wbuf: VecDeque<Bytes>,
+    /// The chunk list a write job takes, kept for reuse.
+    spare: Vec<Bytes>,
+    /// The last read went straight into a body.
+    read_direct: bool,
+}
+
+/// Chunks taken out of a connection to be written without the pipe lock.
+#[derive(Debug)]
+pub(crate) struct WriteJob {
+    stream: Arc<Stream>,
+    chunks: Vec<Bytes>,
+    writable_events: u64,
+}
+
+impl WriteJob {
+    /// One `writev` of the chunks (retried if interrupted).
+    pub fn write(&self) -> io::Result<usize> {
+        let mut slices = [IoSlice::new(&[]); MAX_IOV];
+        for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
+            *slot = IoSlice::new(chunk);
+        }
+        loop {
+            match self.stream.write_vectored(&slices[..self.chunks.len()]) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                r => return r,
+            }
+        }
+    }
 }
 
 impl NetConn {
@@ -255,22 +369,26 @@ impl NetConn {
             "peer".to_owned()
         };
         NetConn {
-            stream,
+            stream: Arc::new(stream),
             token,
             connected,
             blocked: false,
+            writing: false,
+            writable_events: 0,
             failed: None,
             peer,
             fd,
             handshaken: false,
             zmtp,
             wbuf: VecDeque::new(),
+            spare: Vec::with_capacity(MAX_IOV),
+            read_direct: false,
         }
     }
 
-    /// Whether bytes are still waiting to be written.
+    /// Whether bytes are still waiting to be written (or being written).
     pub fn has_pending_output(&self) -> bool {
-        !self.wbuf.is_empty() || self.zmtp.pending_output() > 0
+        self.writing || !self.wbuf.is_empty() || self.zmtp.pending_output() > 0
     }
 
     /// Checks a non-blocking connect; true once connected.
@@ -286,13 +404,17 @@ impl NetConn {
         Ok(self.connected)
     }
 
-    /// Writes what can be written without blocking, handing queued
-    /// messages to the encoder in batches once the handshake is done.
-    /// Returns the number of messages taken from `out`.
-    pub fn flush(&mut self, out: &mut VecDeque<Msg>) -> io::Result<usize> {
-        let mut moved = 0;
-        if !self.connected || self.blocked {
-            return Ok(0);
+    /// Takes the next chunks to write, handing queued messages to the
+    /// encoder in batches once the handshake is done (`moved` counts the
+    /// messages taken from `out`). `None`: nothing to write, or writing is
+    /// not possible now (not connected, kernel buffer full, another writer).
+    pub fn prepare_write(
+        &mut self,
+        out: &mut VecDeque<Msg>,
+        moved: &mut usize,
+    ) -> io::Result<Option<WriteJob>> {
+        if !self.connected || self.blocked || self.writing || self.failed.is_some() {
+            return Ok(None);
         }
         loop {
             while self.wbuf.len() < MAX_IOV {
@@ -302,60 +424,97 @@ impl NetConn {
                     None => break,
                 }
             }
-            if self.wbuf.is_empty() {
-                if !self.zmtp.is_handshake_done() || out.is_empty() {
-                    return Ok(moved);
-                }
-                let mut bytes = 0;
-                while let Some(msg) = out.pop_front() {
-                    bytes += msg.iter().map(Bytes::len).sum::<usize>();
-                    moved += 1;
-                    if let Err(e) = self.zmtp.send_message(msg) {
-                        return Err(io::Error::other(e));
-                    }
-                    if bytes >= BATCH_BYTES {
-                        break;
-                    }
-                }
-                continue;
+            if !self.wbuf.is_empty() {
+                break;
             }
-            let mut slices = [IoSlice::new(&[]); MAX_IOV];
-            let n = self.wbuf.len().min(MAX_IOV);
-            for (slot, chunk) in slices.iter_mut().zip(self.wbuf.iter()) {
-                *slot = IoSlice::new(chunk);
+            if !self.zmtp.is_handshake_done() || out.is_empty() {
+                return Ok(None);
             }
-            match self.stream.write_vectored(&slices[..n]) {
-                Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
-                Ok(mut written) => {
-                    while written > 0 {
-                        let Some(front) = self.wbuf.front_mut() else {
-                            break;
-                        };
-                        if written >= front.len() {
-                            written -= front.len();
-                            self.wbuf.pop_front();
-                        } else {
-                            front.advance(written);
-                            written = 0;
-                        }
-                    }
+            let mut bytes = 0;
+            while let Some(mut msg) = out.pop_front() {
+                bytes += msg.iter().map(Bytes::len).sum::<usize>();
+                *moved += 1;
+                self.encode(&mut msg)?;
+                if bytes >= BATCH_BYTES {
+                    break;
                 }
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    self.blocked = true;
-                    return Ok(moved);
-                }
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
             }
         }
+        let mut chunks = std::mem::take(&mut self.spare);
+        let n = self.wbuf.len().min(MAX_IOV);
+        chunks.extend(self.wbuf.drain(..n));
+        self.writing = true;
+        Ok(Some(WriteJob {
+            stream: self.stream.clone(),
+            chunks,
+            writable_events: self.writable_events,
+        }))
+    }
+
+    /// Takes back a write job with what its `writev` returned: the chunks
+    /// the kernel did not take go back to the front of the output.
+    pub fn finish_write(&mut self, job: WriteJob, result: io::Result<usize>) -> io::Result<()> {
+        self.writing = false;
+        let mut chunks = job.chunks;
+        let (mut left, result) = match result {
+            Ok(0) => (0, Err(io::ErrorKind::WriteZero.into())),
+            Ok(n) => (n, Ok(())),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.blocked = self.writable_events == job.writable_events;
+                (0, Ok(()))
+            }
+            Err(e) => (0, Err(e)),
+        };
+        let mut done = 0;
+        while done < chunks.len() && left >= chunks[done].len() {
+            left -= chunks[done].len();
+            done += 1;
+        }
+        if let Some(partial) = chunks.get_mut(done) {
+            partial.advance(left);
+        }
+        for chunk in chunks.drain(done..).rev() {
+            self.wbuf.push_front(chunk);
+        }
+        chunks.clear();
+        self.spare = chunks;
+        result
+    }
+
+    /// Whether a message can go to the encoder at once: the handshake is
+    /// done and the encoder's backlog is below a batch.
+    pub fn can_encode(&self) -> bool {
+        self.zmtp.is_handshake_done() && self.zmtp.pending_output() < BATCH_BYTES
+    }
+
+    /// Bytes encoded and not yet taken for writing.
+    pub fn encoded(&self) -> usize {
+        self.zmtp.pending_output()
+    }
+
+    /// Hands a message to the encoder (see [`can_encode`](Self::can_encode)),
+    /// taking its parts out of `msg`; small parts are copied into the
+    /// output, and released here.
+    pub fn encode(&mut self, msg: &mut Msg) -> io::Result<()> {
+        self.zmtp
+            .send_message(msg.drain(..))
+            .map_err(io::Error::other)
     }
 
     /// Reads until the stream would block, `budget` bytes were read, or
     /// `room` more messages would overflow the receiver (`None`: no limit).
-    pub fn read(&mut self, buf: &mut [u8], budget: usize, room: Option<usize>, turn: &mut Turn) {
+    /// The parts of whole messages received are appended to `parts`.
+    pub fn read(
+        &mut self,
+        buf: &mut ReadBuf,
+        parts: &mut Parts,
+        budget: usize,
+        room: Option<usize>,
+        turn: &mut Turn,
+    ) {
         let mut left = budget;
         loop {
-            if room.is_some_and(|r| turn.messages.len() >= r) {
+            if room.is_some_and(|r| turn.messages >= r) {
                 turn.paused = true;
                 return;
             }
@@ -363,13 +522,26 @@ impl NetConn {
                 turn.more = true;
                 return;
             }
-            let n = match self.stream.read(buf) {
+            let direct = self.zmtp.body_missing() >= DIRECT_READ_MIN;
+            let read = if direct {
+                self.stream.read_body(&mut self.zmtp, left)
+            } else {
+                let room = buf.room();
+                let len = if self.read_direct {
+                    READ_AFTER_DIRECT
+                } else {
+                    room.len()
+                };
+                self.stream.read(&mut room[..len])
+            };
+            self.read_direct = direct;
+            let n = match read {
                 Ok(0) => {
                     turn.failure = Some(match self.zmtp.handle_eof() {
                         Ok(()) => Failure::Eof,
                         Err(e) => Failure::Protocol(e),
                     });
-                    self.drain_events(turn);
+                    self.drain_events(parts, turn);
                     return;
                 }
                 Ok(n) => n,
@@ -381,8 +553,12 @@ impl NetConn {
                 }
             };
             left = left.saturating_sub(n);
-            let result = self.zmtp.handle_input(&buf[..n]);
-            self.drain_events(turn);
+            let result = if direct {
+                Ok(())
+            } else {
+                self.zmtp.handle_input_bytes(buf.take(n))
+            };
+            self.drain_events(parts, turn);
             if let Err(e) = result {
                 turn.failure.get_or_insert(Failure::Protocol(e));
             }
@@ -396,18 +572,22 @@ impl NetConn {
         }
     }
 
-    fn drain_events(&mut self, turn: &mut Turn) {
-        while let Some(event) = self.zmtp.poll_event() {
-            match event {
-                Event::HandshakeDone(peer) => {
+    fn drain_events(&mut self, parts: &mut Parts, turn: &mut Turn) {
+        loop {
+            while let Some((part, more)) = self.zmtp.poll_message_part() {
+                turn.messages += usize::from(!more);
+                parts.push((part, more));
+            }
+            match self.zmtp.poll_event() {
+                Some(Event::HandshakeDone(peer)) => {
                     self.handshaken = true;
                     turn.handshake = Some(peer);
                 }
-                Event::Message(parts) => turn.messages.push(parts),
-                Event::PeerError { reason } => {
+                Some(Event::PeerError { reason }) => {
                     turn.failure.get_or_insert(Failure::PeerError(reason));
                 }
-                Event::Ping { .. } | Event::Pong { .. } => {}
+                Some(Event::Message(_) | Event::Ping { .. } | Event::Pong { .. }) => {}
+                None => return,
             }
         }
     }

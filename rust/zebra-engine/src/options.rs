@@ -233,9 +233,11 @@ impl SocketOptions {
         } else {
             Bytes::new()
         };
-        zebra_zmtp::Config::new(self.socket_type)
+        let mut config = zebra_zmtp::Config::new(self.socket_type)
             .with_identity(identity)
-            .with_zmq_maxmsgsize(self.maxmsgsize)
+            .with_zmq_maxmsgsize(self.maxmsgsize);
+        config.reserve_ahead = crate::net::RESERVE_AHEAD;
+        config
     }
 }
 

@@ -20,7 +20,7 @@ use mio::{Registry, Token};
 
 use crate::context::CtxState;
 use crate::endpoint::Endpoint;
-use crate::net::{Failure, Msg, NetConn, Turn};
+use crate::net::{Failure, Msg, NetConn, Parts, ReadBuf, Turn};
 use crate::reactor::{Command, ReactorHandle};
 use crate::socket::SocketCore;
 
@@ -122,6 +122,11 @@ pub(crate) struct Pipe {
 /// thread in batches rather than one system call each.
 pub(crate) const STREAM_GAP: Duration = Duration::from_micros(20);
 
+/// The calling thread writes at most this much itself; more is left to the
+/// I/O thread, so that the caller can prepare its next message while the
+/// kernel copies this one.
+pub(crate) const DIRECT_WRITE_MAX: usize = 64 * 1024;
+
 fn low_water_mark(limit: usize) -> usize {
     limit.div_ceil(2)
 }
@@ -187,23 +192,25 @@ impl Pipe {
         limit == 0 || self.out_len.load(Ordering::Acquire) < limit
     }
 
-    /// Queues a whole message for the peer. The first message after a quiet
-    /// spell is written by the calling thread at once (no hand-off, lowest
-    /// latency); while messages follow each other closer than
-    /// [`STREAM_GAP`], writing is left to the I/O thread, which sends what
-    /// accumulated in one `writev`.
-    pub fn push(self: &Arc<Self>, msg: Msg) {
+    /// Queues a whole message for the peer. While nothing is queued before
+    /// it and the encoder's backlog is small, the calling thread encodes it
+    /// at once (small parts are copied and released by the thread that made
+    /// them). The first message after a quiet spell is also written by the
+    /// calling thread (no hand-off, lowest latency); while messages follow
+    /// each other closer than [`STREAM_GAP`], writing is left to the I/O
+    /// thread, which sends what accumulated in one `writev`. The parts are
+    /// taken out of `msg`.
+    pub fn push(self: &Arc<Self>, msg: &mut Msg) {
         let mut st = self.lock();
         if st.terminated || st.closing {
             return;
         }
         if let Link::Inproc(peer) = &st.link {
             if let Some(peer) = peer.upgrade() {
-                deliver_inproc(&peer, msg);
+                deliver_inproc(&peer, std::mem::take(msg));
             }
             return;
         }
-        st.out.push_back(msg);
         let PipeState {
             out,
             link,
@@ -212,19 +219,42 @@ impl Pipe {
             ..
         } = &mut *st;
         let mut command = None;
-        if let Link::Net(conn) = link {
-            if conn.failed.is_none() && conn.connected && !conn.blocked && !*flush_scheduled {
-                let now = Instant::now();
-                if last_write.is_some_and(|t| now.duration_since(t) < STREAM_GAP) {
-                    *flush_scheduled = true;
-                    command = Some(Command::Flush(self.clone()));
-                } else {
-                    *last_write = Some(now);
-                    if let Err(e) = conn.flush(out) {
-                        conn.failed = Some(e);
-                        command = Some(Command::Kick(self.clone()));
-                    }
-                }
+        let Link::Net(conn) = link else {
+            out.push_back(std::mem::take(msg));
+            self.out_len.store(out.len(), Ordering::Release);
+            return;
+        };
+        if conn.failed.is_none() && conn.connected && out.is_empty() && conn.can_encode() {
+            if let Err(e) = conn.encode(msg) {
+                conn.failed = Some(e);
+                command = Some(Command::Kick(self.clone()));
+            }
+        } else {
+            out.push_back(std::mem::take(msg));
+        }
+        let mut write_now = false;
+        if conn.failed.is_none()
+            && conn.connected
+            && !conn.blocked
+            && !conn.writing
+            && !*flush_scheduled
+        {
+            let now = Instant::now();
+            if conn.encoded() > DIRECT_WRITE_MAX
+                || last_write.is_some_and(|t| now.duration_since(t) < STREAM_GAP)
+            {
+                *flush_scheduled = true;
+                command = Some(Command::Flush(self.clone()));
+            } else {
+                *last_write = Some(now);
+                write_now = true;
+            }
+        }
+        if write_now {
+            let (written, _) = self.write_out(st);
+            st = written;
+            if matches!(&st.link, Link::Net(c) if c.failed.is_some()) {
+                command = Some(Command::Kick(self.clone()));
             }
         }
         self.out_len.store(st.out.len(), Ordering::Release);
@@ -234,24 +264,61 @@ impl Pipe {
         }
     }
 
+    /// Writes the connection's output (and queued messages, in batches)
+    /// until all is written, the kernel buffer is full or another thread
+    /// is writing; the lock is released around each `writev`. Returns the
+    /// lock, taken again, and the number of messages taken from the queue.
+    /// A write error is left in the connection's `failed`.
+    fn write_out<'a>(
+        &'a self,
+        mut st: MutexGuard<'a, PipeState>,
+    ) -> (MutexGuard<'a, PipeState>, usize) {
+        let mut moved = 0;
+        let Link::Net(conn) = &st.link else {
+            return (st, 0);
+        };
+        let token = conn.token;
+        loop {
+            let PipeState { out, link, .. } = &mut *st;
+            let Link::Net(conn) = link else {
+                break;
+            };
+            if conn.token != token {
+                break;
+            }
+            let job = match conn.prepare_write(out, &mut moved) {
+                Ok(Some(job)) => job,
+                Ok(None) => break,
+                Err(e) => {
+                    conn.failed = Some(e);
+                    break;
+                }
+            };
+            self.out_len.store(out.len(), Ordering::Release);
+            drop(st);
+            let result = job.write();
+            st = self.lock();
+            match &mut st.link {
+                Link::Net(conn) if conn.token == token => {
+                    if let Err(e) = conn.finish_write(job, result) {
+                        conn.failed = Some(e);
+                        break;
+                    }
+                }
+                _ => break,
+            }
+        }
+        (st, moved)
+    }
+
     /// Writes what `push` left to the I/O thread. Returns the number of
     /// messages taken from the queue.
     pub fn flush_deferred(self: &Arc<Self>) -> usize {
         let mut st = self.lock();
         st.flush_scheduled = false;
         st.last_write = Some(Instant::now());
-        let PipeState { out, link, .. } = &mut *st;
-        let Link::Net(conn) = link else {
-            return 0;
-        };
-        let mut moved = 0;
-        if conn.failed.is_none() {
-            match conn.flush(out) {
-                Ok(n) => moved = n,
-                Err(e) => conn.failed = Some(e),
-            }
-        }
-        let failed = conn.failed.is_some();
+        let (st, moved) = self.write_out(st);
+        let failed = matches!(&st.link, Link::Net(c) if c.failed.is_some());
         self.out_len.store(st.out.len(), Ordering::Release);
         drop(st);
         if failed {
@@ -262,9 +329,9 @@ impl Pipe {
         moved
     }
 
-    /// The owner took one of this pipe's messages off its queue.
-    pub fn consumed(self: &Arc<Self>) {
-        let before = self.in_flight.fetch_sub(1, Ordering::SeqCst);
+    /// The owner took `n` of this pipe's messages off its queue.
+    pub fn consumed(self: &Arc<Self>, n: usize) {
+        let before = self.in_flight.fetch_sub(n, Ordering::SeqCst);
         let limit = self.in_limit.load(Ordering::Relaxed);
         if limit == 0 {
             return;
@@ -279,7 +346,7 @@ impl Pipe {
                     owner.changed();
                 }
             }
-        } else if before - 1 <= low_water_mark(limit)
+        } else if before - n <= low_water_mark(limit)
             && self.read_paused.load(Ordering::SeqCst)
             && self.read_paused.swap(false, Ordering::SeqCst)
         {
@@ -304,14 +371,12 @@ impl Pipe {
         &self,
         token: Token,
         writable: bool,
-        buf: &mut [u8],
+        buf: &mut ReadBuf,
+        parts: &mut Parts,
         budget: usize,
     ) -> Option<(Turn, i32)> {
         let mut st = self.lock();
-        let PipeState {
-            out, link, closing, ..
-        } = &mut *st;
-        let Link::Net(conn) = link else {
+        let Link::Net(conn) = &mut st.link else {
             return None;
         };
         if conn.token != token {
@@ -334,19 +399,29 @@ impl Pipe {
         }
         if writable {
             conn.blocked = false;
+            conn.writable_events += 1;
         }
         let limit = self.in_limit.load(Ordering::Relaxed);
         let room =
             (limit > 0).then(|| limit.saturating_sub(self.in_flight.load(Ordering::Acquire)));
-        conn.read(buf, budget, room, &mut turn);
-        if turn.failure.is_none() {
-            match conn.flush(out) {
-                Ok(moved) => turn.moved = moved,
-                Err(e) => turn.failure = Some(Failure::Io(e)),
+        conn.read(buf, parts, budget, room, &mut turn);
+        let fd = conn.fd;
+        if turn.failure.is_some() {
+            return Some((turn, fd));
+        }
+        let (mut st, moved) = self.write_out(st);
+        turn.moved = moved;
+        let PipeState {
+            out, link, closing, ..
+        } = &mut *st;
+        if let Link::Net(conn) = link {
+            if conn.token == token {
+                if let Some(e) = conn.failed.take() {
+                    turn.failure = Some(Failure::Io(e));
+                }
+                turn.drained = *closing && out.is_empty() && !conn.has_pending_output();
             }
         }
-        turn.drained = *closing && out.is_empty() && !conn.has_pending_output();
-        let fd = conn.fd;
         self.out_len.store(out.len(), Ordering::Release);
         Some((turn, fd))
     }
@@ -389,9 +464,9 @@ impl Pipe {
         drop(st);
         let mut token = None;
         match link {
-            Link::Net(mut conn) => {
+            Link::Net(conn) => {
                 if let Some(r) = registry {
-                    if let Err(e) = mio::event::Source::deregister(&mut conn.stream, r) {
+                    if let Err(e) = conn.stream.deregister_from(r) {
                         log::debug!("zebra-engine: deregister: {e}");
                     }
                 }

@@ -23,12 +23,10 @@ use zebra_zmtp::Connection;
 
 use crate::consts::event;
 use crate::endpoint::{self, Endpoint};
-use crate::net::{Failure, Listener, NetConn, Stream};
+use crate::net::{Failure, Listener, NetConn, Parts, ReadBuf, Stream};
 use crate::pipe::{Origin, Pipe};
 use crate::socket::SocketCore;
 
-/// Size of each I/O thread's read buffer.
-const READ_BUF: usize = 256 * 1024;
 /// Bytes read from one connection before others get a turn.
 const READ_BUDGET: usize = 1024 * 1024;
 const WAKER: Token = Token(usize::MAX);
@@ -240,7 +238,9 @@ struct Reactor {
     timers: BinaryHeap<Reverse<Timer>>,
     timer_seq: u64,
     pending: Vec<Token>,
-    buf: Vec<u8>,
+    buf: ReadBuf,
+    /// Parts received in one turn, on their way to the socket's queue.
+    parts: Parts,
     stopping: bool,
 }
 
@@ -255,7 +255,8 @@ impl Reactor {
             timers: BinaryHeap::new(),
             timer_seq: 0,
             pending: Vec::new(),
-            buf: vec![0; READ_BUF],
+            buf: ReadBuf::default(),
+            parts: Parts::new(),
             stopping: false,
         }
     }
@@ -416,8 +417,8 @@ impl Reactor {
             self.release(token);
             return false;
         }
-        if let Err(mut conn) = pipe.set_conn(NetConn::new(stream, token, zmtp, connected)) {
-            if let Err(e) = conn.stream.deregister(&self.handle.registry) {
+        if let Err(conn) = pipe.set_conn(NetConn::new(stream, token, zmtp, connected)) {
+            if let Err(e) = conn.stream.deregister_from(&self.handle.registry) {
                 log::debug!("zebra-engine: deregister: {e}");
             }
             self.release(token);
@@ -467,8 +468,8 @@ impl Reactor {
                 port: Some(port),
             } => endpoint::resolve_connect(host, *port)
                 .and_then(mio::net::TcpStream::connect)
-                .map(Stream::Tcp),
-            Endpoint::Ipc { path } => mio::net::UnixStream::connect(path).map(Stream::Unix),
+                .map(Stream::from),
+            Endpoint::Ipc { path } => mio::net::UnixStream::connect(path).map(Stream::from),
             _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
         };
         match stream {
@@ -502,7 +503,10 @@ impl Reactor {
     }
 
     fn conn_turn(&mut self, pipe: &Arc<Pipe>, token: Token, writable: bool) {
-        let Some((mut turn, fd)) = pipe.io_turn(token, writable, &mut self.buf, READ_BUDGET) else {
+        self.parts.clear();
+        let Some((mut turn, fd)) =
+            pipe.io_turn(token, writable, &mut self.buf, &mut self.parts, READ_BUDGET)
+        else {
             return;
         };
         let owner = pipe.owner.upgrade();
@@ -522,22 +526,24 @@ impl Reactor {
             }
         }
         if let Some(failure) = turn.failure.take() {
-            if !turn.messages.is_empty() && !matches!(failure, Failure::Rejected(_)) {
+            if turn.messages > 0 && !matches!(failure, Failure::Rejected(_)) {
                 if let Some(o) = &owner {
-                    o.deliver(pipe, std::mem::take(&mut turn.messages));
+                    o.deliver(pipe, &mut self.parts, turn.messages);
                 }
             }
+            self.parts.clear();
             self.teardown(pipe, token, failure);
             return;
         }
         if let Some(o) = &owner {
-            if !turn.messages.is_empty() {
-                o.deliver(pipe, std::mem::take(&mut turn.messages));
+            if turn.messages > 0 {
+                o.deliver(pipe, &mut self.parts, turn.messages);
             }
             if turn.moved > 0 {
                 o.changed();
             }
         }
+        self.parts.clear();
         if turn.drained {
             self.finish(pipe);
         } else if turn.paused {
@@ -552,10 +558,10 @@ impl Reactor {
     /// Closes the connection behind `token`; a connecting pipe reconnects,
     /// an accepted one ends.
     fn teardown(&mut self, pipe: &Arc<Pipe>, token: Token, failure: Failure) {
-        let Some(mut conn) = pipe.take_conn(token) else {
+        let Some(conn) = pipe.take_conn(token) else {
             return;
         };
-        if let Err(e) = conn.stream.deregister(&self.handle.registry) {
+        if let Err(e) = conn.stream.deregister_from(&self.handle.registry) {
             log::debug!("zebra-engine: deregister: {e}");
         }
         self.release(token);

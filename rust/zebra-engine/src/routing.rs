@@ -2,6 +2,7 @@
 //! `pair`, `dealer` (load balancing) and `router` (routing by peer id).
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::{BufMut, Bytes, BytesMut};
@@ -47,10 +48,14 @@ pub(crate) struct Routing {
     /// Every live pipe of the socket, attached or not.
     pub pipes: HashMap<u64, Arc<Pipe>>,
     policy: Policy,
+    /// Moves whenever the send targets change, so that a sender may keep
+    /// using the sole target it chose (see [`choose`](Self::choose))
+    /// without taking the routing lock again.
+    changes: Arc<AtomicU64>,
 }
 
 impl Routing {
-    pub fn new(socket_type: SocketType, seed: u32) -> Routing {
+    pub fn new(socket_type: SocketType, seed: u32, changes: Arc<AtomicU64>) -> Routing {
         let policy = match socket_type {
             SocketType::Router => Policy::Router {
                 routes: HashMap::new(),
@@ -65,7 +70,12 @@ impl Routing {
         Routing {
             pipes: HashMap::new(),
             policy,
+            changes,
         }
+    }
+
+    fn changed(&self) {
+        self.changes.fetch_add(1, Ordering::AcqRel);
     }
 
     /// Records a pipe that is not a send target yet (before its handshake).
@@ -114,11 +124,13 @@ impl Routing {
             }
         }
         self.pipes.insert(pipe.id, pipe.clone());
+        self.changed();
         Ok(())
     }
 
     /// Forgets the pipe entirely.
     pub fn remove(&mut self, pipe: &Pipe) {
+        self.changed();
         self.pipes.remove(&pipe.id);
         match &mut self.policy {
             Policy::Pair(slot) => {
@@ -144,17 +156,22 @@ impl Routing {
         }
     }
 
-    /// DEALER/PAIR: the next pipe with room, round-robin.
-    pub fn choose(&mut self) -> Option<Arc<Pipe>> {
+    /// DEALER/PAIR: the next pipe with room, round-robin, and whether it
+    /// is the only send target (then it stays the choice until the targets
+    /// change).
+    pub fn choose(&mut self) -> Option<(Arc<Pipe>, bool)> {
         match &mut self.policy {
-            Policy::Pair(slot) => slot.as_ref().filter(|p| p.can_write()).cloned(),
+            Policy::Pair(slot) => slot
+                .as_ref()
+                .filter(|p| p.can_write())
+                .map(|p| (p.clone(), true)),
             Policy::Dealer { active, next } => {
                 let n = active.len();
                 for i in 0..n {
                     let k = (*next + i) % n;
                     if active[k].can_write() {
                         *next = (k + 1) % n;
-                        return Some(active[k].clone());
+                        return Some((active[k].clone(), n == 1));
                     }
                 }
                 None
@@ -184,6 +201,7 @@ impl Routing {
 
     /// Removes and returns every pipe.
     pub fn take_all(&mut self) -> Vec<Arc<Pipe>> {
+        self.changed();
         match &mut self.policy {
             Policy::Pair(slot) => *slot = None,
             Policy::Dealer { active, next } => {

@@ -2,7 +2,7 @@
 //! for multipart messages, high-water marks, timeouts and routing.
 
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 use crate::inbound::{Inbound, Popped};
 use crate::inproc;
 use crate::monitor::Monitor;
-use crate::net::{Listener, Msg};
+use crate::net::{Listener, Msg, Parts};
 use crate::options::{int_bytes, SocketOptions};
 use crate::pipe::{Origin, Pipe, PipeOptions};
 use crate::reactor::{Command, ListenerEntry, ReactorHandle};
@@ -39,9 +39,14 @@ const UNBIND_WAIT: Duration = Duration::from_secs(2);
 struct SendState {
     /// A multipart message is in progress.
     active: bool,
-    /// Where it goes; `None` drops it (unroutable on a ROUTER).
+    /// Where it goes; `None` drops it (unroutable on a ROUTER) unless
+    /// `sole` is set.
     target: Option<Arc<Pipe>>,
-    parts: Vec<Bytes>,
+    /// DEALER/PAIR with a single send target: that pipe, kept between
+    /// messages while the routing's change count (the second field) stays
+    /// the same.
+    sole: Option<(Arc<Pipe>, u64)>,
+    parts: Msg,
 }
 
 #[derive(Debug)]
@@ -82,6 +87,8 @@ pub(crate) struct SocketCore {
     pub signal: Signal,
     options: Mutex<SocketOptions>,
     routing: Mutex<Routing>,
+    /// The routing's change count (see [`Routing::choose`]).
+    routing_changes: Arc<AtomicU64>,
     send: Mutex<SendState>,
     endpoints: Mutex<Vec<EndpointEntry>>,
     monitor: Mutex<Option<Monitor>>,
@@ -96,6 +103,7 @@ pub(crate) struct SocketCore {
 
 impl SocketCore {
     pub fn new(ctx: Arc<CtxShared>, id: u64, socket_type: SocketType, seed: u32) -> SocketCore {
+        let routing_changes = Arc::new(AtomicU64::new(0));
         SocketCore {
             id,
             socket_type,
@@ -103,7 +111,8 @@ impl SocketCore {
             inbound: Inbound::default(),
             signal: Signal::default(),
             options: Mutex::new(SocketOptions::new(socket_type)),
-            routing: Mutex::new(Routing::new(socket_type, seed)),
+            routing: Mutex::new(Routing::new(socket_type, seed, routing_changes.clone())),
+            routing_changes,
             send: Mutex::new(SendState::default()),
             endpoints: Mutex::new(Vec::new()),
             monitor: Mutex::new(None),
@@ -456,8 +465,9 @@ impl SocketCore {
         r
     }
 
-    /// Queues messages received on `pipe`.
-    pub fn deliver(&self, pipe: &Arc<Pipe>, messages: Vec<Msg>) {
+    /// Queues `messages` whole messages received on `pipe`, taking their
+    /// parts out of `parts`.
+    pub fn deliver(&self, pipe: &Arc<Pipe>, parts: &mut Parts, messages: usize) {
         if self.is_closed() {
             return;
         }
@@ -469,8 +479,8 @@ impl SocketCore {
         } else {
             None
         };
-        pipe.in_flight.fetch_add(messages.len(), Ordering::SeqCst);
-        self.inbound.push_batch(prefix, messages, pipe);
+        pipe.in_flight.fetch_add(messages, Ordering::SeqCst);
+        self.inbound.push_batch(prefix, parts, messages, pipe);
         self.changed();
     }
 
@@ -495,7 +505,15 @@ impl SocketCore {
                 self.sending.store(true, Ordering::Relaxed);
                 return Ok(());
             }
-            st.target = Some(self.choose_pipe(dontwait)?);
+            let changes = self.routing_changes.load(Ordering::Acquire);
+            let keep = matches!(&st.sole, Some((p, c)) if *c == changes && p.can_write());
+            if !keep {
+                st.sole = None;
+                match self.choose_pipe(dontwait)? {
+                    (pipe, true) => st.sole = Some((pipe, changes)),
+                    (pipe, false) => st.target = Some(pipe),
+                }
+            }
             st.active = true;
             if more {
                 self.sending.store(true, Ordering::Relaxed);
@@ -503,12 +521,20 @@ impl SocketCore {
         }
         st.parts.push(data);
         if !more {
-            let parts = std::mem::take(&mut st.parts);
             st.active = false;
             self.sending.store(false, Ordering::Relaxed);
-            if let Some(pipe) = st.target.take() {
-                pipe.push(parts);
+            let SendState {
+                target,
+                sole,
+                parts,
+                ..
+            } = &mut *st;
+            match (target.take(), sole) {
+                (Some(pipe), _) => pipe.push(parts),
+                (None, Some((pipe, _))) if !self.is_router() => pipe.push(parts),
+                _ => {}
             }
+            parts.clear();
         }
         Ok(())
     }
@@ -533,7 +559,7 @@ impl SocketCore {
         self.check_usable()
     }
 
-    fn choose_pipe(&self, dontwait: bool) -> Result<Arc<Pipe>> {
+    fn choose_pipe(&self, dontwait: bool) -> Result<(Arc<Pipe>, bool)> {
         let mut until = None;
         loop {
             let seen = self.signal.seq();
@@ -562,12 +588,12 @@ impl SocketCore {
 
     /// Sends a whole message without blocking, dropping it if it does not
     /// fit (monitor events).
-    pub fn send_nowait(&self, parts: Msg) {
+    pub fn send_nowait(&self, mut parts: Msg) {
         if self.is_closed() {
             return;
         }
-        if let Some(p) = lock(&self.routing).choose() {
-            p.push(parts);
+        if let Some((p, _)) = lock(&self.routing).choose() {
+            p.push(&mut parts);
         }
     }
 
@@ -602,8 +628,8 @@ impl SocketCore {
 
     fn took(&self, p: Popped) -> Part {
         self.rcvmore.store(p.more, Ordering::Relaxed);
-        if let Some(source) = p.source {
-            source.consumed();
+        if let Some((source, n)) = p.source {
+            source.consumed(n);
         }
         Part {
             data: p.data,
@@ -673,8 +699,8 @@ impl SocketCore {
         }
         self.changed();
         self.stop_monitor();
-        for source in self.inbound.close() {
-            source.consumed();
+        for (source, n) in self.inbound.close() {
+            source.consumed(n);
         }
         let endpoints = std::mem::take(&mut *lock(&self.endpoints));
         for entry in endpoints {

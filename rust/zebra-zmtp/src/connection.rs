@@ -10,13 +10,15 @@
 //! ```
 //!
 //! Input may be split anywhere: feeding a stream byte by byte or in one
-//! piece gives the same events, the same output and the same error.
+//! piece, borrowed or shared, or reading large bodies straight from the
+//! stream gives the same events, the same output and the same error.
 
 use std::collections::VecDeque;
+use std::io::{self, Read};
 
 use bytes::Bytes;
 
-use crate::decoder::{FrameDecoder, Limits};
+use crate::decoder::{FrameDecoder, Input, Limits};
 use crate::error::{Error, Result};
 use crate::event::{Event, PeerInfo, Version};
 use crate::output::OutputQueue;
@@ -45,6 +47,15 @@ pub struct Config {
     pub max_message_size: Option<u64>,
     /// Largest command frame we accept.
     pub max_command_size: u64,
+    /// How far beyond the bytes received a large message body may reserve
+    /// memory at once (never beyond its announced size). 0, the default,
+    /// grows a body buffer by doubling as bytes arrive, so that a hostile
+    /// length field cannot make us reserve what the peer has not sent. A
+    /// caller that reads large bodies straight from the stream
+    /// ([`Connection::read_body_from`]) sets it so that a body is read
+    /// into one buffer without reallocations; reserved memory that is
+    /// not written yet is address space, not committed memory.
+    pub reserve_ahead: usize,
 }
 
 impl Config {
@@ -56,6 +67,7 @@ impl Config {
             as_server: false,
             max_message_size: None,
             max_command_size: DEFAULT_MAX_COMMAND_SIZE,
+            reserve_ahead: 0,
         }
     }
 
@@ -91,8 +103,16 @@ pub struct Connection {
     state: State,
     decoder: FrameDecoder,
     out: OutputQueue,
-    events: VecDeque<Event>,
+    /// Events other than messages, each with the number of message parts
+    /// queued before it (so that both come out in order).
+    events: VecDeque<(u64, Event)>,
+    /// Parts of complete messages with their MORE flags, in order.
+    parts: VecDeque<(Bytes, bool)>,
+    /// Parts ever queued in / taken from `parts`.
+    parts_in: u64,
+    parts_out: u64,
     peer: Option<PeerInfo>,
+    /// The parts of the message being received.
     partial: Vec<Bytes>,
     held: VecDeque<Vec<Bytes>>,
 }
@@ -114,6 +134,9 @@ impl Connection {
             decoder: FrameDecoder::new(),
             out,
             events: VecDeque::new(),
+            parts: VecDeque::new(),
+            parts_in: 0,
+            parts_out: 0,
             peer: None,
             partial: Vec::new(),
             held: VecDeque::new(),
@@ -153,18 +176,64 @@ impl Connection {
     /// the bad bytes stay available from [`poll_event`](Self::poll_event).
     /// Input after a peer's ERROR is ignored.
     pub fn handle_input(&mut self, input: &[u8]) -> Result<()> {
+        let mut input = input;
+        self.handle(&mut input)
+    }
+
+    /// As [`handle_input`](Self::handle_input), for shared bytes: a message
+    /// body that lies whole inside `input` is delivered as a slice of it,
+    /// without copying (and keeps `input`'s storage alive while it lives).
+    pub fn handle_input_bytes(&mut self, input: Bytes) -> Result<()> {
+        let mut input = input;
+        self.handle(&mut input)
+    }
+
+    fn handle<I: Input>(&mut self, input: &mut I) -> Result<()> {
         match &self.state {
             State::Failed(e) => return Err(e.clone()),
             State::Closed => return Ok(()),
             _ => {}
         }
-        let mut input = input;
-        let r = self.process(&mut input);
+        let r = self.process(input);
         if let Err(e) = &r {
             log::debug!("zmtp connection failed: {e}");
             self.state = State::Failed(e.clone());
         }
         r
+    }
+
+    /// Bytes still missing from the body of the message frame being
+    /// received (0 if there is none), which the caller may read straight
+    /// from the stream with [`read_body_from`](Self::read_body_from)
+    /// instead of passing them to [`handle_input`](Self::handle_input).
+    pub fn body_missing(&self) -> usize {
+        match self.state {
+            State::Ready => self.decoder.message_body_missing(),
+            _ => 0,
+        }
+    }
+
+    /// Reads the rest of the message body being received straight from
+    /// `reader` into the body's own buffer (at most
+    /// [`body_missing`](Self::body_missing) bytes, in as many reads as it
+    /// takes until a read returns 0, fails or would block), and delivers
+    /// the message if it is now complete. Returns the bytes read: 0 when
+    /// the reader is at its end, or when no body is missing. As with
+    /// [`Read::read`], an error means nothing was read (an error after some
+    /// bytes is left for the next read to meet).
+    ///
+    /// With `std`'s sockets the kernel writes the body in place: the
+    /// buffer is neither copied nor zero-filled first.
+    pub fn read_body_from<R: Read + ?Sized>(&mut self, reader: &mut R) -> io::Result<usize> {
+        if self.body_missing() == 0 {
+            return Ok(0);
+        }
+        let limits = self.limits();
+        let (n, frame) = self.decoder.read_body(reader, &limits)?;
+        if let Some(frame) = frame {
+            self.on_message_part(frame.body, frame.more);
+        }
+        Ok(n)
     }
 
     /// Tells the connection the peer closed its end of the stream. Returns
@@ -192,7 +261,38 @@ impl Connection {
 
     /// The next event, if any.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        if let Some(&(at, _)) = self.events.front() {
+            if at == self.parts_out {
+                return self.events.pop_front().map(|(_, e)| e);
+            }
+        }
+        let mut message = Vec::new();
+        while let Some((body, more)) = self.parts.pop_front() {
+            self.parts_out += 1;
+            message.push(body);
+            if !more {
+                return Some(Event::Message(message));
+            }
+        }
+        None
+    }
+
+    /// The next part of a received message with its MORE flag, if a
+    /// message is what comes next; [`poll_event`](Self::poll_event) gives
+    /// what else happened, in order. Only complete messages are handed out
+    /// this way, one part at a time without collecting them: once the
+    /// first part of a message is returned, the rest are there too.
+    pub fn poll_message_part(&mut self) -> Option<(Bytes, bool)> {
+        if self
+            .events
+            .front()
+            .is_some_and(|&(at, _)| at == self.parts_out)
+        {
+            return None;
+        }
+        let part = self.parts.pop_front()?;
+        self.parts_out += 1;
+        Some(part)
     }
 
     /// The next chunk of bytes to write to the peer, if any. Chunks must be
@@ -208,7 +308,8 @@ impl Connection {
 
     /// Queues a multipart message (MORE on every part but the last). Before
     /// the handshake completes the message is held and sent right after it.
-    /// Large parts are not copied.
+    /// Large parts are not copied; nothing is allocated for a message of
+    /// small parts once the handshake is done.
     pub fn send_message<I, B>(&mut self, parts: I) -> Result<()>
     where
         I: IntoIterator<Item = B>,
@@ -217,14 +318,14 @@ impl Connection {
         if self.is_closed() {
             return Err(Error::Closed);
         }
-        let parts: Vec<Bytes> = parts.into_iter().map(Into::into).collect();
-        if parts.is_empty() {
+        let mut parts = parts.into_iter().map(Into::into).peekable();
+        if parts.peek().is_none() {
             return Err(Error::EmptyMessage);
         }
         if self.is_handshake_done() {
-            self.encode_message(&parts);
+            self.encode_message(parts);
         } else {
-            self.held.push_back(parts);
+            self.held.push_back(parts.collect());
         }
         Ok(())
     }
@@ -259,17 +360,19 @@ impl Connection {
             max_message_frame: self.config.max_message_size,
             max_command_frame: self.config.max_command_size,
             allow_messages: matches!(self.state, State::Ready),
+            reserve_ahead: self.config.reserve_ahead,
         }
     }
 
-    fn process(&mut self, input: &mut &[u8]) -> Result<()> {
+    fn process<I: Input>(&mut self, input: &mut I) -> Result<()> {
         loop {
             match &mut self.state {
                 State::Greeting { buf, len } => {
-                    let n = (GREETING_LEN - *len).min(input.len());
-                    buf[*len..*len + n].copy_from_slice(&input[..n]);
+                    let available = input.remaining();
+                    let n = (GREETING_LEN - *len).min(available.len());
+                    buf[*len..*len + n].copy_from_slice(&available[..n]);
                     *len += n;
-                    *input = &input[n..];
+                    input.advance(n);
                     check_prefix(&buf[..*len])?;
                     if *len < GREETING_LEN {
                         return Ok(());
@@ -311,7 +414,7 @@ impl Connection {
         let command = Command::parse(&frame.body)?;
         match (&self.state, command) {
             (_, Command::Error { reason }) => {
-                self.events.push_back(Event::PeerError { reason });
+                self.push_event(Event::PeerError { reason });
                 self.state = State::Closed;
             }
             (State::Handshake { version }, Command::Ready(metadata)) => {
@@ -327,10 +430,10 @@ impl Connection {
             ) => {
                 let echoed = context.slice(..context.len().min(MAX_PING_CONTEXT));
                 self.queue_command(&Command::Pong { context: echoed })?;
-                self.events.push_back(Event::Ping { ttl_deciseconds });
+                self.push_event(Event::Ping { ttl_deciseconds });
             }
             (State::Ready, Command::Pong { context }) => {
-                self.events.push_back(Event::Pong { context });
+                self.push_event(Event::Pong { context });
             }
             (State::Ready, Command::Other { name, .. }) => {
                 log::debug!("zmtp: ignoring {} command", String::from_utf8_lossy(&name));
@@ -357,9 +460,9 @@ impl Connection {
         };
         self.peer = Some(peer.clone());
         self.state = State::Ready;
-        self.events.push_back(Event::HandshakeDone(peer));
+        self.push_event(Event::HandshakeDone(peer));
         while let Some(parts) = self.held.pop_front() {
-            self.encode_message(&parts);
+            self.encode_message(parts.into_iter().peekable());
         }
         Ok(())
     }
@@ -368,12 +471,24 @@ impl Connection {
         if !matches!(self.state, State::Ready) {
             return Err(Error::MessageBeforeReady);
         }
-        self.partial.push(frame.body);
-        if !frame.more {
-            let parts = std::mem::take(&mut self.partial);
-            self.events.push_back(Event::Message(parts));
-        }
+        self.on_message_part(frame.body, frame.more);
         Ok(())
+    }
+
+    fn on_message_part(&mut self, body: Bytes, more: bool) {
+        if more {
+            self.partial.push(body);
+            return;
+        }
+        let n = self.partial.len();
+        self.parts
+            .extend(self.partial.drain(..).map(|part| (part, true)));
+        self.parts.push_back((body, false));
+        self.parts_in += n as u64 + 1;
+    }
+
+    fn push_event(&mut self, event: Event) {
+        self.events.push_back((self.parts_in, event));
     }
 
     fn queue_command(&mut self, c: &Command) -> Result<()> {
@@ -382,11 +497,11 @@ impl Connection {
         r
     }
 
-    fn encode_message(&mut self, parts: &[Bytes]) {
-        let last = parts.len() - 1;
-        for (i, part) in parts.iter().enumerate() {
+    fn encode_message(&mut self, mut parts: std::iter::Peekable<impl Iterator<Item = Bytes>>) {
+        while let Some(part) = parts.next() {
+            let more = parts.peek().is_some();
             self.out
-                .push_frame(FrameHeader::message(part.len() as u64, i < last), part);
+                .push_frame(FrameHeader::message(part.len() as u64, more), &part);
         }
     }
 }

@@ -1,12 +1,23 @@
 //! Streaming frame decoder: turns a byte stream, split anywhere, into frames.
 //!
-//! Each body byte is copied once, from the caller's input straight into the
-//! frame's own buffer. Size limits are checked as soon as a header is
-//! complete, and a body buffer grows only as bytes actually arrive (at most
-//! doubling, never beyond the announced size), so a hostile length field
-//! cannot make us allocate memory the peer has not sent.
+//! Input comes as borrowed bytes (`&[u8]`: each body is copied once, into a
+//! buffer of its own) or as shared [`Bytes`] (a message body that lies
+//! whole inside the input becomes a slice of it, without copying). A body
+//! that is still incomplete when the input ends is gathered in a buffer of
+//! its own, which the caller may also fill straight from a reader
+//! ([`FrameDecoder::read_body`]), so that a large body is copied only by
+//! the kernel.
+//!
+//! Size limits are checked as soon as a header is complete. A body buffer
+//! grows only as bytes actually arrive (at most doubling, never beyond the
+//! announced size), so a hostile length field cannot make us allocate memory
+//! the peer has not sent; [`Limits::reserve_ahead`] lets a caller that
+//! reads large bodies directly reserve address space further ahead (memory
+//! that is reserved but not yet written is not committed).
 
-use bytes::Bytes;
+use std::io::{self, Read};
+
+use bytes::{Buf, Bytes};
 
 use crate::error::{Error, Result};
 use crate::wire::frame::{flags, Frame, FrameHeader, MAX_HEADER_LEN};
@@ -24,6 +35,51 @@ pub struct Limits {
     /// Whether message (non-command) frames are allowed yet. Before the
     /// handshake they are refused on their header, before any body arrives.
     pub allow_messages: bool,
+    /// How many bytes beyond those received a body buffer may reserve at
+    /// once (never beyond the announced size). 0: grow by doubling.
+    pub reserve_ahead: usize,
+}
+
+/// Bytes the decoder consumes: borrowed (bodies are copied) or shared
+/// (message bodies are sliced).
+pub trait Input {
+    /// The bytes not consumed yet.
+    fn remaining(&self) -> &[u8];
+    /// Consumes `n` bytes.
+    fn advance(&mut self, n: usize);
+    /// Consumes `n` bytes and returns them as [`Bytes`]: a copy for
+    /// borrowed input, a slice of the same storage for shared input.
+    fn take_bytes(&mut self, n: usize) -> Bytes;
+}
+
+impl Input for &[u8] {
+    fn remaining(&self) -> &[u8] {
+        self
+    }
+
+    fn advance(&mut self, n: usize) {
+        *self = &self[n..];
+    }
+
+    fn take_bytes(&mut self, n: usize) -> Bytes {
+        let b = Bytes::copy_from_slice(&self[..n]);
+        *self = &self[n..];
+        b
+    }
+}
+
+impl Input for Bytes {
+    fn remaining(&self) -> &[u8] {
+        self
+    }
+
+    fn advance(&mut self, n: usize) {
+        Buf::advance(self, n);
+    }
+
+    fn take_bytes(&mut self, n: usize) -> Bytes {
+        self.split_to(n)
+    }
 }
 
 #[derive(Debug)]
@@ -34,24 +90,42 @@ struct Body {
     buf: Vec<u8>,
 }
 
+impl Body {
+    fn missing(&self) -> usize {
+        self.size - self.buf.len()
+    }
+
+    /// Makes room for `incoming` more bytes (and more, per the growth
+    /// policy).
+    fn grow(&mut self, incoming: usize, reserve_ahead: usize) {
+        let len = self.buf.len();
+        let needed = len + incoming;
+        if needed <= self.buf.capacity() {
+            return;
+        }
+        let target = needed
+            .max(self.buf.capacity().saturating_mul(2))
+            .max(MIN_GROWTH)
+            .max(len.saturating_add(reserve_ahead))
+            .min(self.size);
+        self.buf.reserve_exact(target - len);
+    }
+
+    fn into_frame(self) -> Frame {
+        Frame {
+            more: self.more,
+            command: self.command,
+            body: Bytes::from(self.buf),
+        }
+    }
+}
+
 /// Incremental frame decoder.
 #[derive(Debug, Default)]
 pub struct FrameDecoder {
     header: [u8; MAX_HEADER_LEN],
     header_len: usize,
     body: Option<Body>,
-}
-
-fn grow(buf: &mut Vec<u8>, incoming: usize, size: usize) {
-    let needed = buf.len() + incoming;
-    if needed <= buf.capacity() {
-        return;
-    }
-    let target = needed
-        .max(buf.capacity().saturating_mul(2))
-        .max(MIN_GROWTH)
-        .min(size);
-    buf.reserve_exact(target - buf.len());
 }
 
 impl FrameDecoder {
@@ -70,27 +144,73 @@ impl FrameDecoder {
         self.header_len + self.body.as_ref().map_or(0, |b| b.buf.len())
     }
 
+    /// Bytes still missing from the body of the message (non-command)
+    /// frame being received; 0 if there is none.
+    pub fn message_body_missing(&self) -> usize {
+        match &self.body {
+            Some(b) if !b.command => b.missing(),
+            _ => 0,
+        }
+    }
+
+    /// Reads straight from `reader` into the body of the message frame
+    /// being received, at most the bytes it misses, with as many reads as
+    /// it takes until a read returns 0, fails or would block. Returns the
+    /// bytes read and the frame if it is now complete. As with
+    /// [`Read::read`], an error means nothing was read: an error that comes
+    /// after some bytes is dropped, and the next read meets it again. Reads
+    /// nothing when [`message_body_missing`](Self::message_body_missing) is 0.
+    ///
+    /// With a reader that does not initialize the buffer it is given
+    /// (`std`'s sockets and files), the body is written only by the kernel.
+    pub fn read_body<R: Read + ?Sized>(
+        &mut self,
+        reader: &mut R,
+        limits: &Limits,
+    ) -> io::Result<(usize, Option<Frame>)> {
+        let Some(body) = self.body.as_mut().filter(|b| !b.command) else {
+            return Ok((0, None));
+        };
+        let missing = body.missing();
+        body.grow(missing.min(MIN_GROWTH), limits.reserve_ahead);
+        let room = (body.buf.capacity() - body.buf.len()).min(missing);
+        let before = body.buf.len();
+        let result = reader.take(room as u64).read_to_end(&mut body.buf);
+        let n = body.buf.len() - before;
+        if n == 0 {
+            return result.map(|_| (0, None));
+        }
+        if body.missing() > 0 {
+            return Ok((n, None));
+        }
+        let frame = self.body.take().map(Body::into_frame);
+        Ok((n, frame))
+    }
+
     /// Consumes bytes from the front of `input` until one frame is complete
-    /// (returned) or `input` is exhausted (`Ok(None)`).
-    pub fn decode(&mut self, input: &mut &[u8], limits: &Limits) -> Result<Option<Frame>> {
+    /// (returned) or `input` is exhausted (`Ok(None)`). A command body is
+    /// always copied, so that what a command leaves behind (a peer's
+    /// identity) does not keep shared input alive.
+    pub fn decode<I: Input + ?Sized>(
+        &mut self,
+        input: &mut I,
+        limits: &Limits,
+    ) -> Result<Option<Frame>> {
         loop {
             if let Some(mut body) = self.body.take() {
-                let n = (body.size - body.buf.len()).min(input.len());
-                grow(&mut body.buf, n, body.size);
-                body.buf.extend_from_slice(&input[..n]);
-                *input = &input[n..];
-                if body.buf.len() < body.size {
+                let available = input.remaining();
+                let n = body.missing().min(available.len());
+                body.grow(n, limits.reserve_ahead);
+                body.buf.extend_from_slice(&available[..n]);
+                input.advance(n);
+                if body.missing() > 0 {
                     self.body = Some(body);
                     return Ok(None);
                 }
-                return Ok(Some(Frame {
-                    more: body.more,
-                    command: body.command,
-                    body: Bytes::from(body.buf),
-                }));
+                return Ok(Some(body.into_frame()));
             }
 
-            let Some(&first) = input.first() else {
+            let Some(&first) = input.remaining().first() else {
                 return Ok(None);
             };
             if self.header_len == 0 {
@@ -105,10 +225,11 @@ impl FrameDecoder {
                 self.header[0]
             };
             let need = FrameHeader::len_for_flags(flags_byte);
-            let n = (need - self.header_len).min(input.len());
-            self.header[self.header_len..self.header_len + n].copy_from_slice(&input[..n]);
+            let available = input.remaining();
+            let n = (need - self.header_len).min(available.len());
+            self.header[self.header_len..self.header_len + n].copy_from_slice(&available[..n]);
             self.header_len += n;
-            *input = &input[n..];
+            input.advance(n);
             if self.header_len < need {
                 return Ok(None);
             }
@@ -131,11 +252,19 @@ impl FrameDecoder {
                 size: h.size,
                 limit: usize::MAX as u64,
             })?;
-            if size == 0 {
+            let available = input.remaining();
+            if size <= available.len() {
+                let body = if h.command {
+                    let b = Bytes::copy_from_slice(&available[..size]);
+                    input.advance(size);
+                    b
+                } else {
+                    input.take_bytes(size)
+                };
                 return Ok(Some(Frame {
                     more: h.more,
                     command: h.command,
-                    body: Bytes::new(),
+                    body,
                 }));
             }
             self.body = Some(Body {
@@ -157,6 +286,7 @@ mod tests {
         max_message_frame: None,
         max_command_frame: 1 << 20,
         allow_messages: true,
+        reserve_ahead: 0,
     };
 
     fn encode(frames: &[Frame]) -> Vec<u8> {
@@ -290,6 +420,38 @@ mod tests {
                 assert!(b.buf.capacity() <= size);
                 assert!(b.buf.capacity() <= (2 * b.buf.len()).max(MIN_GROWTH));
             }
+        }
+    }
+
+    #[test]
+    fn direct_reads_reserve_ahead_as_configured() {
+        let size = 300_000;
+        let body: Vec<u8> = (0..size).map(|i| i as u8).collect();
+        let bytes = encode(&[Frame {
+            more: false,
+            command: false,
+            body: Bytes::from(body.clone()),
+        }]);
+        for (reserve_ahead, first_capacity) in [(1 << 20, size), (0, MIN_GROWTH)] {
+            let limits = Limits {
+                reserve_ahead,
+                ..OPEN
+            };
+            let mut d = FrameDecoder::new();
+            let mut head: &[u8] = &bytes[..9 + 10];
+            assert_eq!(d.decode(&mut head, &limits), Ok(None));
+            assert_eq!(d.message_body_missing(), size - 10);
+            assert_eq!(d.body.as_ref().unwrap().buf.capacity(), first_capacity);
+            let mut rest: &[u8] = &bytes[9 + 10..];
+            let mut reads = 0;
+            let mut got = None;
+            while got.is_none() {
+                got = d.read_body(&mut rest, &limits).unwrap().1;
+                reads += 1;
+            }
+            assert_eq!(reads == 1, first_capacity == size);
+            assert_eq!(got.unwrap().body, body);
+            assert!(d.is_idle() && rest.is_empty());
         }
     }
 

@@ -1,13 +1,17 @@
 //! ZMTP 3.x, the ZeroMQ wire protocol, as pure logic (quinn-proto /
 //! smoltcp style): no sockets, no threads, no clock. Bytes go in through
-//! [`Connection::handle_input`]; bytes to send come out of
-//! [`Connection::poll_output`]; what happened comes out of
-//! [`Connection::poll_event`]. Tests drive two connections back to back.
+//! [`Connection::handle_input`] (or, without copying message bodies,
+//! [`Connection::handle_input_bytes`] and [`Connection::read_body_from`]);
+//! bytes to send come out of [`Connection::poll_output`]; what happened
+//! comes out of [`Connection::poll_event`] (message parts also one by one,
+//! [`Connection::poll_message_part`]). Tests drive two connections back to
+//! back.
 //!
 //! - [`wire`]: checked parsers and emitters for the greeting, frames,
 //!   commands (READY, ERROR, PING, PONG) and READY metadata.
 //! - [`decoder`]: a streaming frame decoder with size limits that never
-//!   allocates ahead of the bytes it has received.
+//!   allocates ahead of the bytes it has received unless told how far it
+//!   may ([`Config::reserve_ahead`]).
 //! - [`connection`]: the NULL-mechanism handshake, socket-type checks,
 //!   multipart messages and heartbeats.
 //!

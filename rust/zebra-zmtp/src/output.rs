@@ -3,6 +3,9 @@
 //! Headers and small bodies are coalesced into one buffer so that a burst of
 //! small messages leaves as few large writes; a large body is queued as the
 //! caller's own `Bytes` (a reference count, no copy), ready for `writev`.
+//! The coalescing buffer never grows by copying: when it is full it is
+//! queued as a chunk and a new one is started (or the old allocation is
+//! reused once everything in it has been written and released).
 
 use std::collections::VecDeque;
 
@@ -12,6 +15,13 @@ use crate::wire::frame::FrameHeader;
 
 /// Bodies up to this size are copied into the coalescing buffer.
 pub const COPY_THRESHOLD: usize = 8 * 1024;
+
+/// Size of each coalescing buffer.
+const TAIL_CHUNK: usize = 64 * 1024;
+
+/// Room made for an emitter of unknown length (commands); it may grow
+/// beyond this.
+const EMIT_ROOM: usize = 512;
 
 /// Queue of bytes waiting to be written to the transport.
 #[derive(Debug, Default)]
@@ -37,8 +47,21 @@ impl OutputQueue {
         self.queued == 0
     }
 
+    /// Makes room for `incoming` bytes in the coalescing buffer: a full
+    /// buffer is queued as a chunk and a new one started.
+    fn reserve_tail(&mut self, incoming: usize) {
+        if self.tail.capacity() - self.tail.len() >= incoming {
+            return;
+        }
+        if !self.tail.is_empty() {
+            self.chunks.push_back(self.tail.split().freeze());
+        }
+        self.tail.reserve(incoming.max(TAIL_CHUNK));
+    }
+
     /// Appends bytes that are copied into the coalescing buffer.
     pub fn push_copy(&mut self, bytes: &[u8]) {
+        self.reserve_tail(bytes.len());
         self.tail.extend_from_slice(bytes);
         self.queued += bytes.len();
     }
@@ -46,6 +69,7 @@ impl OutputQueue {
     /// Gives access to the coalescing buffer for an emitter; `queued` is
     /// updated from the buffer's growth.
     pub fn with_tail(&mut self, emit: impl FnOnce(&mut BytesMut)) {
+        self.reserve_tail(EMIT_ROOM);
         let before = self.tail.len();
         emit(&mut self.tail);
         self.queued += self.tail.len() - before;
@@ -53,9 +77,14 @@ impl OutputQueue {
 
     /// Appends a frame: header copied, body copied if small, shared if large.
     pub fn push_frame(&mut self, header: FrameHeader, body: &Bytes) {
-        self.with_tail(|t| header.emit(t));
-        if body.len() <= COPY_THRESHOLD {
-            self.push_copy(body);
+        let copy = body.len() <= COPY_THRESHOLD;
+        self.reserve_tail(header.header_len() + if copy { body.len() } else { 0 });
+        let before = self.tail.len();
+        header.emit(&mut self.tail);
+        self.queued += self.tail.len() - before;
+        if copy {
+            self.tail.extend_from_slice(body);
+            self.queued += body.len();
         } else {
             if !self.tail.is_empty() {
                 self.chunks.push_back(self.tail.split().freeze());
@@ -102,6 +131,29 @@ mod tests {
         let (bytes, chunks) = drain(&mut q);
         assert_eq!(chunks, 1);
         assert_eq!(&bytes[..5], b"\x01\x03abc");
+    }
+
+    #[test]
+    fn the_coalescing_buffer_is_sealed_not_grown() {
+        let mut q = OutputQueue::new();
+        let body = Bytes::from(vec![5u8; 1000]);
+        let n = 3 * TAIL_CHUNK / 1009 + 1;
+        for _ in 0..n {
+            q.push_frame(FrameHeader::message(1000, false), &body);
+        }
+        let mut sizes = Vec::new();
+        let mut all = Vec::new();
+        while let Some(c) = q.pop() {
+            sizes.push(c.len());
+            all.extend_from_slice(&c);
+        }
+        assert!(sizes.len() >= 3, "{sizes:?}");
+        assert!(sizes.iter().all(|&s| s <= TAIL_CHUNK), "{sizes:?}");
+        assert_eq!(all.len(), n * 1009);
+        for frame in all.chunks(1009) {
+            assert_eq!(&frame[..9], &[0x02, 0, 0, 0, 0, 0, 0, 0x03, 0xE8][..]);
+            assert!(frame[9..].iter().all(|&b| b == 5));
+        }
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod common;
 use std::path::PathBuf;
 
 use bytes::{Bytes, BytesMut};
-use common::feed;
+use common::{feed, feed_with, MODES};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use zebra_zmtp::wire::{Command, Frame, FrameHeader, GreetingRepr, Metadata};
@@ -87,7 +87,13 @@ fn connection_property(data: &[u8]) {
     let whole = feed(&config, stream, &[], true);
     let step = usize::from(*chunk % 17) + 1;
     let cuts: Vec<usize> = (step..stream.len()).step_by(step).collect();
-    assert_eq!(feed(&config, stream, &cuts, true), whole, "{data:02x?}");
+    for mode in MODES {
+        assert_eq!(
+            feed_with(&config, stream, &cuts, true, mode),
+            whole,
+            "{mode:?} {data:02x?}"
+        );
+    }
 }
 
 fn wire_property(data: &[u8]) {

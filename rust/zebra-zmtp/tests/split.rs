@@ -5,7 +5,7 @@
 mod common;
 
 use bytes::{Bytes, BytesMut};
-use common::{feed, Outcome};
+use common::{feed, feed_with, Outcome, MODES};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use zebra_zmtp::wire::frame::FrameHeader;
@@ -181,7 +181,9 @@ fn byte_by_byte(len: usize) -> Vec<usize> {
 fn config(rng: &mut StdRng) -> Config {
     let t = [SocketType::Router, SocketType::Dealer][rng.gen_range(0..2)];
     let id: Vec<u8> = (0..rng.gen_range(0..8)).map(|_| rng.gen()).collect();
-    Config::new(t).with_identity(id)
+    let mut cfg = Config::new(t).with_identity(id);
+    cfg.reserve_ahead = [0, 7, 1 << 20][rng.gen_range(0..3)];
+    cfg
 }
 
 fn assert_split_invariant(
@@ -191,12 +193,20 @@ fn assert_split_invariant(
     byte_wise: bool,
 ) -> Outcome {
     let whole = feed(cfg, bytes, &[], true);
-    if byte_wise {
-        assert_eq!(feed(cfg, bytes, &byte_by_byte(bytes.len()), true), whole);
-    }
-    for _ in 0..8 {
-        let cuts = random_cuts(rng, bytes.len());
-        assert_eq!(feed(cfg, bytes, &cuts, true), whole, "cuts {cuts:?}");
+    for mode in MODES {
+        assert_eq!(feed_with(cfg, bytes, &[], true, mode), whole, "{mode:?}");
+        if byte_wise {
+            let cuts = byte_by_byte(bytes.len());
+            assert_eq!(feed_with(cfg, bytes, &cuts, true, mode), whole, "{mode:?}");
+        }
+        for _ in 0..8 {
+            let cuts = random_cuts(rng, bytes.len());
+            assert_eq!(
+                feed_with(cfg, bytes, &cuts, true, mode),
+                whole,
+                "{mode:?} cuts {cuts:?}"
+            );
+        }
     }
     whole
 }
