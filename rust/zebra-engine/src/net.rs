@@ -26,6 +26,56 @@ pub(crate) type Msg = smallvec::SmallVec<[Bytes; 4]>;
 /// Received message parts with their MORE flags: whole messages, in order.
 pub(crate) type Parts = Vec<(Bytes, bool)>;
 
+/// Messages waiting for the encoder, with their size in bytes.
+#[derive(Debug, Default)]
+pub(crate) struct OutQueue {
+    msgs: VecDeque<Msg>,
+    bytes: usize,
+}
+
+/// The size of a message's parts.
+pub(crate) fn msg_len(msg: &Msg) -> usize {
+    msg.iter().map(Bytes::len).sum()
+}
+
+impl OutQueue {
+    pub fn push_back(&mut self, msg: Msg) {
+        self.bytes += msg_len(&msg);
+        self.msgs.push_back(msg);
+    }
+
+    pub fn pop_front(&mut self) -> Option<Msg> {
+        let msg = self.msgs.pop_front()?;
+        self.bytes -= msg_len(&msg);
+        Some(msg)
+    }
+
+    /// Messages queued.
+    pub fn len(&self) -> usize {
+        self.msgs.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.msgs.is_empty()
+    }
+
+    /// Bytes of the messages queued.
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// Drops every message.
+    pub fn clear(&mut self) {
+        self.take_all();
+    }
+
+    /// Takes every message out.
+    pub fn take_all(&mut self) -> VecDeque<Msg> {
+        self.bytes = 0;
+        std::mem::take(&mut self.msgs)
+    }
+}
+
 /// Bytes of queued messages handed to the encoder at once.
 const BATCH_BYTES: usize = 256 * 1024;
 /// Most chunks in one `writev`.
@@ -37,9 +87,10 @@ const READ_CHUNK: usize = 64 * 1024;
 const MIN_READ: usize = 8 * 1024;
 /// A body missing at least this much is read straight into its buffer.
 const DIRECT_READ_MIN: usize = 16 * 1024;
-/// The read after a body was read straight into its buffer is at most
-/// this long: large messages tend to follow each other, and the part of
-/// the next body that such a read brings in is copied once.
+/// The read after a body larger than the read buffer was read straight
+/// into its own is at most this long: such messages tend to follow each
+/// other, and the part of the next body that this read brings in is
+/// copied once.
 const READ_AFTER_DIRECT: usize = 8 * 1024;
 /// How far ahead of the bytes received a large body reserves memory (see
 /// [`zebra_zmtp::Config::reserve_ahead`]): bodies up to this size are read
@@ -331,7 +382,8 @@ pub(crate) struct NetConn {
     wbuf: VecDeque<Bytes>,
     /// The chunk list a write job takes, kept for reuse.
     spare: Vec<Bytes>,
-    /// The last read went straight into a body.
+    /// The last read went straight into a body too large for the read
+    /// buffer.
     read_direct: bool,
 }
 
@@ -410,7 +462,7 @@ impl NetConn {
     /// not possible now (not connected, kernel buffer full, another writer).
     pub fn prepare_write(
         &mut self,
-        out: &mut VecDeque<Msg>,
+        out: &mut OutQueue,
         moved: &mut usize,
     ) -> io::Result<Option<WriteJob>> {
         if !self.connected || self.blocked || self.writing || self.failed.is_some() {
@@ -432,7 +484,7 @@ impl NetConn {
             }
             let mut bytes = 0;
             while let Some(mut msg) = out.pop_front() {
-                bytes += msg.iter().map(Bytes::len).sum::<usize>();
+                bytes += msg_len(&msg);
                 *moved += 1;
                 self.encode(&mut msg)?;
                 if bytes >= BATCH_BYTES {
@@ -522,7 +574,8 @@ impl NetConn {
                 turn.more = true;
                 return;
             }
-            let direct = self.zmtp.body_missing() >= DIRECT_READ_MIN;
+            let missing = self.zmtp.body_missing();
+            let direct = missing >= DIRECT_READ_MIN;
             let read = if direct {
                 self.stream.read_body(&mut self.zmtp, left)
             } else {
@@ -534,7 +587,7 @@ impl NetConn {
                 };
                 self.stream.read(&mut room[..len])
             };
-            self.read_direct = direct;
+            self.read_direct = missing >= READ_CHUNK;
             let n = match read {
                 Ok(0) => {
                     turn.failure = Some(match self.zmtp.handle_eof() {

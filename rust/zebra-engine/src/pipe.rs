@@ -10,9 +10,8 @@
 //! before only leaf locks (a receiving socket's queue, a reactor's command
 //! list), never the other way round.
 
-use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
@@ -20,7 +19,7 @@ use mio::{Registry, Token};
 
 use crate::context::CtxState;
 use crate::endpoint::Endpoint;
-use crate::net::{Failure, Msg, NetConn, Parts, ReadBuf, Turn};
+use crate::net::{msg_len, Failure, Msg, NetConn, OutQueue, Parts, ReadBuf, Turn};
 use crate::reactor::{Command, ReactorHandle};
 use crate::socket::SocketCore;
 
@@ -73,7 +72,7 @@ pub(crate) enum Link {
 #[derive(Debug)]
 pub(crate) struct PipeState {
     /// Messages not yet handed to the transport.
-    pub out: VecDeque<Msg>,
+    pub out: OutQueue,
     pub link: Link,
     /// The owner let go of the pipe; it ends once its queue is flushed.
     pub closing: bool,
@@ -86,6 +85,8 @@ pub(crate) struct PipeState {
     pub flush_scheduled: bool,
     /// When a write was last attempted (see [`Pipe::push`]).
     pub last_write: Option<Instant>,
+    /// Senders waiting for the writer to finish (see [`Pipe::push`]).
+    pub write_waiters: usize,
 }
 
 impl PipeState {
@@ -116,16 +117,29 @@ pub(crate) struct Pipe {
     pub read_paused: AtomicBool,
     out_len: AtomicUsize,
     state: Mutex<PipeState>,
+    /// Signalled when a writer puts its chunks back.
+    write_done: Condvar,
 }
 
 /// Messages pushed closer together than this are written by the I/O
 /// thread in batches rather than one system call each.
 pub(crate) const STREAM_GAP: Duration = Duration::from_micros(20);
 
-/// The calling thread writes at most this much itself; more is left to the
-/// I/O thread, so that the caller can prepare its next message while the
-/// kernel copies this one.
-pub(crate) const DIRECT_WRITE_MAX: usize = 64 * 1024;
+/// Past this many bytes waiting to be written, a sender of a large message
+/// writes them itself (after the current writer, if there is one) rather
+/// than queuing more: a sender that runs far ahead of the wire with large
+/// messages keeps touching fresh memory, which costs more than the writing
+/// it would leave to others. Small messages keep being queued (their
+/// memory is recycled at once, and the I/O thread writes in parallel).
+pub(crate) const BACKLOG_BYTES: usize = 1 << 20;
+
+/// A message of at least this many bytes is large (see [`BACKLOG_BYTES`]).
+pub(crate) const LARGE_MSG: usize = 16 * 1024;
+
+/// After a quiet spell, the calling thread writes at most this much
+/// itself; more is left to the I/O thread, so that the caller can prepare
+/// its next messages while the kernel copies these.
+pub(crate) const DIRECT_WRITE_MAX: usize = 256 * 1024;
 
 fn low_water_mark(limit: usize) -> usize {
     limit.div_ceil(2)
@@ -153,14 +167,16 @@ impl Pipe {
             read_paused: AtomicBool::new(false),
             out_len: AtomicUsize::new(0),
             state: Mutex::new(PipeState {
-                out: VecDeque::new(),
+                out: OutQueue::default(),
                 link: Link::Idle,
                 closing: false,
                 lingering: false,
                 terminated: false,
                 flush_scheduled: false,
                 last_write: None,
+                write_waiters: 0,
             }),
+            write_done: Condvar::new(),
         })
     }
 
@@ -196,10 +212,13 @@ impl Pipe {
     /// it and the encoder's backlog is small, the calling thread encodes it
     /// at once (small parts are copied and released by the thread that made
     /// them). The first message after a quiet spell is also written by the
-    /// calling thread (no hand-off, lowest latency); while messages follow
+    /// calling thread (no hand-off, lowest latency) unless more than
+    /// [`DIRECT_WRITE_MAX`] bytes are waiting; while messages follow
     /// each other closer than [`STREAM_GAP`], writing is left to the I/O
-    /// thread, which sends what accumulated in one `writev`. The parts are
-    /// taken out of `msg`.
+    /// thread, which sends what accumulated in one `writev`, unless the
+    /// message is large and more than [`BACKLOG_BYTES`] are waiting: then
+    /// the calling thread writes (after waiting for the current writer, if
+    /// any). The parts are taken out of `msg`.
     pub fn push(self: &Arc<Self>, msg: &mut Msg) {
         let mut st = self.lock();
         if st.terminated || st.closing {
@@ -211,51 +230,65 @@ impl Pipe {
             }
             return;
         }
-        let PipeState {
-            out,
-            link,
-            flush_scheduled,
-            last_write,
-            ..
-        } = &mut *st;
         let mut command = None;
-        let Link::Net(conn) = link else {
-            out.push_back(std::mem::take(msg));
-            self.out_len.store(out.len(), Ordering::Release);
-            return;
-        };
-        if conn.failed.is_none() && conn.connected && out.is_empty() && conn.can_encode() {
-            if let Err(e) = conn.encode(msg) {
-                conn.failed = Some(e);
-                command = Some(Command::Kick(self.clone()));
-            }
-        } else {
-            out.push_back(std::mem::take(msg));
-        }
-        let mut write_now = false;
-        if conn.failed.is_none()
-            && conn.connected
-            && !conn.blocked
-            && !conn.writing
-            && !*flush_scheduled
-        {
-            let now = Instant::now();
-            if conn.encoded() > DIRECT_WRITE_MAX
-                || last_write.is_some_and(|t| now.duration_since(t) < STREAM_GAP)
+        let large = msg_len(msg) >= LARGE_MSG;
+        let PipeState { out, link, .. } = &mut *st;
+        match link {
+            Link::Net(conn)
+                if conn.failed.is_none()
+                    && conn.connected
+                    && out.is_empty()
+                    && conn.can_encode() =>
             {
+                if let Err(e) = conn.encode(msg) {
+                    conn.failed = Some(e);
+                    command = Some(Command::Kick(self.clone()));
+                }
+            }
+            _ => out.push_back(std::mem::take(msg)),
+        }
+        loop {
+            let PipeState {
+                out,
+                link,
+                flush_scheduled,
+                last_write,
+                write_waiters,
+                ..
+            } = &mut *st;
+            let Link::Net(conn) = link else {
+                break;
+            };
+            if conn.failed.is_some() || !conn.connected || conn.blocked {
+                break;
+            }
+            let backlog = large && out.bytes() + conn.encoded() > BACKLOG_BYTES;
+            if conn.writing {
+                if !backlog {
+                    break;
+                }
+                *write_waiters += 1;
+                st = self.write_done.wait(st).unwrap_or_else(|e| e.into_inner());
+                st.write_waiters -= 1;
+                continue;
+            }
+            if !backlog && *flush_scheduled {
+                break;
+            }
+            let now = Instant::now();
+            let recent = last_write.is_some_and(|t| now.duration_since(t) < STREAM_GAP);
+            if !backlog && (recent || conn.encoded() > DIRECT_WRITE_MAX) {
                 *flush_scheduled = true;
                 command = Some(Command::Flush(self.clone()));
-            } else {
-                *last_write = Some(now);
-                write_now = true;
+                break;
             }
-        }
-        if write_now {
+            *last_write = Some(now);
             let (written, _) = self.write_out(st);
             st = written;
             if matches!(&st.link, Link::Net(c) if c.failed.is_some()) {
                 command = Some(Command::Kick(self.clone()));
             }
+            break;
         }
         self.out_len.store(st.out.len(), Ordering::Release);
         drop(st);
@@ -298,6 +331,9 @@ impl Pipe {
             drop(st);
             let result = job.write();
             st = self.lock();
+            if st.write_waiters > 0 {
+                self.write_done.notify_all();
+            }
             match &mut st.link {
                 Link::Net(conn) if conn.token == token => {
                     if let Err(e) = conn.finish_write(job, result) {
@@ -528,7 +564,7 @@ impl Pipe {
             return false;
         }
         st.link = Link::Inproc(Arc::downgrade(peer));
-        let queued: Vec<Msg> = st.out.drain(..).collect();
+        let queued = st.out.take_all();
         self.out_len.store(0, Ordering::Release);
         for msg in queued {
             deliver_inproc(peer, msg);
