@@ -382,8 +382,8 @@ pub(crate) struct NetConn {
     wbuf: VecDeque<Bytes>,
     /// The chunk list a write job takes, kept for reuse.
     spare: Vec<Bytes>,
-    /// The last read went straight into a body too large for the read
-    /// buffer.
+    /// The last read that brought bytes went straight into a body too
+    /// large for the read buffer.
     read_direct: bool,
 }
 
@@ -587,7 +587,6 @@ impl NetConn {
                 };
                 self.stream.read(&mut room[..len])
             };
-            self.read_direct = missing >= READ_CHUNK;
             let n = match read {
                 Ok(0) => {
                     turn.failure = Some(match self.zmtp.handle_eof() {
@@ -606,6 +605,7 @@ impl NetConn {
                 }
             };
             left = left.saturating_sub(n);
+            self.read_direct = missing >= READ_CHUNK;
             let result = if direct {
                 Ok(())
             } else {

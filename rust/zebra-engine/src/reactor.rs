@@ -28,7 +28,7 @@ use crate::pipe::{Origin, Pipe};
 use crate::socket::SocketCore;
 
 /// Bytes read from one connection before others get a turn.
-const READ_BUDGET: usize = 1024 * 1024;
+const READ_BUDGET: usize = 4 << 20;
 const WAKER: Token = Token(usize::MAX);
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

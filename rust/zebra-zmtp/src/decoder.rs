@@ -15,7 +15,7 @@
 //! reads large bodies directly reserve address space further ahead (memory
 //! that is reserved but not yet written is not committed).
 
-use std::io::{self, Read};
+use std::io::{self, BufWriter, Read, Write};
 
 use bytes::{Buf, Bytes};
 
@@ -24,6 +24,11 @@ use crate::wire::frame::{flags, Frame, FrameHeader, MAX_HEADER_LEN};
 
 /// Smallest body allocation step for large frames.
 const MIN_GROWTH: usize = 64 * 1024;
+
+/// Room a whole-body buffer has beyond the body: `std`'s copy into a
+/// `BufWriter` reads only while at least its default buffer size (8 KiB)
+/// is free, and would otherwise flush.
+const WHOLE_SLACK: usize = 16 * 1024;
 
 /// What the decoder accepts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,40 +87,131 @@ impl Input for Bytes {
     }
 }
 
+/// A body's storage.
+#[derive(Debug)]
+enum BodyBuf {
+    /// Grows as bytes arrive (at most doubling); reads into it with
+    /// `read_to_end`, which offers the kernel 8 KiB at first and doubles
+    /// that after each read it fills.
+    Growing(Vec<u8>),
+    /// Holds the whole body (and [`WHOLE_SLACK`] more) from the start,
+    /// where [`Limits::reserve_ahead`] allows it. `std`'s copy into a
+    /// `BufWriter` offers the kernel all its free room in each read, so
+    /// every read of the body is one system call; nothing is ever flushed
+    /// (the body and the slack fit).
+    Whole(BufWriter<io::Sink>),
+}
+
 #[derive(Debug)]
 struct Body {
     more: bool,
     command: bool,
     size: usize,
-    buf: Vec<u8>,
+    buf: BodyBuf,
 }
 
 impl Body {
+    fn new(more: bool, command: bool, size: usize) -> Body {
+        Body {
+            more,
+            command,
+            size,
+            buf: BodyBuf::Growing(Vec::new()),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match &self.buf {
+            BodyBuf::Growing(v) => v.len(),
+            BodyBuf::Whole(w) => w.buffer().len(),
+        }
+    }
+
+    #[cfg(test)]
+    fn capacity(&self) -> usize {
+        match &self.buf {
+            BodyBuf::Growing(v) => v.capacity(),
+            BodyBuf::Whole(w) => w.capacity(),
+        }
+    }
+
     fn missing(&self) -> usize {
-        self.size - self.buf.len()
+        self.size - self.len()
     }
 
     /// Makes room for `incoming` more bytes (and more, per the growth
-    /// policy).
+    /// policy): the whole body at once when `reserve_ahead` covers it.
     fn grow(&mut self, incoming: usize, reserve_ahead: usize) {
-        let len = self.buf.len();
+        let BodyBuf::Growing(v) = &mut self.buf else {
+            return;
+        };
+        let len = v.len();
         let needed = len + incoming;
-        if needed <= self.buf.capacity() {
+        if needed <= v.capacity() {
+            return;
+        }
+        if len == 0 && reserve_ahead >= self.size {
+            self.buf = BodyBuf::Whole(BufWriter::with_capacity(
+                self.size + WHOLE_SLACK,
+                io::sink(),
+            ));
             return;
         }
         let target = needed
-            .max(self.buf.capacity().saturating_mul(2))
+            .max(v.capacity().saturating_mul(2))
             .max(MIN_GROWTH)
             .max(len.saturating_add(reserve_ahead))
             .min(self.size);
-        self.buf.reserve_exact(target - len);
+        v.reserve_exact(target - len);
+    }
+
+    /// Appends received bytes (at most what is missing).
+    fn extend(&mut self, data: &[u8], reserve_ahead: usize) {
+        self.grow(data.len(), reserve_ahead);
+        match &mut self.buf {
+            BodyBuf::Growing(v) => v.extend_from_slice(data),
+            BodyBuf::Whole(w) => {
+                let buffered = w.write_all(data);
+                debug_assert!(buffered.is_ok(), "a whole-body buffer never flushes");
+            }
+        }
+    }
+
+    /// Reads at most what is missing from `reader`.
+    fn read_from<R: Read + ?Sized>(
+        &mut self,
+        reader: &mut R,
+        reserve_ahead: usize,
+    ) -> io::Result<usize> {
+        let missing = self.missing();
+        self.grow(missing.min(MIN_GROWTH), reserve_ahead);
+        let before = self.len();
+        let result = match &mut self.buf {
+            BodyBuf::Growing(v) => {
+                let room = (v.capacity() - v.len()).min(missing);
+                reader.take(room as u64).read_to_end(v).map(drop)
+            }
+            BodyBuf::Whole(w) => io::copy(&mut reader.take(missing as u64), w).map(drop),
+        };
+        let n = self.len() - before;
+        if n == 0 {
+            return result.map(|()| 0);
+        }
+        Ok(n)
     }
 
     fn into_frame(self) -> Frame {
+        let body = match self.buf {
+            BodyBuf::Growing(v) => Bytes::from(v),
+            BodyBuf::Whole(w) => {
+                let (_, buf) = w.into_parts();
+                Bytes::from(buf.unwrap_or_else(|p| p.into_inner()))
+            }
+        };
         Frame {
             more: self.more,
             command: self.command,
-            body: Bytes::from(self.buf),
+            body,
         }
     }
 }
@@ -141,7 +237,7 @@ impl FrameDecoder {
 
     /// Bytes of the current partial frame received so far.
     pub fn partial_len(&self) -> usize {
-        self.header_len + self.body.as_ref().map_or(0, |b| b.buf.len())
+        self.header_len + self.body.as_ref().map_or(0, Body::len)
     }
 
     /// Bytes still missing from the body of the message (non-command)
@@ -171,15 +267,7 @@ impl FrameDecoder {
         let Some(body) = self.body.as_mut().filter(|b| !b.command) else {
             return Ok((0, None));
         };
-        let missing = body.missing();
-        body.grow(missing.min(MIN_GROWTH), limits.reserve_ahead);
-        let room = (body.buf.capacity() - body.buf.len()).min(missing);
-        let before = body.buf.len();
-        let result = reader.take(room as u64).read_to_end(&mut body.buf);
-        let n = body.buf.len() - before;
-        if n == 0 {
-            return result.map(|_| (0, None));
-        }
+        let n = body.read_from(reader, limits.reserve_ahead)?;
         if body.missing() > 0 {
             return Ok((n, None));
         }
@@ -200,8 +288,7 @@ impl FrameDecoder {
             if let Some(mut body) = self.body.take() {
                 let available = input.remaining();
                 let n = body.missing().min(available.len());
-                body.grow(n, limits.reserve_ahead);
-                body.buf.extend_from_slice(&available[..n]);
+                body.extend(&available[..n], limits.reserve_ahead);
                 input.advance(n);
                 if body.missing() > 0 {
                     self.body = Some(body);
@@ -267,12 +354,7 @@ impl FrameDecoder {
                     body,
                 }));
             }
-            self.body = Some(Body {
-                more: h.more,
-                command: h.command,
-                size,
-                buf: Vec::new(),
-            });
+            self.body = Some(Body::new(h.more, h.command, size));
         }
     }
 }
@@ -390,7 +472,7 @@ mod tests {
         ];
         assert_eq!(d.decode(&mut input, &OPEN), Ok(None));
         assert_eq!(d.partial_len(), 3);
-        let cap = d.body.as_ref().map(|b| b.buf.capacity()).unwrap();
+        let cap = d.body.as_ref().map(Body::capacity).unwrap();
         assert!(cap <= MIN_GROWTH, "capacity {cap}");
         let mut input: &[u8] = &[0x02, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF, 0xFF];
         let r = FrameDecoder::new().decode(&mut input, &OPEN);
@@ -417,9 +499,22 @@ mod tests {
                 assert_eq!(f.body, body);
             }
             if let Some(b) = &d.body {
-                assert!(b.buf.capacity() <= size);
-                assert!(b.buf.capacity() <= (2 * b.buf.len()).max(MIN_GROWTH));
+                assert!(b.capacity() <= size);
+                assert!(b.capacity() <= (2 * b.len()).max(MIN_GROWTH));
             }
+        }
+    }
+
+    /// A reader that counts the reads that reach it.
+    struct Counting<'a> {
+        data: &'a [u8],
+        reads: usize,
+    }
+
+    impl Read for Counting<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.reads += 1;
+            self.data.read(buf)
         }
     }
 
@@ -432,7 +527,7 @@ mod tests {
             command: false,
             body: Bytes::from(body.clone()),
         }]);
-        for (reserve_ahead, first_capacity) in [(1 << 20, size), (0, MIN_GROWTH)] {
+        for (reserve_ahead, first_capacity) in [(1 << 20, size + WHOLE_SLACK), (0, MIN_GROWTH)] {
             let limits = Limits {
                 reserve_ahead,
                 ..OPEN
@@ -441,18 +536,55 @@ mod tests {
             let mut head: &[u8] = &bytes[..9 + 10];
             assert_eq!(d.decode(&mut head, &limits), Ok(None));
             assert_eq!(d.message_body_missing(), size - 10);
-            assert_eq!(d.body.as_ref().unwrap().buf.capacity(), first_capacity);
-            let mut rest: &[u8] = &bytes[9 + 10..];
-            let mut reads = 0;
+            assert_eq!(d.body.as_ref().unwrap().capacity(), first_capacity);
+            let mut rest = Counting {
+                data: &bytes[9 + 10..],
+                reads: 0,
+            };
             let mut got = None;
             while got.is_none() {
                 got = d.read_body(&mut rest, &limits).unwrap().1;
-                reads += 1;
             }
-            assert_eq!(reads == 1, first_capacity == size);
+            let whole = reserve_ahead >= size;
+            assert_eq!(rest.reads == 1, whole, "{} reads", rest.reads);
             assert_eq!(got.unwrap().body, body);
-            assert!(d.is_idle() && rest.is_empty());
+            assert!(d.is_idle() && rest.data.is_empty());
         }
+    }
+
+    #[test]
+    fn a_whole_body_buffer_takes_split_input_and_reads() {
+        let size = 100_000;
+        let body: Vec<u8> = (0..size).map(|i| (i * 7) as u8).collect();
+        let bytes = encode(&[Frame {
+            more: true,
+            command: false,
+            body: Bytes::from(body.clone()),
+        }]);
+        let limits = Limits {
+            reserve_ahead: size,
+            ..OPEN
+        };
+        let mut d = FrameDecoder::new();
+        let mut got = None;
+        for (i, chunk) in bytes.chunks(7_001).enumerate() {
+            if i % 2 == 0 || d.message_body_missing() == 0 {
+                let mut input = chunk;
+                if let Some(f) = d.decode(&mut input, &limits).unwrap() {
+                    got = Some(f);
+                }
+                assert!(input.is_empty());
+            } else {
+                let mut reader = chunk;
+                let (n, f) = d.read_body(&mut reader, &limits).unwrap();
+                assert_eq!(n, chunk.len());
+                got = got.or(f);
+            }
+        }
+        let f = got.unwrap();
+        assert!(f.more);
+        assert_eq!(f.body, body);
+        assert!(d.is_idle());
     }
 
     #[test]
