@@ -87,11 +87,14 @@ const READ_CHUNK: usize = 64 * 1024;
 const MIN_READ: usize = 8 * 1024;
 /// A body missing at least this much is read straight into its buffer.
 const DIRECT_READ_MIN: usize = 16 * 1024;
-/// The read after a body larger than the read buffer was read straight
-/// into its own is at most this long: such messages tend to follow each
-/// other, and the part of the next body that this read brings in is
-/// copied once.
+/// The read after at least [`SHORT_READ_AFTER`] bytes of a body were read
+/// straight into it is at most this long: such messages tend to follow
+/// each other, and the part of the next body that this read brings in is
+/// copied once (and the read buffer is used up, and zero-filled again,
+/// that much slower).
 const READ_AFTER_DIRECT: usize = 8 * 1024;
+/// See [`READ_AFTER_DIRECT`].
+const SHORT_READ_AFTER: usize = 32 * 1024;
 /// How far ahead of the bytes received a large body reserves memory (see
 /// [`zebra_zmtp::Config::reserve_ahead`]): bodies up to this size are read
 /// into one buffer, allocated once.
@@ -382,8 +385,8 @@ pub(crate) struct NetConn {
     wbuf: VecDeque<Bytes>,
     /// The chunk list a write job takes, kept for reuse.
     spare: Vec<Bytes>,
-    /// The last read that brought bytes went straight into a body too
-    /// large for the read buffer.
+    /// The last read that brought bytes went straight into a body, for at
+    /// least [`SHORT_READ_AFTER`] bytes.
     read_direct: bool,
 }
 
@@ -605,7 +608,7 @@ impl NetConn {
                 }
             };
             left = left.saturating_sub(n);
-            self.read_direct = missing >= READ_CHUNK;
+            self.read_direct = direct && missing >= SHORT_READ_AFTER;
             let result = if direct {
                 Ok(())
             } else {
