@@ -44,7 +44,49 @@ pub const VARIABLES: &[Variable] = &[
         default: "(off)",
         help: "seeded fault injection on every hot-path send, for tests: a drop probability (`0.05`) or `drop=P,dup=P,delay=P,delay_ms=MS,seed=N`",
     },
+    Variable {
+        name: "ZEBRA_SWITCH",
+        default: "(none: no in-network aggregation)",
+        help: "HOST:PORT of the aggregating switch (`zebra switch` or a Tofino running p4/); with ZEBRA_ENABLE=1 and ZEBRA_HOT_KEYS, workers send hot keys there",
+    },
+    Variable {
+        name: "ZEBRA_HOT_KEYS",
+        default: "(none)",
+        help: "the hot-keys file (PS-lite keys hottest first, `KEY [VALUES]` or `A-B [VALUES]` per line); the switch, every worker and every server read the same file",
+    },
+    Variable {
+        name: "ZEBRA_HOT_CONFIG",
+        default: "(none: protocol defaults)",
+        help: "the hot-path settings file `zebra switch --config` reads (`key = value` lines): registers, slots, timeouts, packet size; every party must use the same one",
+    },
+    Variable {
+        name: "ZEBRA_DELIVERY",
+        default: "per-worker",
+        help: "how a server sees a round's hot sums: `per-worker` (each worker's push request, one carrying the sum, the others zeros: right for every server) or `merged` (one request carries the sum: only for servers that do not count pushes)",
+    },
+    Variable {
+        name: "ZEBRA_PSLITE_FLAVOR",
+        default: "auto",
+        help: "PS-lite message format: `auto` (detected from the bytes), `byteps` (BytePS's binary meta) or `protobuf` (dmlc/ps-lite and MXNet)",
+    },
 ];
+
+/// How a server presents a round's hot sums (`ZEBRA_DELIVERY`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Delivery {
+    #[default]
+    PerWorker,
+    Merged,
+}
+
+/// The PS-lite meta format (`ZEBRA_PSLITE_FLAVOR`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Flavor {
+    #[default]
+    Auto,
+    Byteps,
+    Protobuf,
+}
 
 /// Seeded faults injected on the hot path's send side (`ZEBRA_HOT_LOSS`).
 /// Probabilities are in parts per million.
@@ -122,6 +164,19 @@ pub struct Config {
     pub real_libzmq: Option<PathBuf>,
     pub stats: Option<StatsSink>,
     pub hot_loss: Option<HotLoss>,
+    /// `ZEBRA_SWITCH`, as given (resolved when the hot path starts).
+    pub switch: Option<String>,
+    pub hot_keys: Option<PathBuf>,
+    pub hot_config: Option<PathBuf>,
+    pub delivery: Delivery,
+    pub flavor: Flavor,
+}
+
+impl Config {
+    /// Whether the in-network aggregation is asked for (`ZEBRA_SWITCH` set).
+    pub fn wants_switch(&self) -> bool {
+        self.switch.is_some()
+    }
 }
 
 impl Default for Config {
@@ -132,6 +187,11 @@ impl Default for Config {
             real_libzmq: None,
             stats: None,
             hot_loss: None,
+            switch: None,
+            hot_keys: None,
+            hot_config: None,
+            delivery: Delivery::PerWorker,
+            flavor: Flavor::Auto,
         }
     }
 }
@@ -235,6 +295,39 @@ impl Config {
                         expected,
                     }),
                 },
+                "ZEBRA_SWITCH" if value.trim().is_empty() => {}
+                "ZEBRA_SWITCH" => match value.trim().rsplit_once(':') {
+                    Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                        cfg.switch = Some(value.trim().to_string())
+                    }
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_SWITCH",
+                        value: value.to_string(),
+                        expected: "expected HOST:PORT (e.g. 10.0.0.250:9950)",
+                    }),
+                },
+                "ZEBRA_HOT_KEYS" | "ZEBRA_HOT_CONFIG" if value.trim().is_empty() => {}
+                "ZEBRA_HOT_KEYS" => cfg.hot_keys = Some(PathBuf::from(value)),
+                "ZEBRA_HOT_CONFIG" => cfg.hot_config = Some(PathBuf::from(value)),
+                "ZEBRA_DELIVERY" => match value.trim() {
+                    "" | "per-worker" => cfg.delivery = Delivery::PerWorker,
+                    "merged" => cfg.delivery = Delivery::Merged,
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_DELIVERY",
+                        value: value.to_string(),
+                        expected: "expected per-worker or merged",
+                    }),
+                },
+                "ZEBRA_PSLITE_FLAVOR" => match value.trim().to_ascii_lowercase().as_str() {
+                    "" | "auto" => cfg.flavor = Flavor::Auto,
+                    "byteps" => cfg.flavor = Flavor::Byteps,
+                    "protobuf" | "pb" | "dmlc" | "mxnet" => cfg.flavor = Flavor::Protobuf,
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_PSLITE_FLAVOR",
+                        value: value.to_string(),
+                        expected: "expected auto, byteps or protobuf",
+                    }),
+                },
                 other if other.starts_with("ZEBRA_") => errors.push(ConfigError::Unknown {
                     name: other.to_string(),
                     known: VARIABLES
@@ -263,6 +356,32 @@ mod tests {
 
     fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
         Config::from_vars(vars.iter().copied(), 42)
+    }
+
+    #[test]
+    fn hot_path_settings() {
+        let c = parse(&[
+            ("ZEBRA_SWITCH", "10.0.0.250:9950"),
+            ("ZEBRA_HOT_KEYS", "/tmp/hot.keys"),
+            ("ZEBRA_DELIVERY", "merged"),
+            ("ZEBRA_PSLITE_FLAVOR", "MXNet"),
+        ])
+        .unwrap();
+        assert_eq!(c.switch.as_deref(), Some("10.0.0.250:9950"));
+        assert!(c.wants_switch());
+        assert_eq!(c.hot_keys, Some(PathBuf::from("/tmp/hot.keys")));
+        assert_eq!((c.delivery, c.flavor), (Delivery::Merged, Flavor::Protobuf));
+        assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
+        for (name, bad, want) in [
+            ("ZEBRA_SWITCH", "10.0.0.250", "HOST:PORT"),
+            ("ZEBRA_SWITCH", ":9950", "HOST:PORT"),
+            ("ZEBRA_SWITCH", "h:99999", "HOST:PORT"),
+            ("ZEBRA_DELIVERY", "both", "per-worker or merged"),
+            ("ZEBRA_PSLITE_FLAVOR", "thrift", "auto, byteps or protobuf"),
+        ] {
+            let err = parse(&[(name, bad)]).unwrap_err().to_string();
+            assert!(err.contains(name) && err.contains(want), "{name}={bad}: {err}");
+        }
     }
 
     #[test]
