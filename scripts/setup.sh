@@ -25,7 +25,7 @@ prefix=$(cd "$prefix" && pwd)
 
 step() { printf '\n==> %s\n' "$*"; }
 
-apt_packages=(libzmq3-dev pkg-config g++ make binutils iproute2 procps)
+apt_packages=(libzmq3-dev pkg-config g++ make binutils iproute2 procps libdpdk-dev libclang-dev ethtool)
 missing=()
 for p in "${apt_packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
