@@ -20,10 +20,12 @@ whose key is `switch`. `#` starts a comment; a value may be in double quotes; a 
 hot_keys path is relative to the file. Flags override the file. Workers and servers read the
 same file, so every party agrees on the protocol settings.
 
-Hot-keys file (--hot-keys FILE): PS-lite keys, hottest first, one per line, as decimal u64;
-`a-b` stands for the keys a..=b in ascending order; `#` starts a comment. Line order is the
-hot rank (register rank mod R, slot rank div R); each key's server follows PS-lite's default
-key ranges for --servers.
+Hot-keys file (--hot-keys FILE): PS-lite keys, hottest first, one per line, as decimal u64,
+optionally followed by the key's number of values (default 1); `a-b` stands for the keys
+a..=b in ascending order; `#` starts a comment. Each key's server follows PS-lite's default
+key ranges for --servers, and each server owning a hot key is its own job (--job + server
+rank) whose hot indices are its keys' values in file order (register index mod R, slot
+index div R).
 
 Signals: SIGUSR1 prints the statistics to standard output; SIGINT or SIGTERM stops the switch
 and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; default info).";
@@ -123,14 +125,27 @@ fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
         Some(hk) => format!("{} hot keys from the file", hk.len()),
         None => format!("hot ranks 0..{}", j.hot_keys),
     };
+    let jobs = match &config.hot_set {
+        Some(_) => format!(
+            "jobs {} (one per PS-lite server owning a hot key)",
+            p.jobs
+                .iter()
+                .map(|j| j.id.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        None => format!("job {}", j.id),
+    };
+    let servers = config
+        .hot_set
+        .as_ref()
+        .map_or(j.servers, |h| h.ranges().len() as u16);
     format!(
-        "zebra switch: listening on {} for job {}: {} workers, {} servers, {keys}; \
+        "zebra switch: listening on {} for {jobs}: {} workers, {servers} servers, {keys}; \
          R={} S={} W={}, {}-byte packets, round timeout {:?}{}\n\
          zebra switch: SIGUSR1 prints statistics, SIGINT/SIGTERM stops",
         node.local_addr(),
-        j.id,
         j.workers,
-        j.servers,
         p.registers,
         p.slots,
         p.copies,

@@ -5,10 +5,13 @@
 //! 70000          # rank 0, the hottest
 //! 12             # rank 1
 //! 100-103        # ranks 2..=5: keys 100, 101, 102, 103
+//! 5000 16        # rank 6: key 5000, 16 values (an embedding row)
 //! ```
 //!
 //! One entry per line: a key (a decimal `u64`, as PS-lite sends it) or an
-//! inclusive range `a-b` (keys `a..=b` in ascending order). A key's line
+//! inclusive range `a-b` (keys `a..=b` in ascending order), optionally
+//! followed by the key's number of values (PS-lite's `val_len` in
+//! elements; default 1; each value takes one hot index). A key's line
 //! order is its hot rank (0 = hottest), which decides its register and slot
 //! in the switch. `#` starts a comment; blank lines are skipped; spaces
 //! around entries are ignored. A key listed twice, a reversed range, a
@@ -85,6 +88,7 @@ pub enum HotKeysError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HotKeys {
     keys: Vec<u64>,
+    values: Vec<u32>,
     lines: Vec<u32>,
     rank: HashMap<u64, u32>,
 }
@@ -103,6 +107,7 @@ impl HotKeys {
     pub fn parse(text: &str) -> Result<HotKeys, HotKeysError> {
         let mut hk = HotKeys {
             keys: Vec::new(),
+            values: Vec::new(),
             lines: Vec::new(),
             rank: HashMap::new(),
         };
@@ -116,18 +121,15 @@ impl HotKeys {
                 line,
                 text: entry.to_string(),
             };
-            let number = |s: &str| {
-                let s = s.trim();
-                if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
-                    return None;
-                }
-                s.parse::<u64>().ok()
-            };
-            let (start, end) = match entry.split_once('-') {
-                Some((a, b)) => (number(a).ok_or_else(syntax)?, number(b).ok_or_else(syntax)?),
+            let ((start, end), values) = match keys_of(entry) {
+                Some(range) => (range, 1),
                 None => {
-                    let k = number(entry).ok_or_else(syntax)?;
-                    (k, k)
+                    let (head, last) = entry.rsplit_once(char::is_whitespace).ok_or_else(syntax)?;
+                    let values = decimal(last)
+                        .and_then(|v| u32::try_from(v).ok())
+                        .filter(|&v| v > 0)
+                        .ok_or_else(syntax)?;
+                    (keys_of(head).ok_or_else(syntax)?, values)
                 }
             };
             if end < start {
@@ -141,7 +143,7 @@ impl HotKeys {
                 });
             }
             for key in start..=end {
-                hk.push(key, line)?;
+                hk.push(key, values, line)?;
             }
         }
         if hk.keys.is_empty() {
@@ -150,7 +152,7 @@ impl HotKeys {
         Ok(hk)
     }
 
-    fn push(&mut self, key: u64, line: usize) -> Result<(), HotKeysError> {
+    fn push(&mut self, key: u64, values: u32, line: usize) -> Result<(), HotKeysError> {
         let rank = self.keys.len() as u32;
         if let Some(&first) = self.rank.get(&key) {
             return Err(HotKeysError::Duplicate {
@@ -162,6 +164,7 @@ impl HotKeys {
         }
         self.rank.insert(key, rank);
         self.keys.push(key);
+        self.values.push(values);
         self.lines.push(u32::try_from(line).unwrap_or(u32::MAX));
         Ok(())
     }
@@ -181,6 +184,16 @@ impl HotKeys {
         &self.keys
     }
 
+    /// Each key's number of values, in rank order (`VALUES`, default 1).
+    pub fn values(&self) -> &[u32] {
+        &self.values
+    }
+
+    /// `(key, values)` in rank order.
+    pub fn entries(&self) -> impl Iterator<Item = (u64, u32)> + '_ {
+        self.keys.iter().copied().zip(self.values.iter().copied())
+    }
+
     /// The hot rank of `key`, if it is hot.
     pub fn rank(&self, key: u64) -> Option<u32> {
         self.rank.get(&key).copied()
@@ -190,6 +203,23 @@ impl HotKeys {
     /// ranges for `servers` servers (see [`pslite_server_ranges`]).
     pub fn pslite_owners(&self, servers: u16) -> Vec<u16> {
         zebra_proto::JobConfig::owners_from_key_ranges(&self.keys, &pslite_server_ranges(servers))
+    }
+}
+
+/// A decimal `u64` with nothing else around it but spaces.
+fn decimal(s: &str) -> Option<u64> {
+    let s = s.trim();
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// The keys of an entry: `KEY` or `A-B` (spaces allowed around `-`).
+fn keys_of(entry: &str) -> Option<(u64, u64)> {
+    match entry.split_once('-') {
+        Some((a, b)) => Some((decimal(a)?, decimal(b)?)),
+        None => decimal(entry).map(|k| (k, k)),
     }
 }
 
@@ -217,6 +247,21 @@ mod tests {
         assert_eq!(hk.rank(101), Some(3));
         assert_eq!(hk.rank(7), None);
         assert_eq!(HotKeys::parse("42-42").unwrap().keys(), [42]);
+        assert_eq!(hk.values(), [1; 9]);
+        let v = HotKeys::parse("7 16\n1-3 4 # rows\n9 - 10\n11 - 12 2\n").unwrap();
+        assert_eq!(
+            v.entries().collect::<Vec<_>>(),
+            [
+                (7, 16),
+                (1, 4),
+                (2, 4),
+                (3, 4),
+                (9, 1),
+                (10, 1),
+                (11, 2),
+                (12, 2)
+            ]
+        );
     }
 
     #[test]
@@ -230,6 +275,10 @@ mod tests {
             ("18446744073709551616\n", "line 1"),
             ("1-2-3\n", "line 1"),
             ("9-3\n", "line 1: range 9-3 ends before it starts"),
+            ("7 0\n", "line 1: \"7 0\""),
+            ("7 4294967296\n", "line 1"),
+            ("7 x\n", "line 1"),
+            ("7 4 4\n", "line 1"),
             ("5\n1-10\n", "line 2: key 5 is already hot rank 0 (line 1)"),
             ("0-18446744073709551615\n", "line 1: more than"),
             ("# nothing\n\n", "no hot key listed"),

@@ -31,6 +31,10 @@ use zebra_config::HotLoss;
 use zebra_proto::number::MAX_FRAC_BITS;
 use zebra_proto::{Config, JobConfig, LayoutKind, NumberMode, Packing};
 
+use std::sync::Arc;
+
+use zebra_agent::{AgentConfig, HotSet, KeyRanges};
+
 use crate::hotkeys::HotKeys;
 use crate::switch_node::SwitchNodeConfig;
 
@@ -74,10 +78,10 @@ const fn knob(
 /// Every setting, in the order `--help` and the docs list them.
 pub const KNOBS: &[Knob] = &[
     knob("switch", "listen", "HOST:PORT", "(required for zebra switch)", "the switch's UDP address: `zebra switch` binds it (0.0.0.0 for all interfaces); workers and servers send to it"),
-    knob("job", "job", "ID", "1", "job id carried in every packet"),
+    knob("job", "job", "ID", "1", "job id carried in every packet; with a hot-keys file, PS-lite server s is job ID + s"),
     knob("workers", "workers", "N", "(required)", "workers of the job (ranks 0..N), 1..=64"),
     knob("servers", "servers", "S", "1", "servers of the job (PS-lite server ranks 0..S)"),
-    knob("hot_keys", "hot-keys", "FILE", "(none)", "hot-keys file: PS-lite keys hottest first (line order = hot rank); owners follow PS-lite's default key ranges"),
+    knob("hot_keys", "hot-keys", "FILE", "(none)", "hot-keys file: PS-lite keys hottest first (line order = hot rank), `KEY [VALUES]` per line; owners follow PS-lite's default key ranges, each owning server is its own job"),
     knob("hot_key_count", "hot-key-count", "K", "(none)", "instead of a file: hot ranks 0..K, split into S contiguous ranges by owner"),
     knob("registers", "registers", "R", "32", "register arrays: hot rank r lives in register r mod R"),
     knob("slots", "slots", "K", "1024", "slots per register array and copy, shared by the jobs (ceil(hot keys / R) needed)"),
@@ -120,6 +124,13 @@ pub struct HotpathConfig {
     pub proto: Config,
     /// The hot keys, when read from a file (else ranks are given directly).
     pub hot_keys: Option<HotKeys>,
+    /// With a hot-keys file: the keys' owners and hot indices. Each PS-lite
+    /// server `s` that owns a hot key is then its own job `job + s` with one
+    /// server (index 0), as `zebra-agent` splits pushes; [`Self::proto`]
+    /// holds those jobs.
+    pub hot_set: Option<Arc<HotSet>>,
+    /// The first job id (`job`).
+    pub job_base: u16,
     /// Pinned server addresses, by server index.
     pub server_addrs: BTreeMap<u16, SocketAddr>,
     /// Faults to inject on every send.
@@ -127,21 +138,29 @@ pub struct HotpathConfig {
 }
 
 impl HotpathConfig {
-    /// The job.
+    /// The first job.
     pub fn job(&self) -> &JobConfig {
         &self.proto.jobs[0]
     }
 
+    /// The job and server index of PS-lite server `server`: with a hot-keys
+    /// file each server is its own job; else server `server` of the one job.
+    pub fn server_member(&self, server: u16) -> (u16, u16) {
+        match &self.hot_set {
+            Some(_) => (self.job_base.wrapping_add(server), 0),
+            None => (self.job().id, server),
+        }
+    }
+
     /// What a [`SwitchNode`](crate::SwitchNode) listening on `listen` needs.
     pub fn switch_node_config(&self, listen: SocketAddr) -> SwitchNodeConfig {
-        let job = self.job().id;
         SwitchNodeConfig {
             listen,
             proto: self.proto.clone(),
             server_addrs: self
                 .server_addrs
                 .iter()
-                .map(|(&s, &a)| ((job, s), a))
+                .map(|(&s, &a)| (self.server_member(s), a))
                 .collect(),
             loss: self.loss,
         }
@@ -499,25 +518,45 @@ impl Builder {
         if !problems.is_empty() {
             return Err(SettingsError { problems });
         }
-        let count = match &hot_keys {
-            Some(hk) => hk.len() as u32,
-            None => self.hot_key_count.unwrap_or(0),
+        let number = self.number.unwrap_or(NumberMode::F32);
+        let layout = self.layout.unwrap_or(LayoutKind::Heat);
+        let dense_ranks = self.dense_ranks.unwrap_or(0);
+        let job_base = self.job.unwrap_or(1);
+        let workers = self.workers.unwrap_or(0);
+        let (jobs, hot_set) = match &hot_keys {
+            Some(hk) => {
+                let hot = HotSet::new(hk.entries(), KeyRanges::pslite(servers))
+                    .map_err(|e| SettingsError::one(format!("hot keys: {e}")))?;
+                let agent = AgentConfig::new(job_base, workers, servers);
+                agent
+                    .validate()
+                    .map_err(|e| SettingsError::one(e.to_string()))?;
+                let jobs = hot
+                    .job_configs(&agent)
+                    .into_iter()
+                    .map(|mut job| {
+                        job.number = number;
+                        job.layout = layout;
+                        job.dense_ranks = dense_ranks;
+                        job
+                    })
+                    .collect();
+                (jobs, Some(Arc::new(hot)))
+            }
+            None => {
+                let mut job =
+                    JobConfig::new(job_base, workers, self.hot_key_count.unwrap_or(0), servers);
+                job.number = number;
+                job.layout = layout;
+                job.dense_ranks = dense_ranks;
+                (vec![job], None)
+            }
         };
-        let mut job = JobConfig::new(
-            self.job.unwrap_or(1),
-            self.workers.unwrap_or(0),
-            count,
-            servers,
-        );
-        job.owners = hot_keys.as_ref().map(|hk| hk.pslite_owners(servers));
-        job.number = self.number.unwrap_or(NumberMode::F32);
-        job.layout = self.layout.unwrap_or(LayoutKind::Heat);
-        job.dense_ranks = self.dense_ranks.unwrap_or(0);
         let mut proto = self
             .config
             .take()
             .unwrap_or_else(|| Config::new(Vec::new()));
-        proto.jobs = vec![job];
+        proto.jobs = jobs;
         proto
             .validate()
             .map_err(|e| SettingsError::one(format!("the settings do not fit together: {e}")))?;
@@ -525,6 +564,8 @@ impl Builder {
             switch: self.switch,
             proto,
             hot_keys,
+            hot_set,
+            job_base,
             server_addrs: self
                 .server_addrs
                 .into_iter()
@@ -673,12 +714,22 @@ loss = drop=0.01
             ),
             (7, 5, 9, 10)
         );
-        let j = c.job();
-        assert_eq!((j.id, j.workers, j.servers, j.hot_keys), (3, 6, 2, 2));
-        assert_eq!(j.owners, Some(vec![0, 1]), "PS-lite key ranges");
-        assert_eq!(j.number, NumberMode::Fixed { frac_bits: 12 });
-        assert_eq!(j.layout, LayoutKind::Random { seed: 42 });
-        assert_eq!(j.dense_ranks, 1);
+        let jobs: Vec<_> = p
+            .jobs
+            .iter()
+            .map(|j| (j.id, j.workers, j.servers, j.hot_keys))
+            .collect();
+        assert_eq!(
+            jobs,
+            [(3, 6, 1, 1), (4, 6, 1, 1)],
+            "one job per PS-lite server that owns a hot key (PS-lite key ranges)"
+        );
+        for j in &p.jobs {
+            assert_eq!(j.number, NumberMode::Fixed { frac_bits: 12 });
+            assert_eq!(j.layout, LayoutKind::Random { seed: 42 });
+            assert_eq!(j.dense_ranks, 1);
+        }
+        assert_eq!((c.server_member(1), c.job_base), ((4, 0), 3));
         assert_eq!(c.hot_keys.as_ref().unwrap().rank(7), Some(0));
         assert_eq!(
             c.server_addrs
@@ -690,7 +741,7 @@ loss = drop=0.01
         assert_eq!(c.loss.unwrap().drop_ppm, 10_000);
         let node = c.switch_node_config("127.0.0.1:0".parse().unwrap());
         assert_eq!(node.server_addrs.len(), 2);
-        assert!(node.server_addrs.contains_key(&(3, 1)));
+        assert!(node.server_addrs.contains_key(&(4, 0)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
