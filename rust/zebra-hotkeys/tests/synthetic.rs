@@ -1,0 +1,83 @@
+//! The synthetic traces have the shape they are asked for: the top
+//! `hot_fraction` of the keys take `hot_share` of the updates (paper
+//! Figure 4), measured on the written trace by the profiler, within
+//! [`TOLERANCE`].
+
+use std::path::PathBuf;
+
+use zebra_hotkeys::profile::{scan, Sample};
+use zebra_hotkeys::synth::{generate, Model};
+use zebra_hotkeys::{Principle1, Shape, SynthSpec, TraceWriter};
+
+/// Largest allowed gap between the measured and the target share of the
+/// top `k` keys, in absolute share (3 percentage points).
+const TOLERANCE: f64 = 0.03;
+
+fn write_trace(spec: &SynthSpec, dir: &tempfile::TempDir, name: &str) -> (PathBuf, f64) {
+    let model = Model::fit(spec).unwrap();
+    let path = dir.path().join(name);
+    let mut w = TraceWriter::create(&path, u64::MAX).unwrap();
+    let g = generate(spec, &model, &mut w).unwrap();
+    drop(w);
+    assert_eq!(g.records, u64::from(spec.workers * spec.rounds));
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), g.bytes);
+    (path, g.top_pairs as f64 / g.pairs as f64)
+}
+
+#[test]
+fn generated_top_k_share_matches_the_target() {
+    let dir = tempfile::tempdir().unwrap();
+    for (shape, name) in [(Shape::Oa, "oa"), (Shape::Se, "se")] {
+        let mut spec = SynthSpec::new(shape, 1_000_000, 250, 4, 100);
+        spec.values = 2;
+        spec.seed = 11;
+        let k = spec.hot_keys() as usize;
+        assert_eq!(k, 200);
+        let (path, model_share) = write_trace(&spec, &dir, name);
+        let mut full = [Sample::new(1.0, 0)];
+        let scans = scan(&[path], &mut full, &mut |_| {}).unwrap();
+        assert!(scans[0].truncated.is_none());
+        let ranking = full[0].counts.rank();
+        assert_eq!(ranking.records, 400);
+        let (updates, values) = ranking.shares(k);
+        println!(
+            "{name}: target {:.3}, model ranks {model_share:.3}, profiled top {k} {updates:.3}",
+            spec.hot_share
+        );
+        assert!(
+            (updates - spec.hot_share).abs() <= TOLERANCE,
+            "{name}: {updates}"
+        );
+        assert!(
+            (model_share - spec.hot_share).abs() <= TOLERANCE,
+            "{name}: {model_share}"
+        );
+        assert!(
+            (values - updates).abs() < 1e-12,
+            "every key carries 2 values"
+        );
+        let choice = Principle1 {
+            p: spec.hot_share,
+            ..Principle1::default()
+        }
+        .choose(&ranking);
+        assert!(
+            choice.k.abs_diff(k) <= k / 5,
+            "{name}: Principle 1 with p = target finds about k: {} vs {k}",
+            choice.k
+        );
+    }
+}
+
+#[test]
+fn same_seed_same_trace_other_seed_other_trace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut spec = SynthSpec::new(Shape::Oa, 100_000, 30, 2, 5);
+    let (a, _) = write_trace(&spec, &dir, "a");
+    let (b, _) = write_trace(&spec, &dir, "b");
+    spec.seed = 2;
+    let (c, _) = write_trace(&spec, &dir, "c");
+    let read = |p| std::fs::read(p).unwrap();
+    assert_eq!(read(&a), read(&b));
+    assert_ne!(read(&a), read(&c));
+}
