@@ -152,6 +152,18 @@ impl WorkerAgent {
     /// A multipart message (`[meta, data...]`) this worker's DEALER to
     /// server rank `server` is about to send.
     pub fn on_send(&mut self, server: u16, frames: &[&[u8]]) -> Outgoing {
+        self.outgoing(Some(server), frames)
+    }
+
+    /// Like [`on_send`](Self::on_send), for a DEALER whose peer is not known
+    /// (neither PS-lite meta format carries the receiver): the server is the
+    /// one whose key range holds the push's first key, as PS-lite's default
+    /// slicer sends each server only keys of its range.
+    pub fn on_send_to_recver(&mut self, frames: &[&[u8]]) -> Outgoing {
+        self.outgoing(None, frames)
+    }
+
+    fn outgoing(&mut self, server: Option<u16>, frames: &[&[u8]]) -> Outgoing {
         self.stats.messages += 1;
         match self.split(server, frames) {
             Ok(split) => Outgoing::Split(split),
@@ -171,7 +183,7 @@ impl WorkerAgent {
         }
     }
 
-    fn split(&mut self, server: u16, frames: &[&[u8]]) -> Result<SplitPush, Skip> {
+    fn split(&mut self, server: Option<u16>, frames: &[&[u8]]) -> Result<SplitPush, Skip> {
         let (&meta_frame, data) = frames.split_first().ok_or(Skip::UnknownFormat)?;
         let (format, meta) = self
             .detector
@@ -183,7 +195,8 @@ impl WorkerAgent {
         if (meta.app_id, meta.customer_id) != (self.config.app_id, self.config.customer_id) {
             return Err(Skip::OtherStream);
         }
-        if server >= self.config.servers || self.hot.indices(server) == 0 {
+        let no_hot_keys = |s: u16| s >= self.config.servers || self.hot.indices(s) == 0;
+        if server.is_some_and(no_hot_keys) {
             return Err(Skip::NoHotKeys);
         }
         let malformed = |e: zebra_pslite::Error| {
@@ -197,6 +210,17 @@ impl WorkerAgent {
         }
         let entries = view.entries().map_err(malformed)?;
         let entries: Vec<_> = entries.collect();
+        let server = match server {
+            Some(s) => s,
+            None => {
+                let first = entries.first().ok_or(Skip::NoData)?.0;
+                let s = self.hot.ranges().server_of(first).ok_or(Skip::NoHotKeys)?;
+                if no_hot_keys(s) {
+                    return Err(Skip::NoHotKeys);
+                }
+                s
+            }
+        };
 
         let mut cold = KvData::empty(view.val_type(), view.has_lens());
         let mut listed = Vec::new();

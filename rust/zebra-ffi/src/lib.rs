@@ -48,12 +48,19 @@ mod ffi {
 
 pub use ffi::{Mode, Startup};
 
+mod hot;
 mod native;
 
 struct Decision {
     mode: Mode,
     reason: String,
     config: Option<Config>,
+    hot: Option<hot::Plan>,
+}
+
+/// The hot-path plan of this process (mode on with `ZEBRA_SWITCH`).
+fn hot_plan() -> Option<&'static hot::Plan> {
+    decision().hot.as_ref()
 }
 
 fn decision() -> &'static Decision {
@@ -77,9 +84,26 @@ fn decision() -> &'static Decision {
                     mode: Mode::BadConfig,
                     reason,
                     config: None,
+                    hot: None,
                 }
             }
             Ok(config) => {
+                let hot = match hot::Plan::from_config(&config) {
+                    Ok(plan) => plan,
+                    Err(problems) => {
+                        let reason = format!(
+                            "invalid hot-path configuration:\n  - {}",
+                            problems.join("\n  - ")
+                        );
+                        log::error!("zebra: {reason}");
+                        return Decision {
+                            mode: Mode::BadConfig,
+                            reason,
+                            config: Some(config),
+                            hot: None,
+                        };
+                    }
+                };
                 let mode = if config.enable { Mode::On } else { Mode::Off };
                 log::info!(
                     "zebra: mode {}",
@@ -93,6 +117,7 @@ fn decision() -> &'static Decision {
                     mode,
                     reason: String::new(),
                     config: Some(config),
+                    hot,
                 }
             }
         }
@@ -131,10 +156,11 @@ pub fn write_stats(report: &str) {
     let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else {
         return;
     };
+    let report = format!("{report}{}", hot::report());
     match sink {
         StatsSink::Stderr => eprint!("{report}"),
         StatsSink::File(path) => {
-            if let Err(e) = std::fs::write(path, report) {
+            if let Err(e) = std::fs::write(path, &report) {
                 log::error!(
                     "zebra: cannot write ZEBRA_STATS file {}: {e}",
                     path.display()

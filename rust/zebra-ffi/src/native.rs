@@ -8,7 +8,10 @@
 use std::sync::OnceLock;
 
 use bytes::Bytes;
+use zebra_engine::consts::{opt, ZMQ_POLLIN};
 use zebra_engine::{Context, Error, Part, Socket};
+
+use crate::hot::{self, Hook};
 
 #[allow(unsafe_code)]
 #[cxx::bridge(namespace = "zebra::native_ffi")]
@@ -77,8 +80,9 @@ mod bridge {
 /// A context as the C++ shim holds it.
 pub struct ContextHandle(Context);
 
-/// A socket as the C++ shim holds it; `Err` when creation failed.
-pub struct SocketHandle(Result<Socket, i32>);
+/// A socket as the C++ shim holds it; `Err` when creation failed. The hook
+/// is the hot path's part in the socket (`hot.rs`).
+pub struct SocketHandle(Result<Socket, i32>, i32, Hook);
 
 /// A received message part, kept alive while a `zmq_msg_t` refers to its bytes.
 pub struct RecvPart(Part);
@@ -129,10 +133,15 @@ fn ctx_term(ctx: &ContextHandle) -> i32 {
 }
 
 fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle> {
-    Box::new(SocketHandle(ctx.0.socket(socket_type).map_err(|e| {
+    let socket = ctx.0.socket(socket_type).map_err(|e| {
         log::warn!("zebra: zmq_socket({socket_type}): {e}");
         e.errno()
-    })))
+    });
+    let hook = match &socket {
+        Ok(s) => Hook::for_socket(s, socket_type),
+        Err(_) => Hook::None,
+    };
+    Box::new(SocketHandle(socket, socket_type, hook))
 }
 
 fn socket_error(socket: &SocketHandle) -> i32 {
@@ -146,10 +155,18 @@ fn socket_close(socket: &SocketHandle) {
 }
 
 fn socket_set(socket: &SocketHandle, option: i32, value: &[u8]) -> i32 {
-    code(socket.with(|s| s.set_option(option, value)))
+    let rc = code(socket.with(|s| s.set_option(option, value)));
+    if rc == 0 {
+        hot::on_option(socket.1, option, value);
+    }
+    rc
 }
 
 fn socket_get(socket: &SocketHandle, option: i32, value: &mut Vec<u8>) -> i32 {
+    if let (Hook::Router(r), opt::RCVMORE) = (&socket.2, option) {
+        *value = i32::from(r.more()).to_ne_bytes().to_vec();
+        return 0;
+    }
     code(socket.with(|s| s.get_option(option)).map(|v| *value = v))
 }
 
@@ -181,15 +198,27 @@ fn socket_monitor(socket: &SocketHandle, addr: &[u8], events: i32) -> i32 {
 }
 
 fn socket_events(socket: &SocketHandle) -> i32 {
-    socket.0.as_ref().map(|s| s.events()).unwrap_or(0)
+    let engine = socket.0.as_ref().map(|s| s.events()).unwrap_or(0);
+    match &socket.2 {
+        Hook::Router(r) if engine != 0 => (engine & !ZMQ_POLLIN) | r.events(),
+        _ => engine,
+    }
+}
+
+/// Sends one part, through the hook of a worker's DEALER.
+fn send(socket: &SocketHandle, data: Bytes, more: bool, dontwait: bool) -> i32 {
+    code(socket.with(|s| match &socket.2 {
+        Hook::Dealer(d) => d.send(data, more),
+        _ => s.send(data, more, dontwait),
+    }))
 }
 
 fn socket_send_copy(socket: &SocketHandle, data: &[u8], more: bool, dontwait: bool) -> i32 {
-    code(socket.with(|s| s.send(Bytes::copy_from_slice(data), more, dontwait)))
+    send(socket, Bytes::copy_from_slice(data), more, dontwait)
 }
 
 fn socket_send_part(socket: &SocketHandle, part: &RecvPart, more: bool, dontwait: bool) -> i32 {
-    code(socket.with(|s| s.send(part.0.data.clone(), more, dontwait)))
+    send(socket, part.0.data.clone(), more, dontwait)
 }
 
 static RELEASE_HOOK: OnceLock<extern "C" fn(usize)> = OnceLock::new();
@@ -237,7 +266,7 @@ unsafe fn socket_send_foreign(
     dontwait: bool,
 ) -> i32 {
     let bytes = Bytes::from_owner(Foreign { data, len, token });
-    code(socket.with(|s| s.send(bytes, more, dontwait)))
+    send(socket, bytes, more, dontwait)
 }
 
 #[allow(unsafe_code)]
@@ -249,7 +278,11 @@ unsafe fn set_release_hook(hook: usize) {
 }
 
 fn socket_recv(socket: &SocketHandle, dontwait: bool, error_code: &mut i32) -> Box<RecvPart> {
-    match socket.with(|s| s.recv(dontwait)) {
+    let received = socket.with(|s| match &socket.2 {
+        Hook::Router(r) => r.recv(dontwait),
+        _ => s.recv(dontwait),
+    });
+    match received {
         Ok(part) => {
             *error_code = 0;
             Box::new(RecvPart(part))

@@ -1,0 +1,710 @@
+//! In-network aggregation inside a PS-lite process (`ZEBRA_ENABLE=1` with
+//! `ZEBRA_SWITCH`): where the shim's sockets meet `zebra-agent` (the
+//! PS-lite-level split and merge) and `zebra-hotpath` (UDP to the switch).
+//!
+//! - **Worker** (`DMLC_ROLE=worker`): every DEALER is hooked. The parts of a
+//!   message are kept until its last part; the whole message then goes
+//!   through [`WorkerAgent::on_send_to_recver`]. A split push leaves as its
+//!   cold message (with the PUSH trailer), then its hot pairs go to the
+//!   switch on the [`WorkerLink`] of the server's job. One thread per link
+//!   turns fallbacks and settled rounds into SETTLE messages on the DEALER of
+//!   that server.
+//! - **Server** (`DMLC_ROLE=server`): the ROUTER is hooked. A pump thread
+//!   takes whole messages from the engine through [`ServerAgent::on_recv`];
+//!   a thread on the [`ServerLink`] feeds aggregates and applied fallbacks to
+//!   the agent and calls its `poll`. What the agent releases waits in an
+//!   inbox that the app's `zmq_msg_recv` reads part by part.
+//! - The process learns its PS-lite node id from the identity `ps<id>` it
+//!   gives its DEALERs (PS-lite sets it once the scheduler has assigned the
+//!   id, before any push): the worker or server side starts then. Messages
+//!   before that pass unchanged.
+//!
+//! The job's size comes from PS-lite's own `DMLC_NUM_WORKER` and
+//! `DMLC_NUM_SERVER`; the protocol settings from `ZEBRA_HOT_CONFIG` (the file
+//! `zebra switch --config` reads), the hot keys from `ZEBRA_HOT_KEYS`.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
+use std::time::Duration;
+
+use bytes::Bytes;
+use zebra_agent::{AgentConfig, Delivery, HotSet, Outgoing, ServerAgent, WorkerAgent};
+use zebra_config::{Flavor, HotLoss};
+use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
+use zebra_engine::{Error, Part, Socket};
+use zebra_hotpath::{
+    Clock, LinkConfig, ServerEvent, ServerLink, Settings, WorkerEvent, WorkerLink,
+};
+use zebra_pslite::{node_id, rank_of, role_of, Format, FormatChoice, Role};
+
+/// How long a link's event thread sleeps at most between checks.
+const EVENT_WAIT: Duration = Duration::from_millis(100);
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// This process's part in a PS-lite job, from `DMLC_ROLE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProcessRole {
+    Worker,
+    Server,
+    Scheduler,
+}
+
+/// What the hot path of this process is started with, checked at start-up.
+#[derive(Debug)]
+pub struct Plan {
+    role: ProcessRole,
+    switch: SocketAddr,
+    hot: Arc<HotSet>,
+    agent: AgentConfig,
+    proto: zebra_proto::Config,
+    loss: Option<HotLoss>,
+}
+
+fn env_count(name: &str, problems: &mut Vec<String>) -> u16 {
+    match std::env::var(name) {
+        Ok(v) => match v.trim().parse::<u16>() {
+            Ok(n) if n > 0 => n,
+            _ => {
+                problems.push(format!(
+                    "{name}={v:?}: expected a positive number (ZEBRA_SWITCH needs the job's size)"
+                ));
+                0
+            }
+        },
+        Err(_) => {
+            problems.push(format!(
+                "ZEBRA_SWITCH is set but {name} is not: the hot path needs PS-lite's job size \
+                 (every PS-lite launcher sets DMLC_NUM_WORKER and DMLC_NUM_SERVER)"
+            ));
+            0
+        }
+    }
+}
+
+impl Plan {
+    /// The plan for `config`, `None` without `ZEBRA_SWITCH` (or in mode
+    /// off); every problem named.
+    pub fn from_config(config: &zebra_config::Config) -> Result<Option<Plan>, Vec<String>> {
+        let Some(switch) = config.switch.as_deref().filter(|_| config.enable) else {
+            return Ok(None);
+        };
+        let mut problems = Vec::new();
+        let role = match std::env::var("DMLC_ROLE").as_deref() {
+            Ok("worker") => ProcessRole::Worker,
+            Ok("server") => ProcessRole::Server,
+            Ok("scheduler") => ProcessRole::Scheduler,
+            Ok(other) => {
+                problems.push(format!(
+                    "DMLC_ROLE={other:?}: expected worker, server or scheduler"
+                ));
+                ProcessRole::Scheduler
+            }
+            Err(_) => {
+                problems.push(
+                    "ZEBRA_SWITCH is set but DMLC_ROLE is not: in-network aggregation is for \
+                     PS-lite processes"
+                        .into(),
+                );
+                ProcessRole::Scheduler
+            }
+        };
+        let workers = env_count("DMLC_NUM_WORKER", &mut problems);
+        let servers = env_count("DMLC_NUM_SERVER", &mut problems);
+        let mut settings = match &config.hot_config {
+            Some(path) => {
+                Settings::load(path).map_err(|e| vec![format!("ZEBRA_HOT_CONFIG: {e}")])?
+            }
+            None => Settings::new(),
+        };
+        let mut set = |key: &str, value: &str, what: &str| {
+            if let Err(e) = settings.set(key, value) {
+                problems.push(format!("{what}: {e}"));
+            }
+        };
+        set("switch", switch, "ZEBRA_SWITCH");
+        if let Some(path) = &config.hot_keys {
+            set("hot_keys", &path.display().to_string(), "ZEBRA_HOT_KEYS");
+        }
+        if workers > 0 && servers > 0 {
+            set("workers", &workers.to_string(), "DMLC_NUM_WORKER");
+            set("servers", &servers.to_string(), "DMLC_NUM_SERVER");
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        let built = settings.build().map_err(|e| e.problems)?;
+        let Some(hot) = built.hot_set.clone() else {
+            return Err(vec![
+                "ZEBRA_SWITCH is set without hot keys: set ZEBRA_HOT_KEYS (or hot_keys in \
+                 ZEBRA_HOT_CONFIG)"
+                    .into(),
+            ]);
+        };
+        let mut agent = AgentConfig::new(built.job_base, workers, servers);
+        agent.delivery = match config.delivery {
+            zebra_config::Delivery::PerWorker => Delivery::PerWorker,
+            zebra_config::Delivery::Merged => Delivery::Merged,
+        };
+        agent.format = match config.flavor {
+            Flavor::Auto => FormatChoice::Auto,
+            Flavor::Byteps => FormatChoice::Fixed(Format::Byteps),
+            Flavor::Protobuf => FormatChoice::Fixed(Format::Protobuf),
+        };
+        agent.validate().map_err(|e| vec![e.to_string()])?;
+        let switch = built
+            .switch
+            .ok_or_else(|| vec![format!("ZEBRA_SWITCH={switch}: no address")])?;
+        Ok(Some(Plan {
+            role,
+            switch,
+            hot,
+            agent,
+            proto: built.proto,
+            loss: config.hot_loss.or(built.loss),
+        }))
+    }
+
+    fn link(&self, job: u16, rank: u16) -> LinkConfig {
+        let mut c = LinkConfig::new(self.proto.clone(), job, rank, self.switch);
+        c.loss = self.loss;
+        c
+    }
+}
+
+/// The hot path of this process.
+struct Process {
+    plan: &'static Plan,
+    clock: Clock,
+    worker: OnceLock<Option<Arc<WorkerSide>>>,
+    server: OnceLock<Option<Arc<ServerSide>>>,
+    router: Mutex<Weak<RouterHook>>,
+}
+
+static PROCESS: OnceLock<Option<Process>> = OnceLock::new();
+
+fn process() -> Option<&'static Process> {
+    PROCESS
+        .get_or_init(|| {
+            crate::hot_plan().map(|plan| Process {
+                plan,
+                clock: Clock::new(),
+                worker: OnceLock::new(),
+                server: OnceLock::new(),
+                router: Mutex::new(Weak::new()),
+            })
+        })
+        .as_ref()
+}
+
+impl Process {
+    fn worker(&self) -> Option<&Arc<WorkerSide>> {
+        self.worker.get().and_then(Option::as_ref)
+    }
+
+    fn server(&self) -> Option<&Arc<ServerSide>> {
+        self.server.get().and_then(Option::as_ref)
+    }
+
+    /// A DEALER of this process was given identity `ps<id>`.
+    fn learn_id(&'static self, id: i32) {
+        match (role_of(id), self.plan.role) {
+            (Role::Worker, ProcessRole::Worker) => {
+                self.worker
+                    .get_or_init(|| WorkerSide::start(self, rank_of(id) as u16));
+            }
+            (Role::Server, ProcessRole::Server) => {
+                self.server
+                    .get_or_init(|| ServerSide::start(self, rank_of(id) as u16));
+            }
+            (Role::Scheduler, _) => {}
+            (role, mine) => log::warn!(
+                "zebra: node id {id} ({role:?}) in a process with DMLC_ROLE {mine:?}: no hot path"
+            ),
+        }
+    }
+}
+
+/// What a socket of this process does besides the engine's work.
+#[derive(Debug, Default)]
+pub enum Hook {
+    /// Nothing: the engine alone.
+    #[default]
+    None,
+    /// A worker's DEALER.
+    Dealer(Arc<DealerHook>),
+    /// A server's ROUTER.
+    Router(Arc<RouterHook>),
+}
+
+impl Hook {
+    /// The hook for a new socket of type `socket_type`.
+    pub fn for_socket(socket: &Socket, socket_type: i32) -> Hook {
+        let Some(p) = process() else {
+            return Hook::None;
+        };
+        match (socket_type, p.plan.role) {
+            (ZMQ_DEALER, ProcessRole::Worker) => Hook::Dealer(Arc::new(DealerHook {
+                socket: socket.clone(),
+                parts: Mutex::new(Vec::new()),
+            })),
+            (ZMQ_ROUTER, ProcessRole::Server) => {
+                let hook = RouterHook::start(socket.clone());
+                *lock(&p.router) = Arc::downgrade(&hook);
+                Hook::Router(hook)
+            }
+            _ => Hook::None,
+        }
+    }
+}
+
+/// A socket option was set (and taken by the engine): a DEALER's identity
+/// `ps<id>` tells this process its PS-lite node id.
+pub fn on_option(socket_type: i32, option: i32, value: &[u8]) {
+    if socket_type != ZMQ_DEALER || option != zebra_engine::consts::opt::ROUTING_ID {
+        return;
+    }
+    if let (Some(p), Some(id)) = (process(), node_id(value)) {
+        p.learn_id(id);
+    }
+}
+
+/// Sends a whole message on the engine socket, blocking.
+fn send_all(socket: &Socket, frames: Vec<Bytes>) -> Result<(), Error> {
+    let n = frames.len();
+    for (i, f) in frames.into_iter().enumerate() {
+        socket.send(f, i + 1 < n, false)?;
+    }
+    Ok(())
+}
+
+/// A worker's DEALER: keeps a message's parts until the last one.
+#[derive(Debug)]
+pub struct DealerHook {
+    socket: Socket,
+    /// The message being assembled; its lock also keeps a SETTLE from
+    /// interleaving with a message being sent.
+    parts: Mutex<Vec<Bytes>>,
+}
+
+impl DealerHook {
+    /// One part of the app's message.
+    pub fn send(self: &Arc<Self>, data: Bytes, more: bool) -> Result<(), Error> {
+        let mut parts = lock(&self.parts);
+        parts.push(data);
+        if more {
+            return Ok(());
+        }
+        let frames = std::mem::take(&mut *parts);
+        match process().and_then(Process::worker) {
+            Some(w) => w.send(self, frames),
+            None => send_all(&self.socket, frames),
+        }
+    }
+
+    /// A message of Zebra's own (SETTLE), between the app's messages.
+    fn send_whole(&self, frames: Vec<Vec<u8>>) -> Result<(), Error> {
+        let _guard = lock(&self.parts);
+        send_all(&self.socket, frames.into_iter().map(Bytes::from).collect())
+    }
+}
+
+/// The worker side of this process.
+struct WorkerSide {
+    agent: Mutex<WorkerAgent>,
+    links: BTreeMap<u16, WorkerLink>,
+    /// The DEALER that last carried a split push to each server.
+    dealers: Mutex<HashMap<u16, Weak<DealerHook>>>,
+    push_errors: AtomicU64,
+    settle_errors: AtomicU64,
+}
+
+impl WorkerSide {
+    fn start(p: &'static Process, rank: u16) -> Option<Arc<WorkerSide>> {
+        let plan = p.plan;
+        let agent = match WorkerAgent::new(plan.agent.clone(), plan.hot.clone(), rank) {
+            Ok(a) => a,
+            Err(e) => {
+                log::error!(
+                    "zebra: worker {rank}: no hot path: {e}; every key goes to the servers"
+                );
+                return None;
+            }
+        };
+        let mut links = BTreeMap::new();
+        for job in &plan.proto.jobs {
+            match WorkerLink::start(plan.link(job.id, rank)) {
+                Ok(l) => {
+                    links.insert(job.id, l);
+                }
+                Err(e) => {
+                    log::error!(
+                        "zebra: worker {rank}: hot-path link of job {} failed: {e}; every key \
+                         goes to the servers",
+                        job.id
+                    );
+                    return None;
+                }
+            }
+        }
+        let side = Arc::new(WorkerSide {
+            agent: Mutex::new(agent),
+            links,
+            dealers: Mutex::new(HashMap::new()),
+            push_errors: AtomicU64::new(0),
+            settle_errors: AtomicU64::new(0),
+        });
+        for &job in side.links.keys() {
+            let s = side.clone();
+            let spawned = std::thread::Builder::new()
+                .name(format!("zebra-wev-{job}"))
+                .spawn(move || s.events(job));
+            if let Err(e) = spawned {
+                log::error!("zebra: worker {rank}: cannot start the event thread: {e}");
+                return None;
+            }
+        }
+        log::info!(
+            "zebra: worker {rank}: hot path to {} for jobs {:?}",
+            plan.switch,
+            side.links.keys().collect::<Vec<_>>()
+        );
+        Some(side)
+    }
+
+    fn send(&self, dealer: &Arc<DealerHook>, frames: Vec<Bytes>) -> Result<(), Error> {
+        let refs: Vec<&[u8]> = frames.iter().map(|b| &b[..]).collect();
+        let outgoing = lock(&self.agent).on_send_to_recver(&refs);
+        let split = match outgoing {
+            Outgoing::Unchanged => return send_all(&dealer.socket, frames),
+            Outgoing::Split(sp) => sp,
+        };
+        lock(&self.dealers).insert(split.server, Arc::downgrade(dealer));
+        send_all(
+            &dealer.socket,
+            split.frames.into_iter().map(Bytes::from).collect(),
+        )?;
+        let pushed = self
+            .links
+            .get(&split.job)
+            .map(|l| l.push(split.round, split.pairs));
+        if !matches!(pushed, Some(Ok(_))) {
+            self.push_errors.fetch_add(1, Ordering::Relaxed);
+            log::error!(
+                "zebra: job {} round {}: hot pairs not sent ({pushed:?}); the server delivers \
+                 the push without them after its settle timeout",
+                split.job,
+                split.round
+            );
+        }
+        Ok(())
+    }
+
+    fn events(&self, job: u16) {
+        let Some(link) = self.links.get(&job) else {
+            return;
+        };
+        loop {
+            let Some(event) = link.recv_timeout(EVENT_WAIT) else {
+                continue;
+            };
+            let settle = {
+                let mut agent = lock(&self.agent);
+                match event {
+                    WorkerEvent::Fallback { fallback, .. } => {
+                        agent.on_fallback(fallback).map(|()| None)
+                    }
+                    WorkerEvent::RoundDone(summary) => agent.on_round_done(job, &summary),
+                }
+            };
+            match settle {
+                Ok(Some(m)) => {
+                    let dealer = lock(&self.dealers).get(&m.server).and_then(Weak::upgrade);
+                    let sent = match dealer {
+                        Some(d) => d.send_whole(m.frames),
+                        None => Err(Error::Invalid("no DEALER to the server".into())),
+                    };
+                    if let Err(e) = sent {
+                        self.settle_errors.fetch_add(1, Ordering::Relaxed);
+                        log::error!("zebra: SETTLE for server {} not sent: {e}", m.server);
+                    }
+                }
+                Ok(None) => {}
+                Err(e) => {
+                    self.settle_errors.fetch_add(1, Ordering::Relaxed);
+                    log::error!("zebra: job {job}: {e}");
+                }
+            }
+        }
+    }
+
+    fn report(&self) -> String {
+        let agent = lock(&self.agent);
+        let mut out = format!(
+            "hot path: worker {}\n  agent: {:?}\n  push errors: {}, settle errors: {}\n",
+            agent.rank(),
+            agent.stats(),
+            self.push_errors.load(Ordering::Relaxed),
+            self.settle_errors.load(Ordering::Relaxed)
+        );
+        for (job, link) in &self.links {
+            out.push_str(&format!("  link job {job}: {:?}\n", link.stats()));
+        }
+        out
+    }
+}
+
+/// Messages released to the server app, part by part.
+#[derive(Debug, Default)]
+struct Inbox {
+    parts: VecDeque<Part>,
+    /// The engine socket stopped: its context terminated (else closed).
+    stopped: Option<bool>,
+    more: bool,
+}
+
+/// A server's ROUTER: a pump thread reads the engine; the app reads the inbox.
+#[derive(Debug)]
+pub struct RouterHook {
+    inbox: Mutex<Inbox>,
+    ready: Condvar,
+    received_bytes: AtomicU64,
+}
+
+impl RouterHook {
+    fn start(socket: Socket) -> Arc<RouterHook> {
+        let hook = Arc::new(RouterHook {
+            inbox: Mutex::new(Inbox::default()),
+            ready: Condvar::new(),
+            received_bytes: AtomicU64::new(0),
+        });
+        let h = hook.clone();
+        let spawned = std::thread::Builder::new()
+            .name("zebra-pump".into())
+            .spawn(move || h.pump(socket));
+        if let Err(e) = spawned {
+            log::error!("zebra: cannot start the server's receive thread: {e}");
+            lock(&hook.inbox).stopped = Some(false);
+        }
+        hook
+    }
+
+    fn pump(&self, socket: Socket) {
+        loop {
+            let mut frames = Vec::new();
+            loop {
+                match socket.recv(false) {
+                    Ok(part) => {
+                        self.received_bytes
+                            .fetch_add(part.data.len() as u64, Ordering::Relaxed);
+                        let more = part.more;
+                        frames.push(part.data);
+                        if !more {
+                            break;
+                        }
+                    }
+                    Err(e) => {
+                        lock(&self.inbox).stopped = Some(matches!(e, Error::Terminated));
+                        self.ready.notify_all();
+                        return;
+                    }
+                }
+            }
+            match process().and_then(Process::server) {
+                Some(s) => s.on_message(frames, self),
+                None => self.push(vec![frames]),
+            }
+        }
+    }
+
+    /// Appends whole messages to the inbox.
+    fn push<F: Into<Bytes>>(&self, messages: Vec<Vec<F>>) {
+        if messages.is_empty() {
+            return;
+        }
+        let mut inbox = lock(&self.inbox);
+        for m in messages {
+            let n = m.len();
+            inbox
+                .parts
+                .extend(m.into_iter().enumerate().map(|(i, f)| Part {
+                    data: f.into(),
+                    more: i + 1 < n,
+                }));
+        }
+        drop(inbox);
+        self.ready.notify_all();
+    }
+
+    /// The next part for the app.
+    pub fn recv(&self, dontwait: bool) -> Result<Part, Error> {
+        let mut inbox = lock(&self.inbox);
+        loop {
+            if let Some(p) = inbox.parts.pop_front() {
+                inbox.more = p.more;
+                return Ok(p);
+            }
+            match inbox.stopped {
+                Some(true) => return Err(Error::Terminated),
+                Some(false) => return Err(Error::NotSocket),
+                None => {}
+            }
+            if dontwait {
+                return Err(Error::Again);
+            }
+            inbox = self
+                .ready
+                .wait(inbox)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+
+    /// `ZMQ_POLLIN` when a part waits.
+    pub fn events(&self) -> i32 {
+        if lock(&self.inbox).parts.is_empty() {
+            0
+        } else {
+            ZMQ_POLLIN
+        }
+    }
+
+    /// `ZMQ_RCVMORE` of the last part the app took.
+    pub fn more(&self) -> bool {
+        lock(&self.inbox).more
+    }
+}
+
+/// The server side of this process.
+struct ServerSide {
+    process: &'static Process,
+    agent: Mutex<ServerAgent>,
+    link: Option<ServerLink>,
+}
+
+impl ServerSide {
+    fn start(p: &'static Process, rank: u16) -> Option<Arc<ServerSide>> {
+        let plan = p.plan;
+        let agent = match ServerAgent::new(plan.agent.clone(), plan.hot.clone(), rank) {
+            Ok(a) => a,
+            Err(e) => {
+                log::error!("zebra: server {rank}: no hot path: {e}");
+                return None;
+            }
+        };
+        let link = match agent.job() {
+            None => None,
+            Some(job) => match ServerLink::start(plan.link(job, 0)) {
+                Ok(l) => Some(l),
+                Err(e) => {
+                    log::error!(
+                        "zebra: server {rank}: hot-path link failed: {e}; pushes that carry \
+                         hot keys wait for their settle timeout"
+                    );
+                    None
+                }
+            },
+        };
+        log::info!(
+            "zebra: server {rank}: hot path {}",
+            match agent.job() {
+                Some(job) => format!("job {job} via {}", plan.switch),
+                None => "unused (no hot key of this server)".into(),
+            }
+        );
+        let side = Arc::new(ServerSide {
+            process: p,
+            agent: Mutex::new(agent),
+            link,
+        });
+        if side.link.is_some() {
+            let s = side.clone();
+            if let Err(e) = std::thread::Builder::new()
+                .name("zebra-sev".into())
+                .spawn(move || s.events())
+            {
+                log::error!("zebra: server {rank}: cannot start the event thread: {e}");
+            }
+        }
+        Some(side)
+    }
+
+    fn on_message(&self, frames: Vec<Bytes>, router: &RouterHook) {
+        let frames = frames.iter().map(|b| b.to_vec()).collect();
+        let now = self.process.clock.now();
+        let mut agent = lock(&self.agent);
+        let out = agent.on_recv(now, frames);
+        for f in out.fallbacks {
+            let added = match &self.link {
+                Some(link) => link.add_fallback(f).map_err(|e| e.to_string()),
+                None => Err("no hot-path link".into()),
+            };
+            if let Err(e) = added {
+                log::error!("zebra: fallback pairs not taken: {e}");
+            }
+        }
+        router.push(out.deliver);
+    }
+
+    fn events(&self) {
+        let Some(link) = &self.link else {
+            return;
+        };
+        loop {
+            let wait = lock(&self.agent).poll_at().map_or(EVENT_WAIT, |at| {
+                self.process.clock.until(at).min(EVENT_WAIT)
+            });
+            let event = link.recv_timeout(wait);
+            let now = self.process.clock.now();
+            let mut agent = lock(&self.agent);
+            let mut deliver = match event {
+                Some(ServerEvent::Round(agg)) => agent.on_round(agg),
+                Some(ServerEvent::Apply(f)) => agent.on_apply(f),
+                None => Vec::new(),
+            };
+            deliver.extend(agent.poll(now));
+            if !deliver.is_empty() {
+                match lock(&self.process.router).upgrade() {
+                    Some(router) => router.push(deliver),
+                    None => log::error!(
+                        "zebra: {} released requests and no ROUTER to deliver them",
+                        deliver.len()
+                    ),
+                }
+            }
+        }
+    }
+
+    fn report(&self, received: u64) -> String {
+        let agent = lock(&self.agent);
+        let mut out = format!(
+            "hot path: server\n  ROUTER bytes received: {received}\n  agent: {:?}\n",
+            agent.stats()
+        );
+        if let Some(link) = &self.link {
+            out.push_str(&format!("  link: {:?}\n", link.stats()));
+        }
+        out
+    }
+}
+
+/// The hot path's statistics for the at-exit report (empty without one).
+pub fn report() -> String {
+    let Some(p) = PROCESS.get().and_then(Option::as_ref) else {
+        return String::new();
+    };
+    let mut out = String::new();
+    if let Some(w) = p.worker() {
+        out.push_str(&w.report());
+    }
+    if let Some(s) = p.server() {
+        let received = lock(&p.router)
+            .upgrade()
+            .map_or(0, |r| r.received_bytes.load(Ordering::Relaxed));
+        out.push_str(&s.report(received));
+    }
+    out
+}
