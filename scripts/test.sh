@@ -113,6 +113,9 @@ run_part lint lint
 run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
 run_part fuzz fuzz
 run_part p4-control-plane "$root/p4/run_tests.sh"
+# The emulated testbed of scripts/pslaunch.py (--net netns); skipped, with the reason,
+# without root.
+run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
 
 if [ $quick = 0 ]; then
   for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" \

@@ -1,0 +1,236 @@
+#!/usr/bin/env python3
+"""Tests of scripts/pslaunch.py's emulated testbed (--net netns).
+
+Each test checks what the testbed promises: the job runs with one namespace per node,
+the servers' link is shaped, and nothing the run created (namespaces, processes) is left
+behind after success, failure, Ctrl-C, or SIGKILL of the launcher (the next run removes
+the leftovers). Without root every test is skipped with the reason, except the fallback
+test, which runs as an unprivileged user when root can switch to one.
+
+Prints one line per test, "PASS name", "FAIL name (...)" or "SKIP name (reason)", for
+scripts/test.sh; exits non-zero when a test failed.
+
+  python3 tests/testbed/test_pslaunch.py [-k PATTERN]
+"""
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+LAUNCHER = os.path.join(ROOT, "scripts", "pslaunch.py")
+EXACT_SUMS = os.path.join(ROOT, ".build", "byteps-pslite", "tests", "exact_sums")
+IS_ROOT = os.geteuid() == 0
+
+
+def namespaces_of(pid):
+    out = subprocess.run(["ip", "netns", "list"], stdout=subprocess.PIPE, text=True).stdout
+    return [line.split()[0] for line in out.splitlines() if re.match(rf"psl{pid}-", line)]
+
+
+def sleepers(marker):
+    """Pids of `sleep MARKER` processes (MARKER: a duration unique to the test)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/comm") as f:
+                comm = f.read().strip()
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if comm == "sleep" and marker.encode() in argv:
+            found.append(int(entry))
+    return found
+
+
+def launch(args, **kw):
+    return subprocess.Popen([sys.executable, LAUNCHER] + args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True, **kw)
+
+
+def wait_for(predicate, seconds):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@unittest.skipUnless(IS_ROOT, "netns mode needs root")
+class NetnsTestbed(unittest.TestCase):
+    def setUp(self):
+        self.logdir = tempfile.mkdtemp(prefix="pslaunch-test.")
+        self.launched = []
+
+    def tearDown(self):
+        for p in self.launched:  # a failed test must not leave its launcher running
+            if p.poll() is None:
+                p.terminate()
+                p.wait(timeout=30)
+
+    def launch(self, args):
+        p = launch(args)
+        self.launched.append(p)
+        return p
+
+    def assertNothingLeft(self, pid, marker=None):
+        self.assertEqual(namespaces_of(pid), [], "namespaces left behind")
+        if marker:
+            self.assertEqual(sleepers(marker), [], "processes left behind")
+
+    @unittest.skipUnless(os.access(EXACT_SUMS, os.X_OK), "exact_sums not built (scripts/build-pslite.sh)")
+    def test_exact_sums_2_servers_2_workers(self):
+        p = self.launch(["--net", "netns", "--servers", "2", "--workers", "2", "--timeout", "120",
+                    "--server-rate", "500mbit", "--logdir", self.logdir, "--", EXACT_SUMS])
+        out, _ = p.communicate(timeout=180)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("on netns", out)
+        with open(os.path.join(self.logdir, "pslaunch.json")) as f:
+            report = json.load(f)
+        self.assertEqual(report["net"], "netns")
+        addresses = {n["address"] for n in report["nodes"].values()}
+        self.assertEqual(len(addresses), 5, "one address per node")
+        for name in ("worker-0", "worker-1"):
+            with open(os.path.join(self.logdir, f"{name}.log")) as f:
+                self.assertRegex(f.read(), r"exact_sums: OK checked [1-9][0-9]* values")
+        for name in ("server-0", "server-1"):
+            self.assertGreater(report["nodes"][name]["net"]["rx_bytes"], 1000, f"{name} received nothing")
+            self.assertEqual(report["nodes"][name]["exit"], 0)
+        self.assertNothingLeft(p.pid)
+
+    def test_server_link_rate_is_the_bottleneck(self):
+        # worker-0 sends 2.5 MB to server-0 over TCP; the server's link is 20 Mbit/s, so
+        # the transfer takes at least 1 s (and well under 1 s on an unshaped veth).
+        size = 2_500_000
+        prog = (
+            "import os, socket, sys, time\n"
+            "name, size = os.environ['PSLAUNCH_NAME'], int(sys.argv[1])\n"
+            "addr = (os.environ['SINK_HOST'], int(os.environ['SINK_PORT']))\n"
+            "if name == 'server-0':\n"
+            "    s = socket.create_server(addr)\n"
+            "    c, _ = s.accept(); got = 0; t0 = None\n"
+            "    while got < size:\n"
+            "        b = c.recv(65536)\n"
+            "        if not b: break\n"
+            "        t0 = t0 or time.monotonic(); got += len(b)\n"
+            "    print(f'received {got} bytes in {time.monotonic() - t0:.3f} s')\n"
+            "elif name == 'worker-0':\n"
+            "    for _ in range(100):\n"
+            "        try:\n"
+            "            c = socket.create_connection(addr); break\n"
+            "        except OSError: time.sleep(0.1)\n"
+            "    c.sendall(b'x' * size); c.close()\n"
+        )
+        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--timeout", "60",
+                    "--server-rate", "20mbit", "--env", "SINK_HOST={ip:server-0}", "--env",
+                    "SINK_PORT={port:sink}", "--logdir", self.logdir, "--", sys.executable, "-c", prog, str(size)])
+        out, _ = p.communicate(timeout=90)
+        self.assertEqual(p.returncode, 0, out)
+        with open(os.path.join(self.logdir, "server-0.log")) as f:
+            m = re.search(r"received (\d+) bytes in ([0-9.]+) s", f.read())
+        self.assertIsNotNone(m, "server-0 did not report the transfer")
+        self.assertEqual(int(m.group(1)), size)
+        self.assertGreater(float(m.group(2)), 0.8 * size * 8 / 20e6, "the 20mbit limit did not hold")
+        self.assertNothingLeft(p.pid)
+
+    def test_failure_tears_down(self):
+        marker = f"{os.getpid()}.25"
+        prog = f'[ "$PSLAUNCH_NAME" = worker-1 ] && exit 3; exec sleep {marker}'
+        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "2", "--timeout", "60",
+                    "--logdir", self.logdir, "--", "sh", "-c", prog])
+        out, _ = p.communicate(timeout=90)
+        self.assertEqual(p.returncode, 1, out)
+        self.assertIn("FAIL worker-1 exited with code 3", out)
+        self.assertNothingLeft(p.pid, marker)
+
+    def test_ctrl_c_tears_down(self):
+        marker = f"{os.getpid()}.5"
+        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "2", "--timeout", "60",
+                    "--service", f"idle=sleep {marker}", "--logdir", self.logdir, "--", "sleep", marker])
+        # every node and the service are up: 5 processes
+        self.assertTrue(wait_for(lambda: len(sleepers(marker)) == 5, 30),
+                        "the job did not start")
+        self.assertEqual(len(namespaces_of(p.pid)), 6)  # 5 nodes and the bridge
+        p.send_signal(signal.SIGINT)
+        out, _ = p.communicate(timeout=30)
+        self.assertEqual(p.returncode, 130, out)
+        self.assertIn("interrupted", out)
+        self.assertNothingLeft(p.pid, marker)
+
+    def test_service_failure_fails_the_job(self):
+        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--timeout", "60",
+                    "--service", "broken=sh -c 'exit 7'", "--logdir", self.logdir, "--", "sleep", "30"])
+        out, _ = p.communicate(timeout=90)
+        self.assertEqual(p.returncode, 1, out)
+        self.assertIn("broken service exited early with code 7", out)
+        self.assertNothingLeft(p.pid)
+
+    def test_sigkill_leftovers_removed_by_next_run(self):
+        marker = f"{os.getpid()}.75"
+        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--timeout", "60",
+                    "--logdir", self.logdir, "--", "sleep", marker])
+        self.assertTrue(wait_for(lambda: len(sleepers(marker)) == 3, 30))
+        p.kill()
+        p.wait()
+        self.assertEqual(len(namespaces_of(p.pid)), 4, "SIGKILL cannot tear down: leftovers expected")
+        for pid in sleepers(marker):
+            os.kill(pid, signal.SIGKILL)
+        q = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--logdir", self.logdir, "--", "true"])
+        out, _ = q.communicate(timeout=60)
+        self.assertEqual(q.returncode, 0, out)
+        self.assertIn("removed stale namespace", out)
+        self.assertEqual(namespaces_of(p.pid), [])
+
+
+class Fallback(unittest.TestCase):
+    @unittest.skipUnless(IS_ROOT, "needs root to run the launcher as an unprivileged user")
+    def test_without_root_falls_back_to_loopback(self):
+        logdir = tempfile.mkdtemp(prefix="pslaunch-test.")
+        os.chmod(logdir, 0o777)
+        python = "/usr/bin/python3"  # root's interpreter may sit in a directory others cannot enter
+        probe = subprocess.run([python, "-c", f"open({LAUNCHER!r}).close()"], user=65534, group=65534,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        if probe.returncode != 0:
+            self.skipTest(f"user 65534 cannot run {python} {LAUNCHER}")
+        p = subprocess.Popen([python, LAUNCHER, "--net", "netns", "--servers", "1", "--workers", "1",
+                              "--logdir", logdir, "--", "true"], stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True, user=65534, group=65534, cwd="/")
+        out, _ = p.communicate(timeout=60)
+        self.assertEqual(p.returncode, 0, out)
+        self.assertIn("falling back to loopback", out)
+        self.assertIn("on loopback", out)
+
+
+class LineResult(unittest.TextTestResult):
+    """PASS/FAIL/SKIP lines, as scripts/test.sh counts them."""
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        print(f"PASS testbed {test._testMethodName}", flush=True)
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        print(f"FAIL testbed {test._testMethodName} ({err[1]})", flush=True)
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        print(f"FAIL testbed {test._testMethodName} (error: {err[1]})", flush=True)
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        print(f"SKIP testbed {test._testMethodName} ({reason})", flush=True)
+
+
+if __name__ == "__main__":
+    runner = unittest.TextTestRunner(resultclass=LineResult, verbosity=0, stream=sys.stderr)
+    sys.exit(not unittest.main(testRunner=runner, exit=False).result.wasSuccessful())
