@@ -1,6 +1,9 @@
 //! `zebra`: the command-line front of Zebra for PS-lite.
 
+mod precision;
+mod profile;
 mod switch;
+mod trace;
 
 use std::process::ExitCode;
 
@@ -33,6 +36,25 @@ enum Command {
     /// and prints the statistics on SIGUSR1 and at exit.
     #[command(after_long_help = switch::FORMATS)]
     Switch(switch::SwitchArgs),
+    /// Push traces: generate a synthetic one, or summarise recorded ones.
+    #[command(subcommand)]
+    Trace(trace::TraceCommand),
+    /// Rank keys by update count in push traces and write the hot-keys file.
+    ///
+    /// Counts in how many pushes each key appears (over all the traces, or a seeded sample of
+    /// their records), ranks keys hottest first, and chooses k by Principle 1: the smallest k
+    /// whose keys take a share p of all updates, unless their values (4 bytes each) do not
+    /// fit in c x m, then the largest k that fits. Writes `KEY VALUES` lines hottest first
+    /// (`A-B VALUES` for runs of consecutive keys) after a `#` header saying how the file
+    /// was made and the predicted hot share.
+    Profile(profile::ProfileArgs),
+    /// Precision of hot sets found from samples against the one found from all records.
+    ///
+    /// For each sampling rate and seed: |H_g ∩ H_s| / |H_g| (H_g the top k of all records,
+    /// H_s the top k of the sample) and the normalised Kendall tau distance between the two
+    /// rankings restricted to the keys both hold (the share of those key pairs ordered
+    /// differently; 0 = same order). One pass over the traces for every rate and seed.
+    Precision(precision::PrecisionArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,5 +76,8 @@ fn main() -> ExitCode {
             }
         },
         Command::Switch(args) => switch::run(args),
+        Command::Trace(cmd) => trace::run(cmd),
+        Command::Profile(args) => profile::run(args),
+        Command::Precision(args) => precision::run(args),
     }
 }

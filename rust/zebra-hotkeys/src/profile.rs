@@ -343,7 +343,7 @@ pub fn scan(
 /// `k` keys hottest first, `KEY VALUES` each, or `A-B VALUES` for a run
 /// of consecutive keys (ascending, one apart) with the same value count.
 pub fn write_hot_keys(
-    out: &mut impl Write,
+    out: &mut (impl Write + ?Sized),
     ranking: &Ranking,
     k: usize,
     header: &[String],
@@ -370,7 +370,7 @@ pub fn write_hot_keys(
     Ok(())
 }
 
-fn write_entry(out: &mut impl Write, (a, b, len): (u64, u64, u32)) -> io::Result<()> {
+fn write_entry(out: &mut (impl Write + ?Sized), (a, b, len): (u64, u64, u32)) -> io::Result<()> {
     if a == b {
         writeln!(out, "{a} {len}")
     } else {
@@ -382,7 +382,11 @@ fn write_entry(out: &mut impl Write, (a, b, len): (u64, u64, u32)) -> io::Result
 /// `k,key_share,update_share,value_share`, `key_share` being `k` over the
 /// keys ranked. Every `k` up to 64, then steps of 2 %, plus `mark` and the
 /// last key.
-pub fn write_cdf(out: &mut impl Write, ranking: &Ranking, mark: usize) -> io::Result<()> {
+pub fn write_cdf(
+    out: &mut (impl Write + ?Sized),
+    ranking: &Ranking,
+    mark: usize,
+) -> io::Result<()> {
     writeln!(out, "k,key_share,update_share,value_share")?;
     let n = ranking.keys.len();
     let (mut updates, mut values) = (0u64, 0u64);

@@ -21,7 +21,8 @@
 //! workers reading different batches).
 //!
 //! A key's rank is not its id: rank `r` is key `perm(r) · stride`, where
-//! `perm(r) = (a·r + b) mod keys` is a seeded bijection and `stride`
+//! `perm(r) = (a·r + b) mod keys` is a bijection seeded by `key_seed`
+//! (traces of different `seed`s share it) and `stride`
 //! spreads the keys over PS-lite's key space (default `u64::MAX / keys`,
 //! so every server of PS-lite's default key ranges gets its share). Keys
 //! of a push are written in ascending order, as PS-lite sends them.
@@ -80,8 +81,10 @@ pub struct SynthSpec {
     pub values: u32,
     /// Key id of rank `r` is `perm(r) · stride`; `None`: `u64::MAX / keys`.
     pub stride: Option<u64>,
-    /// Seed of the permutation and of every draw.
+    /// Seed of every push's draws.
     pub seed: u64,
+    /// Seed of the rank → key permutation (traces of one job share it).
+    pub key_seed: u64,
 }
 
 impl SynthSpec {
@@ -99,6 +102,7 @@ impl SynthSpec {
             values: 1,
             stride: None,
             seed: 1,
+            key_seed: 1,
         }
     }
 
@@ -366,7 +370,7 @@ pub struct KeyMap {
 impl KeyMap {
     /// The map of `spec` (whose `keys` must be at least 2).
     pub fn new(spec: &SynthSpec) -> KeyMap {
-        let mut rng = SplitMix64::new(spec.seed ^ 0x6b65_796d_6170);
+        let mut rng = SplitMix64::new(spec.key_seed ^ 0x6b65_796d_6170);
         let keys = spec.keys.max(2);
         let mut a = 1 + rng.below(keys - 1);
         while gcd(a, keys) != 1 {
@@ -494,6 +498,8 @@ mod tests {
         assert!(keys.iter().all(|k| k % (u64::MAX / 1000) == 0));
         assert!(*keys.last().unwrap() > u64::MAX / 2);
         spec.seed = 2;
+        assert_eq!(KeyMap::new(&spec).key(0), map.key(0));
+        spec.key_seed = 2;
         assert_ne!(KeyMap::new(&spec).key(0), map.key(0));
     }
 }

@@ -1,0 +1,124 @@
+//! `zebra precision`: the hot set of seeded samples of the traces against
+//! the hot set of all of them (the paper's Figure 9), in one pass.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::Args;
+use zebra_hotkeys::profile::Sample;
+use zebra_hotkeys::{sweep, SamplingPoint};
+
+use crate::profile::{create, rate, scan, Principle1Args, TraceInput};
+
+/// `zebra precision`'s options.
+#[derive(Debug, Args)]
+pub struct PrecisionArgs {
+    #[command(flatten)]
+    input: TraceInput,
+    /// Sampling rates to measure, in percent of the records.
+    #[arg(
+        long,
+        value_name = "PERCENT,...",
+        value_delimiter = ',',
+        default_value = "1,2,3,4,5,6,7,8"
+    )]
+    rates: Vec<f64>,
+    /// Independent samples per rate (seeds SEED, SEED+1, ...); the table gives their mean
+    /// and lowest precision. Within one seed a lower rate's sample is a subset of a higher
+    /// rate's.
+    #[arg(long, default_value_t = 5)]
+    repeats: u32,
+    /// Seed of the first sample.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Compare the top K keys; default: the k Principle 1 (--p, --c, --switch-mem) chooses
+    /// on all the records.
+    #[arg(long, value_name = "K")]
+    k: Option<usize>,
+    #[command(flatten)]
+    principle: Principle1Args,
+    /// Also write the table as CSV: rate_percent,k,precision_mean,precision_min,tau_mean.
+    #[arg(long, value_name = "FILE.csv")]
+    csv: Option<PathBuf>,
+}
+
+fn measure(args: &PrecisionArgs) -> Result<(usize, Vec<SamplingPoint>, Vec<String>), String> {
+    let p = args.principle.principle()?;
+    if args.repeats == 0 || args.rates.is_empty() {
+        return Err("--repeats and --rates need at least one value".into());
+    }
+    let rates: Vec<f64> = args
+        .rates
+        .iter()
+        .map(|&r| rate(r))
+        .collect::<Result<_, _>>()?;
+    let mut samples = vec![Sample::new(1.0, 0)];
+    for r in 0..u64::from(args.repeats) {
+        for &x in &rates {
+            samples.push(Sample::new(x, args.seed.wrapping_add(r)));
+        }
+    }
+    let (_, notes) = scan("zebra precision", &args.input, &mut samples)?;
+    let full = samples[0].counts.rank();
+    let k = match args.k {
+        Some(k) => k.min(full.keys.len()),
+        None => p.choose(&full).k,
+    };
+    if k == 0 {
+        return Err("no hot key to compare (empty traces, or c x m too small)".into());
+    }
+    Ok((k, sweep(&full, k, &samples[1..]), notes))
+}
+
+/// Runs `zebra precision`.
+pub fn run(args: PrecisionArgs) -> ExitCode {
+    let (k, points, notes) = match measure(&args) {
+        Ok(x) => x,
+        Err(e) => {
+            eprintln!("zebra precision: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    for n in notes {
+        eprintln!("zebra precision: {n}");
+    }
+    println!(
+        "top {k} keys of all records vs top {k} of each sample; {} samples a rate",
+        args.repeats
+    );
+    println!(
+        "{:>8} {:>10} {:>10} {:>13}",
+        "rate %", "precision", "lowest", "kendall tau"
+    );
+    let mut csv = String::from("rate_percent,k,precision_mean,precision_min,tau_mean\n");
+    for p in &points {
+        let percent = (p.rate * 100.0 * 1e6).round() / 1e6;
+        println!(
+            "{:>8} {:>9.1}% {:>9.1}% {:>13.4}",
+            percent,
+            100.0 * p.mean_precision(),
+            100.0 * p.min_precision(),
+            p.mean_tau()
+        );
+        csv.push_str(&format!(
+            "{},{},{:.6},{:.6},{:.6}\n",
+            percent,
+            p.k,
+            p.mean_precision(),
+            p.min_precision(),
+            p.mean_tau()
+        ));
+    }
+    if let Some(path) = &args.csv {
+        let written = create(path).and_then(|mut o| {
+            o.write_all(csv.as_bytes())?;
+            o.flush()
+        });
+        if let Err(e) = written {
+            eprintln!("zebra precision: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
