@@ -2,7 +2,8 @@
 //! Algorithm 1 against a random layout, on a Zipf workload, measured by the
 //! switch model itself. The paper reports < 1 for heat + Algorithm 1 and
 //! about 10 for random placement; our target is ≤ 0.5 and "much more" for
-//! random.
+//! random. `cargo test --release -p zebra-proto --test recirculation --
+//! --nocapture` prints the table quoted in `docs/HOTKEYS.md`.
 
 use zebra_proto::rng::SplitMix64;
 use zebra_proto::{
@@ -102,7 +103,13 @@ fn table(draws: usize) -> Vec<((&'static str, &'static str), Measure)> {
     let mean_pairs = pushes.iter().map(Vec::len).sum::<usize>() / pushes.len();
     println!();
     println!("Zipf(1.05) over {UNIVERSE} keys, {HOT_KEYS} hot, {draws} draws per push: {mean_pairs} hot pairs per push");
-    println!("R = 32 registers, 192-byte packets (22 pairs), {ROUNDS} pushes");
+    let c = Config::new(vec![JobConfig::new(1, 1, HOT_KEYS, 1)]);
+    println!(
+        "R = {} registers, {}-byte packets ({} pairs), {ROUNDS} pushes",
+        c.registers,
+        c.packet_size,
+        c.pairs_per_packet()
+    );
     println!(
         "{:<8} {:<11} {:>8} {:>10} {:>14}",
         "layout", "packing", "packets", "pairs/pkt", "recirc/packet"
