@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke)
 
 usage() {
   cat <<EOF
@@ -20,6 +20,8 @@ Tests (default: all): ${TESTS[*]}
                         value checked against the exact sum
   exact_sums_wide       exact_sums, 3 servers, 2 workers, val_len 9, 64 keys
   exact_sums_negative   exact_sums --inject-wrong-expected must FAIL (the checker is alive)
+  mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
+                        2 epochs: the test RMSE must fall below 0.97 and by at least 0.1
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -28,6 +30,8 @@ Environment:
   SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: none)
   SUITE_LOGDIR    logs go to \$SUITE_LOGDIR/<test>/ (default .build/logs/byteps-pslite)
   PSLITE_SUITE_TIMEOUT  seconds before a test's job is killed (default 90)
+  MF_DATA         MovieLens-100k for mf_train_smoke (default .build/data/ml-100k.inter,
+                  extracted by scripts/setup.sh --clients)
 EOF
 }
 
@@ -51,6 +55,7 @@ PRELOAD="${SUITE_PRELOAD:-}"
 LOGDIR="${SUITE_LOGDIR:-$ROOT/.build/logs/byteps-pslite}"
 TIMEOUT="${PSLITE_SUITE_TIMEOUT:-90}"
 LAUNCHER="$ROOT/scripts/pslaunch.py"
+MF_DATA="${MF_DATA:-$ROOT/.build/data/ml-100k.inter}"
 
 
 failed=0
@@ -145,12 +150,27 @@ run_test() {
       elif grep -qE '^exact_sums: FAIL .* got .* expected' "$JOB_LOGDIR"/worker-{0,1}.log 2>/dev/null; then
         pass "$name"
       else fail "$name" "no mismatch reported ($JOB_REASON); logs in $JOB_LOGDIR"; fi ;;
+    mf_train_smoke)
+      if [ ! -s "$MF_DATA" ]; then
+        fail "$name" "missing $MF_DATA; run scripts/setup.sh --clients"
+      elif run_job "$name" 1 2 -- mf_train --data="$MF_DATA" --epochs=2; then
+        local summary
+        summary="$(grep -h '^mf: summary ' "$JOB_LOGDIR"/worker-*.log | head -n 1)"
+        if [ -z "$summary" ]; then
+          fail "$name" "no summary line; logs in $JOB_LOGDIR"
+        elif echo "$summary" | awk '{
+              for (i = 1; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+              exit !(v["final_rmse"] < 0.97 && v["final_rmse"] <= v["initial_rmse"] - 0.1) }'; then
+          pass "$name"
+        else fail "$name" "the test RMSE did not fall enough: ${summary#mf: summary }"; fi
+      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
   esac
 }
 
 binary_of() {
   case "$1" in
     exact_sums*) echo exact_sums ;;
+    mf_train*) echo mf_train ;;
     *) echo "$1" ;;
   esac
 }
