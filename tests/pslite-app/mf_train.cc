@@ -30,6 +30,7 @@ const char kUsage[] =
     "usage: mf_train --data=PATH [--dim=N] [--epochs=N] [--batch=N] [--lr=X] [--reg=X]\n"
     "                [--opt=adagrad|sgd] [--seed=N] [--test-frac=X] [--eval-every=N]\n"
     "                [--target-rmse=X] [--dump-grads=FILE] [--dump-count=N]\n"
+    "       mf_train --data=PATH --write-hot-keys=FILE [--hot-count=K] [--hot-servers=S] [--seed=N]\n"
     "Run one copy per PS-lite node (scheduler, servers, workers) with the same options,\n"
     "e.g. scripts/pslaunch.py --servers 1 --workers 4 -- mf_train --data=ml-100k.inter\n"
     "Every option can also be given in the environment (argv wins):\n";
@@ -56,6 +57,9 @@ const OptionSpec kOptions[] = {
     {"target-rmse", "MF_TARGET_RMSE", "0", "stop every worker when the test RMSE reaches X (0: never)"},
     {"dump-grads", "MF_DUMP_GRADS", "", "write pushed gradient values (raw f32 LE) to FILE; %r = rank"},
     {"dump-count", "MF_DUMP_COUNT", "1048576", "at most N values per worker in --dump-grads"},
+    {"write-hot-keys", "MF_WRITE_HOT_KEYS", "", "write the --hot-count most updated rows' keys to FILE, exit"},
+    {"hot-count", "MF_HOT_COUNT", "1000", "rows in --write-hot-keys"},
+    {"hot-servers", "MF_HOT_SERVERS", "1", "the job's server count, for --write-hot-keys (no PS-lite)"},
 };
 
 enum class Opt { kAdagrad, kSgd };
@@ -74,6 +78,9 @@ struct Config {
   double target_rmse = 0;
   std::string dump_grads;
   long long dump_count = 0;
+  std::string write_hot_keys;
+  long long hot_count = 0;
+  int hot_servers = 0;
 
   int width() const { return dim + 1; }
 };
@@ -113,6 +120,9 @@ bool Apply(const std::string& name, const std::string& v, Config* c) {
   if (name == "target-rmse") return ToReal(v, 0, 1e6, &c->target_rmse);
   if (name == "dump-grads") return (c->dump_grads = v), true;
   if (name == "dump-count") return ToInt(v, 1, 1LL << 32, &c->dump_count);
+  if (name == "write-hot-keys") return (c->write_hot_keys = v), true;
+  if (name == "hot-count") return ToInt(v, 1, 1LL << 32, &c->hot_count);
+  if (name == "hot-servers") return ToInt(v, 1, 1 << 16, &i) && ((c->hot_servers = static_cast<int>(i)), true);
   if (name == "opt") {
     if (v == "adagrad") c->opt = Opt::kAdagrad;
     else if (v == "sgd") c->opt = Opt::kSgd;
@@ -160,7 +170,7 @@ int ParseConfig(int argc, char* argv[], Config* cfg) {
   }
   for (const OptionSpec& o : kOptions) {
     const std::string& v = value[o.name];
-    bool optional_empty = v.empty() && std::string(o.name) == "dump-grads";
+    bool optional_empty = v.empty() && (std::string(o.name) == "dump-grads" || std::string(o.name) == "write-hot-keys");
     if (!optional_empty && !Apply(o.name, v, cfg)) {
       std::fprintf(stderr, "mf_train: bad value '%s' for --%s (env %s): %s\n", v.c_str(), o.name, o.env,
                    o.help);
@@ -319,6 +329,80 @@ void InitRow(uint64_t seed, uint64_t row, int dim, float* out) {
   out[dim] = 0.0f;
 }
 
+// The seeded train/test split of all ratings (shared by the workers and the hot-key
+// profile), with the training set's mean and range.
+struct Split {
+  std::vector<int> train, test;
+  float mean = 0, lo = 0, hi = 0;
+};
+
+Split SplitRatings(const Config& cfg, const Dataset& ds) {
+  Split sp;
+  double sum = 0;
+  sp.lo = 1e30f;
+  sp.hi = -1e30f;
+  for (size_t k = 0; k < ds.ratings.size(); ++k) {
+    const Rating& r = ds.ratings[k];
+    if (Unit(Hash(cfg.seed, {kSplit, k})) < cfg.test_frac) {
+      sp.test.push_back(static_cast<int>(k));
+      continue;
+    }
+    sp.train.push_back(static_cast<int>(k));
+    sum += r.value;
+    sp.lo = std::min(sp.lo, r.value);
+    sp.hi = std::max(sp.hi, r.value);
+  }
+  sp.mean = sp.train.empty() ? 0.0f : static_cast<float>(sum / sp.train.size());
+  return sp;
+}
+
+uint64_t UserRow(const Dataset&, int u) { return static_cast<uint64_t>(u); }
+uint64_t ItemRow(const Dataset& ds, int i) { return static_cast<uint64_t>(ds.users) + i; }
+
+// PS-lite's default key ranges (Postoffice::GetServerKeyRanges): server s owns
+// [kMaxKey / S * s, kMaxKey / S * (s + 1)).
+KeyMap DefaultKeyMap(int servers) {
+  KeyMap km;
+  for (int s = 0; s < servers; ++s) {
+    km.ranges.emplace_back(ps::kMaxKey / servers * s, ps::kMaxKey / servers * (s + 1));
+  }
+  return km;
+}
+
+// The offline hot-key profile: rows ranked by how many training ratings touch them (each
+// touch is one pushed row gradient), written as a hot-keys file (docs/CONFIG.md,
+// ZEBRA_HOT_KEYS): `KEY VALUES` per line, hottest first.
+int WriteHotKeys(const Config& cfg, const Dataset& ds) {
+  Split sp = SplitRatings(cfg, ds);
+  std::unordered_map<uint64_t, long long> touches;
+  for (int k : sp.train) {
+    ++touches[UserRow(ds, ds.ratings[k].user)];
+    ++touches[ItemRow(ds, ds.ratings[k].item)];
+  }
+  std::vector<std::pair<long long, uint64_t>> rank;
+  for (const auto& kv : touches) rank.push_back({-kv.second, kv.first});
+  std::sort(rank.begin(), rank.end());
+  size_t k = std::min(rank.size(), static_cast<size_t>(cfg.hot_count));
+  long long hot = 0, all = 2 * static_cast<long long>(sp.train.size());
+  for (size_t j = 0; j < k; ++j) hot += -rank[j].first;
+  std::FILE* f = std::fopen(cfg.write_hot_keys.c_str(), "w");
+  if (!f) {
+    std::fprintf(stderr, "mf_train: cannot write %s: %s\n", cfg.write_hot_keys.c_str(), std::strerror(errno));
+    return 1;
+  }
+  KeyMap km = DefaultKeyMap(cfg.hot_servers);
+  std::fprintf(f, "# mf_train hot rows: %zu of %zu rows, %.4f of the row gradients (seed %llu, %d servers)\n",
+               k, rank.size(), all ? static_cast<double>(hot) / all : 0.0,
+               static_cast<unsigned long long>(cfg.seed), cfg.hot_servers);
+  for (size_t j = 0; j < k; ++j) {
+    std::fprintf(f, "%llu %d\n", static_cast<unsigned long long>(km.KeyOfRow(rank[j].second)), cfg.width());
+  }
+  bool ok = std::fclose(f) == 0;
+  std::printf("mf: hot_keys=%s rows=%zu of %zu hot_share=%.4f\n", cfg.write_hot_keys.c_str(), k, rank.size(),
+              all ? static_cast<double>(hot) / all : 0.0);
+  return ok ? 0 : 1;
+}
+
 // ---------------------------------------------------------------------------
 // Worker
 
@@ -426,23 +510,13 @@ class Trainer {
   // Seeded train/test split of all ratings, then this worker's disjoint shard of a seeded
   // permutation of the training ratings.
   void Split() {
-    std::vector<int> train;
-    double sum = 0;
-    lo_ = 1e30f;
-    hi_ = -1e30f;
-    for (size_t k = 0; k < ds_.ratings.size(); ++k) {
-      const Rating& r = ds_.ratings[k];
-      if (Unit(Hash(cfg_.seed, {kSplit, k})) < cfg_.test_frac) {
-        test_.push_back(static_cast<int>(k));
-        continue;
-      }
-      train.push_back(static_cast<int>(k));
-      sum += r.value;
-      lo_ = std::min(lo_, r.value);
-      hi_ = std::max(hi_, r.value);
-    }
+    ::Split sp = SplitRatings(cfg_, ds_);
+    std::vector<int>& train = sp.train;
+    test_ = sp.test;
+    mean_ = sp.mean;
+    lo_ = sp.lo;
+    hi_ = sp.hi;
     train_count_ = train.size();
-    mean_ = train.empty() ? 0.0f : static_cast<float>(sum / train.size());
     Shuffle(&train, cfg_.seed, {kShard});
     size_t from = train.size() * rank_ / workers_, to = train.size() * (rank_ + 1) / workers_;
     shard_.assign(train.begin() + from, train.begin() + to);
@@ -454,8 +528,8 @@ class Trainer {
     test_keys_ = SortedKeys(rows, &test_row_key_);
   }
 
-  uint64_t UserRow(int u) const { return static_cast<uint64_t>(u); }
-  uint64_t ItemRow(int i) const { return static_cast<uint64_t>(ds_.users) + i; }
+  uint64_t UserRow(int u) const { return ::UserRow(ds_, u); }
+  uint64_t ItemRow(int i) const { return ::ItemRow(ds_, i); }
 
   // The distinct keys of `rows`, sorted (PS-lite needs sorted keys); `at` maps a row to
   // its position.
@@ -720,13 +794,15 @@ int main(int argc, char* argv[]) {
   if (parsed != 0) return 2;
   Dataset ds;
   const char* role = std::getenv("DMLC_ROLE");
-  if (role && std::string(role) == "worker") {
+  bool profile = !cfg.write_hot_keys.empty();
+  if (profile || (role && std::string(role) == "worker")) {
     std::string err;
     if (!LoadDataset(cfg.data, &ds, &err)) {
       std::fprintf(stderr, "mf_train: %s\n", err.c_str());
       return 2;
     }
   }
+  if (profile) return WriteHotKeys(cfg, ds);
 
   ps::Start(0, argv[0]);
   KeyMap keys{ps::Postoffice::Get()->GetServerKeyRanges()};
