@@ -1,0 +1,287 @@
+#!/usr/bin/env python3
+"""End-to-end training benchmark: mf_train on MovieLens-100k on the emulated testbed.
+
+Runs tests/pslite-app/mf_train through scripts/pslaunch.py --net netns (one namespace
+per node, the servers' links rate-limited so that they are the bottleneck) in several
+configurations, alternating them within each repetition so that a slow spell of the
+machine hits every configuration alike:
+
+  libzmq     the real libzmq (nothing preloaded)
+  off        the shim preloaded, ZEBRA_ENABLE=0 (every call forwarded)
+  on         the shim preloaded, ZEBRA_ENABLE=1 (Zebra's engine, no switch)
+  on+switch  ZEBRA_ENABLE=1, ZEBRA_SWITCH and ZEBRA_HOT_KEYS (mf_train --write-hot-keys),
+             `zebra switch` running as a service in its own namespace; skipped, with
+             the reason, when this build's `zebra switch` or `zebra config` does not
+             accept them
+
+for each worker count N. Metrics per run: time to the target test RMSE (worker 0's
+evaluations), training steps per second (all workers), server ingress bytes (the
+servers' veth counters, which count libzmq's traffic as well as Zebra's) in all and per
+step. Writes under --out: table.md (medians over the repetitions), runs.json (every
+run), rmse_N<n>.png (test RMSE against time, one line per configuration and repetition)
+and logs/ (every process's log and pslaunch.json).
+
+  scripts/bench-train.py [--workers 2,4,8] [--configs libzmq,off,on,on+switch] [--repeats 2]
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = ("libzmq", "off", "on", "on+switch")
+EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
+WORKER = re.compile(r"^mf: worker rank=(\d+) steps=(\d+) .* time_s=([0-9.]+)", re.M)
+SUMMARY = re.compile(r"^mf: summary (.*)$", re.M)
+HOT = re.compile(r"hot_share=([0-9.]+)")
+
+
+def log(msg):
+    print(f"bench-train: {msg}", flush=True)
+
+
+def clean_env():
+    """This environment without ZEBRA_* (each configuration sets its own)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
+
+
+def switch_unavailable(zebra, hot_keys, servers):
+    """Why on+switch cannot run with this build, or None."""
+    if not os.access(zebra, os.X_OK):
+        return f"{zebra} is missing (scripts/setup.sh builds it)"
+    res = subprocess.run([zebra, "switch", "--help"], capture_output=True, text=True)
+    if res.returncode != 0:
+        return f"`zebra switch --help` failed: {(res.stderr or res.stdout).strip()[:200]}"
+    env = dict(clean_env(), ZEBRA_ENABLE="1", ZEBRA_SWITCH="127.0.0.1:9", ZEBRA_HOT_KEYS=hot_keys,
+               DMLC_NUM_WORKER="2", DMLC_NUM_SERVER=str(servers))
+    res = subprocess.run([zebra, "config"], capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        return f"`zebra config` refuses ZEBRA_SWITCH/ZEBRA_HOT_KEYS: {(res.stderr or res.stdout).strip()[:300]}"
+    return None
+
+
+def write_hot_keys(args, path):
+    res = subprocess.run([args.binary, f"--data={args.data}", f"--write-hot-keys={path}",
+                          f"--hot-count={args.hot_count}", f"--hot-servers={args.servers}",
+                          f"--seed={args.seed}", f"--dim={args.dim}"], capture_output=True, text=True)
+    if res.returncode != 0:
+        raise SystemExit(f"bench-train: mf_train --write-hot-keys failed: {res.stderr.strip()}")
+    m = HOT.search(res.stdout)
+    return float(m.group(1)) if m else None
+
+
+def launch_cmd(args, config, workers, logdir, hot_keys):
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--net", args.net,
+           "--servers", str(args.servers), "--workers", str(workers), "--timeout", str(args.timeout),
+           "--quiet", "--logdir", logdir, "--subnet", args.subnet]
+    if args.server_rate:
+        cmd += ["--server-rate", args.server_rate]
+    if args.link_rate:
+        cmd += ["--link-rate", args.link_rate]
+    if args.link_delay:
+        cmd += ["--link-delay", args.link_delay]
+    if config != "libzmq":
+        cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
+    if config == "on+switch":
+        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}} "
+                f"--workers {{workers}} --servers {{servers}} --hot-keys {hot_keys}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}"]
+    cmd += ["--", args.binary, f"--data={args.data}", f"--epochs={args.epochs}", f"--batch={args.batch}",
+            f"--dim={args.dim}", f"--seed={args.seed}", f"--target-rmse={args.target_rmse}",
+            f"--eval-every={args.eval_every}"]
+    return cmd
+
+
+def parse_run(logdir, servers):
+    """The run's metrics from the worker logs and pslaunch.json."""
+    text = ""
+    for name in sorted(os.listdir(logdir)):
+        if name.startswith("worker-") and name.endswith(".log"):
+            with open(os.path.join(logdir, name), errors="replace") as f:
+                text += f.read()
+    curve = [(float(t), float(r)) for _, _, t, r in EVAL.findall(text)]
+    steps = [(int(s), float(t)) for _, s, t in WORKER.findall(text)]
+    m = SUMMARY.search(text)
+    summary = dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
+    with open(os.path.join(logdir, "pslaunch.json")) as f:
+        report = json.load(f)
+    ingress = None
+    nets = [n["net"] for name, n in report["nodes"].items() if name.startswith("server-")]
+    if nets and all(nets):
+        ingress = sum(n["rx_bytes"] for n in nets)
+    total_steps = sum(s for s, _ in steps)
+    ttt = summary.get("time_to_target_s", "none")
+    return {
+        "ok": report["ok"],
+        "curve": curve,
+        "time_to_target_s": None if ttt == "none" else float(ttt),
+        "final_rmse": float(summary["final_rmse"]) if "final_rmse" in summary else None,
+        "steps": total_steps,
+        "steps_per_s": sum(s / t for s, t in steps if t > 0),
+        "server_ingress_bytes": ingress,
+        "ingress_per_step": ingress / total_steps if ingress and total_steps else None,
+        "elapsed_s": report["elapsed_s"],
+    }
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def table(runs, configs, worker_counts, hot_share, args):
+    lines = [
+        f"mf_train on MovieLens-100k, {args.servers} server(s), testbed --net {args.net}, servers' links "
+        f"{args.server_rate or 'unshaped'}, target test RMSE {args.target_rmse}, medians of {args.repeats} "
+        "repetition(s).",
+        "",
+        "| N | config | runs ok | time to target (s) | steps/s | server ingress (MB) | ingress/step (KB) | final RMSE |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for n in worker_counts:
+        for c in configs:
+            rs = [r for r in runs if r["workers"] == n and r["config"] == c]
+            if not rs:
+                continue
+            ok = [r for r in rs if r["ok"]]
+            ingress = median([r["server_ingress_bytes"] for r in ok])
+            per_step = median([r["ingress_per_step"] for r in ok])
+            lines.append(
+                f"| {n} | {c} | {len(ok)}/{len(rs)} | {fmt(median([r['time_to_target_s'] for r in ok]), '.2f')} | "
+                f"{fmt(median([r['steps_per_s'] for r in ok]), '.1f')} | "
+                f"{fmt(None if ingress is None else ingress / 1e6, '.1f')} | "
+                f"{fmt(None if per_step is None else per_step / 1e3, '.1f')} | "
+                f"{fmt(median([r['final_rmse'] for r in ok]), '.4f')} |")
+    if hot_share is not None:
+        lines += ["", f"Profiled hot share h = {hot_share:.4f} ({args.hot_count} hottest rows of the training "
+                  "split); bound on the speed-up N/(N(1-h)+h): "
+                  + ", ".join(f"N={n}: {n / (n * (1 - hot_share) + hot_share):.2f}" for n in worker_counts)]
+    return "\n".join(lines) + "\n"
+
+
+def plots(runs, worker_counts, out):
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is missing (scripts/setup.sh --clients installs it): no plots")
+        return []
+    written = []
+    for n in worker_counts:
+        fig, ax = plt.subplots(figsize=(7, 4.5))
+        for r in runs:
+            if r["workers"] != n or not r["curve"]:
+                continue
+            t, rmse = zip(*r["curve"])
+            ax.plot(t, rmse, marker=".", label=f"{r['config']} #{r['repeat']}")
+        ax.set_xlabel("time (s, worker 0)")
+        ax.set_ylabel("test RMSE")
+        ax.set_title(f"mf_train, MovieLens-100k, N = {n} workers")
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize="small")
+        path = os.path.join(out, f"rmse_N{n}.png")
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated (default 2,4,8)")
+    p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
+    p.add_argument("--repeats", type=int, default=2, help="repetitions of every configuration (default 2)")
+    p.add_argument("--servers", type=int, default=1, help="PS-lite servers (default 1)")
+    p.add_argument("--net", choices=("netns", "loopback"), default="netns", help="pslaunch network (default netns)")
+    p.add_argument("--subnet", default="10.98.0.0/24", help="testbed addresses (default 10.98.0.0/24)")
+    p.add_argument("--server-rate", default="20mbit",
+                   help="rate limit of the servers' links (default 20mbit: below what this 2-core machine "
+                   "pushes, so the link is the bottleneck; empty: unshaped)")
+    p.add_argument("--link-rate", default=None, help="rate limit of every other link (default: none)")
+    p.add_argument("--link-delay", default=None, help="delay of every link (needs sch_netem)")
+    p.add_argument("--target-rmse", type=float, default=0.93, help="stop when reached (default 0.93)")
+    p.add_argument("--epochs", type=int, default=10, help="mf_train --epochs, the bound if the target is "
+                   "never reached (default 10)")
+    p.add_argument("--batch", type=int, default=1024, help="mf_train --batch (default 1024)")
+    p.add_argument("--dim", type=int, default=16, help="mf_train --dim (default 16)")
+    p.add_argument("--seed", type=int, default=1, help="mf_train --seed (default 1)")
+    p.add_argument("--eval-every", type=int, default=5, help="worker 0 evaluates every N steps (default 5)")
+    p.add_argument("--hot-count", type=int, default=1000, help="hot rows for on+switch (default 1000)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
+    p.add_argument("--data", default=os.path.join(ROOT, ".build/data/ml-100k.inter"))
+    p.add_argument("--binary", default=os.path.join(ROOT, ".build/byteps-pslite/tests/mf_train"))
+    p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
+    p.add_argument("--zebra", default=os.path.join(ROOT, "target/release/zebra"))
+    p.add_argument("--out", default=None, help="output directory (default results/bench-train/<time>)")
+    args = p.parse_args()
+
+    worker_counts = [int(n) for n in args.workers.split(",") if n]
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = set(configs) - set(CONFIGS)
+    if unknown or not configs or not worker_counts or min(worker_counts) < 1 or args.repeats < 1:
+        p.error(f"bad --configs/--workers/--repeats (configs: {', '.join(CONFIGS)})")
+    for path, what in ((args.data, "scripts/setup.sh --clients"), (args.binary, "scripts/build-pslite.sh")):
+        if not os.path.exists(path):
+            p.error(f"{path} is missing; run {what}")
+    if any(c != "libzmq" for c in configs) and not os.path.exists(args.shim):
+        p.error(f"{args.shim} is missing; run scripts/setup.sh")
+    out = args.out or os.path.join(ROOT, "results", "bench-train", time.strftime("%Y%m%d-%H%M%S"))
+    os.makedirs(os.path.join(out, "logs"), exist_ok=True)
+
+    hot_keys = os.path.abspath(os.path.join(out, "hot.keys"))
+    hot_share = write_hot_keys(args, hot_keys)
+    log(f"hot keys: {args.hot_count} rows, profiled hot share {hot_share} ({hot_keys})")
+    if "on+switch" in configs:
+        why = switch_unavailable(args.zebra, hot_keys, args.servers)
+        if why:
+            log(f"SKIP on+switch: {why}")
+            configs.remove("on+switch")
+    if not configs:
+        raise SystemExit("bench-train: no configuration left to run")
+
+    plan = [(rep, n, c) for rep in range(1, args.repeats + 1) for n in worker_counts
+            for c in (configs if rep % 2 else list(reversed(configs)))]
+    runs = []
+    env = clean_env()
+    for i, (rep, n, c) in enumerate(plan, 1):
+        logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
+        log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
+        res = subprocess.run(launch_cmd(args, c, n, logdir, hot_keys), env=env, capture_output=True, text=True)
+        if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
+            log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
+            runs.append({"workers": n, "config": c, "repeat": rep, "ok": False, "curve": []})
+            continue
+        r = parse_run(logdir, args.servers)
+        r.update(workers=n, config=c, repeat=rep)
+        runs.append(r)
+        log(f"  time to target {fmt(r['time_to_target_s'], '.2f')} s, {r['steps_per_s']:.1f} steps/s, "
+            f"server ingress {fmt(r['server_ingress_bytes'] and r['server_ingress_bytes'] / 1e6, '.1f')} MB, "
+            f"final RMSE {fmt(r['final_rmse'], '.4f')}")
+
+    with open(os.path.join(out, "runs.json"), "w") as f:
+        json.dump({"args": vars(args), "hot_share": hot_share, "runs": runs}, f, indent=1)
+    md = table(runs, configs, worker_counts, hot_share, args)
+    with open(os.path.join(out, "table.md"), "w") as f:
+        f.write(md)
+    print("\n" + md)
+    for path in plots(runs, worker_counts, out):
+        log(f"plot: {path}")
+    log(f"results in {out}")
+    return 0 if all(r["ok"] for r in runs) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
