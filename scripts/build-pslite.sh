@@ -49,7 +49,7 @@ SRC="$BUILD/byteps-pslite"
 DEPS="$BUILD/deps-system"
 RELINKED="$BUILD/byteps-pslite-relinked"
 APP_DIR="$ROOT/tests/pslite-app"
-APPS=(exact_sums mf_train)
+APPS=(exact_sums mf_train trace_replay)
 STOCK_TESTS=(test_benchmark test_sparse_benchmark)
 
 SDIST_SPEC="byteps==0.2.5.post15"

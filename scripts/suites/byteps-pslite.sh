@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay)
 
 usage() {
   cat <<EOF
@@ -22,6 +22,9 @@ Tests (default: all): ${TESTS[*]}
   exact_sums_negative   exact_sums --inject-wrong-expected must FAIL (the checker is alive)
   mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
                         2 epochs: the test RMSE must fall below 0.97 and by at least 0.1
+  trace_replay          tests/pslite-app/trace_replay, 2 servers, 2 workers: replays an
+                        OA-like trace from \`zebra trace gen\` (4 trace workers, 20 rounds,
+                        2 values a key), every pulled sum checked exactly
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -32,6 +35,8 @@ Environment:
   PSLITE_SUITE_TIMEOUT  seconds before a test's job is killed (default 90)
   MF_DATA         MovieLens-100k for mf_train_smoke (default .build/data/ml-100k.inter,
                   extracted by scripts/setup.sh --clients)
+  SUITE_ZEBRA_CLI the \`zebra\` command for trace_replay's trace (default
+                  target/release/zebra, built by scripts/setup.sh)
 EOF
 }
 
@@ -56,6 +61,7 @@ LOGDIR="${SUITE_LOGDIR:-$ROOT/.build/logs/byteps-pslite}"
 TIMEOUT="${PSLITE_SUITE_TIMEOUT:-90}"
 LAUNCHER="$ROOT/scripts/pslaunch.py"
 MF_DATA="${MF_DATA:-$ROOT/.build/data/ml-100k.inter}"
+CLI_BIN="${SUITE_ZEBRA_CLI:-$ROOT/target/release/zebra}"
 
 
 failed=0
@@ -163,6 +169,19 @@ run_test() {
               exit !(v["final_rmse"] < 0.97 && v["final_rmse"] <= v["initial_rmse"] - 0.1) }'; then
           pass "$name"
         else fail "$name" "the test RMSE did not fall enough: ${summary#mf: summary }"; fi
+      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
+    trace_replay)
+      local trace="$LOGDIR/$name.trace"
+      mkdir -p "$LOGDIR"
+      if [ ! -x "$CLI_BIN" ]; then
+        fail "$name" "missing $CLI_BIN; run scripts/setup.sh"
+      elif ! "$CLI_BIN" trace gen --out "$trace" --shape oa --keys 200000 --keys-per-push 60 \
+          --workers 4 --rounds 20 --values 2 >"$LOGDIR/$name.gen.log" 2>&1; then
+        fail "$name" "zebra trace gen failed: $(tail -n 1 "$LOGDIR/$name.gen.log")"
+      elif run_job "$name" 2 2 -- trace_replay --trace="$trace"; then
+        if every_log worker 2 '^trace_replay: OK worker rank [0-9]+ .* [1-9][0-9]* values checked, 0 wrong' \
+            && every_log server 2 '^trace_replay: server rank [0-9]+ .* no errors$'; then pass "$name"
+        else fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"; fi
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
   esac
 }
