@@ -29,7 +29,7 @@ namespace {
 const char kUsage[] =
     "usage: mf_train --data=PATH [--dim=N] [--epochs=N] [--batch=N] [--lr=X] [--reg=X]\n"
     "                [--opt=adagrad|sgd] [--seed=N] [--test-frac=X] [--eval-every=N]\n"
-    "                [--target-rmse=X] [--dump-grads=FILE] [--dump-count=N]\n"
+    "                [--target-rmse=X] [--dump-grads=FILE] [--dump-count=N] [--dump-every=N]\n"
     "       mf_train --data=PATH --write-hot-keys=FILE [--hot-count=K] [--hot-servers=S] [--seed=N]\n"
     "Run one copy per PS-lite node (scheduler, servers, workers) with the same options,\n"
     "e.g. scripts/pslaunch.py --servers 1 --workers 4 -- mf_train --data=ml-100k.inter\n"
@@ -57,6 +57,7 @@ const OptionSpec kOptions[] = {
     {"target-rmse", "MF_TARGET_RMSE", "0", "stop every worker when the test RMSE reaches X (0: never)"},
     {"dump-grads", "MF_DUMP_GRADS", "", "write pushed gradient values (raw f32 LE) to FILE; %r = rank"},
     {"dump-count", "MF_DUMP_COUNT", "1048576", "at most N values per worker in --dump-grads"},
+    {"dump-every", "MF_DUMP_EVERY", "10", "--dump-grads takes the gradients of every Nth step"},
     {"write-hot-keys", "MF_WRITE_HOT_KEYS", "", "write the --hot-count most updated rows' keys to FILE, exit"},
     {"hot-count", "MF_HOT_COUNT", "1000", "rows in --write-hot-keys"},
     {"hot-servers", "MF_HOT_SERVERS", "1", "the job's server count, for --write-hot-keys (no PS-lite)"},
@@ -78,6 +79,7 @@ struct Config {
   double target_rmse = 0;
   std::string dump_grads;
   long long dump_count = 0;
+  long long dump_every = 0;
   std::string write_hot_keys;
   long long hot_count = 0;
   int hot_servers = 0;
@@ -120,6 +122,7 @@ bool Apply(const std::string& name, const std::string& v, Config* c) {
   if (name == "target-rmse") return ToReal(v, 0, 1e6, &c->target_rmse);
   if (name == "dump-grads") return (c->dump_grads = v), true;
   if (name == "dump-count") return ToInt(v, 1, 1LL << 32, &c->dump_count);
+  if (name == "dump-every") return ToInt(v, 1, INT64_MAX, &c->dump_every);
   if (name == "write-hot-keys") return (c->write_hot_keys = v), true;
   if (name == "hot-count") return ToInt(v, 1, 1LL << 32, &c->hot_count);
   if (name == "hot-servers") return ToInt(v, 1, 1 << 16, &i) && ((c->hot_servers = static_cast<int>(i)), true);
@@ -412,10 +415,12 @@ double Seconds(Clock::time_point since) {
   return std::chrono::duration<double>(Clock::now() - since).count();
 }
 
-// Writes the first `limit` pushed gradient values, raw little-endian f32.
+// Writes pushed gradient values, raw little-endian f32: the whole push of every
+// `every`th step (from the first), until `limit` values are written.
 class GradDump {
  public:
-  GradDump(const std::string& pattern, int rank, long long limit) : limit_(limit) {
+  GradDump(const std::string& pattern, int rank, long long limit, long long every)
+      : limit_(limit), every_(every) {
     if (pattern.empty()) return;
     std::string path = pattern;
     size_t at = path.find("%r");
@@ -432,8 +437,8 @@ class GradDump {
     if (file_) std::fclose(file_);
   }
   bool failed() const { return !path_.empty() && !file_; }
-  void Write(const std::vector<float>& vals) {
-    if (!file_ || written_ >= limit_) return;
+  void Write(long long step, const std::vector<float>& vals) {
+    if (!file_ || written_ >= limit_ || step % every_ != 0) return;
     size_t n = static_cast<size_t>(std::min<long long>(limit_ - written_, vals.size()));
     for (size_t i = 0; i < n; ++i) {
       uint32_t bits;
@@ -448,7 +453,7 @@ class GradDump {
   const std::string& path() const { return path_; }
 
  private:
-  long long limit_;
+  long long limit_, every_;
   long long written_ = 0;
   std::FILE* file_ = nullptr;
   std::string path_;
@@ -458,7 +463,7 @@ class Trainer {
  public:
   Trainer(const Config& cfg, const Dataset& ds, KeyMap keys, int rank, int workers)
       : cfg_(cfg), ds_(ds), keys_(std::move(keys)), rank_(rank), workers_(workers), kv_(0, 0),
-        dump_(cfg.dump_grads, rank, cfg.dump_count) {
+        dump_(cfg.dump_grads, rank, cfg.dump_count, cfg.dump_every) {
     Split();
   }
 
@@ -474,7 +479,7 @@ class Trainer {
       Shuffle(&order, cfg_.seed, {kEpoch, uint64_t(rank_), uint64_t(epoch)});
       for (size_t at = 0; at < order.size() && !stop; at += cfg_.batch) {
         size_t end = std::min(order.size(), at + static_cast<size_t>(cfg_.batch));
-        stop = Step(order, at, end);
+        stop = Step(step, order, at, end);
         ++step;
         if (rank_ == 0 && cfg_.eval_every > 0 && step % cfg_.eval_every == 0 && !stop) {
           stop = Evaluate(epoch, step);
@@ -554,9 +559,9 @@ class Trainer {
     return p;
   }
 
-  // One step over order[begin, end): pull the rows, push their gradients. Returns true
+  // Step `step` over order[begin, end): pull the rows, push their gradients. Returns true
   // when the stop flag (pulled with the rows) is set.
-  bool Step(const std::vector<int>& order, size_t begin, size_t end) {
+  bool Step(long long step, const std::vector<int>& order, size_t begin, size_t end) {
     const int w = cfg_.width();
     std::vector<uint64_t> rows;
     for (size_t k = begin; k < end; ++k) {
@@ -606,7 +611,7 @@ class Trainer {
       train_sq_ += static_cast<double>(err) * err;
       ++train_n_;
     }
-    dump_.Write(grad);
+    dump_.Write(step, grad);
     kv_.Wait(kv_.ZPush(ps::SArray<ps::Key>(keys), ps::SArray<float>(grad)));
     pulled_rows_ += static_cast<long long>(n);
     pushed_rows_ += static_cast<long long>(n);
