@@ -79,12 +79,9 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--net", args.net,
            "--servers", str(args.servers), "--workers", str(workers), "--timeout", str(args.timeout),
            "--quiet", "--logdir", logdir, "--subnet", args.subnet]
-    if args.server_rate:
-        cmd += ["--server-rate", args.server_rate]
-    if args.link_rate:
-        cmd += ["--link-rate", args.link_rate]
-    if args.link_delay:
-        cmd += ["--link-delay", args.link_delay]
+    for flag, value in (("--server-rate", args.server_rate), ("--link-rate", args.link_rate),
+                        ("--link-delay", args.link_delay)):
+        cmd += [flag, value] if value else []
     if config != "libzmq":
         cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
     if config == "on+switch":

@@ -183,12 +183,8 @@ class Netns:
     def _shape(self, ns, dev, s):
         if s.delay or s.loss:
             args = ["tc", "-n", ns, "qdisc", "add", "dev", dev, "root", "netem"]
-            if s.delay:
-                args += ["delay", s.delay]
-            if s.loss:
-                args += ["loss", s.loss]
-            if s.rate:
-                args += ["rate", s.rate]
+            for param, value in (("delay", s.delay), ("loss", s.loss), ("rate", s.rate)):
+                args += [param, value] if value else []
             res = run_ip(args + ["limit", "100000"], check=False)
             if res.returncode != 0:
                 raise NetError(f"tc netem failed ({res.stderr.strip()}): this kernel may lack sch_netem, "

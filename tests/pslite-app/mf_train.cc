@@ -6,6 +6,7 @@
 // RMSE as training goes. See README.md in this directory ("mf_train") for the data, the
 // key mapping, the options and the output lines.
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -87,25 +88,22 @@ struct Config {
   int width() const { return dim + 1; }
 };
 
-bool ToInt(const std::string& s, long long lo, long long hi, long long* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
+// Parses the whole of `s` as a number of type T within [lo, hi] (no sign or space games:
+// the stream must consume every character; overflow and NaN fail the stream).
+template <class T>
+bool ParseNumber(const std::string& s, T lo, T hi, T* out) {
+  std::istringstream in(s);
+  T v{};
+  if (s.empty() || std::isspace(static_cast<unsigned char>(s[0])) || !(in >> v) || in.peek() != EOF ||
+      !(v >= lo && v <= hi)) {
+    return false;
+  }
   *out = v;
   return true;
 }
 
-bool ToReal(const std::string& s, double lo, double hi, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  double v = std::strtod(s.c_str(), &end);
-  if (errno != 0 || *end != '\0' || !std::isfinite(v) || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
+bool ToInt(const std::string& s, long long lo, long long hi, long long* out) { return ParseNumber(s, lo, hi, out); }
+bool ToReal(const std::string& s, double lo, double hi, double* out) { return ParseNumber(s, lo, hi, out); }
 
 // Applies one option's text to the config; false when the text is not a valid value.
 bool Apply(const std::string& name, const std::string& v, Config* c) {

@@ -78,9 +78,23 @@ class NetnsTestbed(unittest.TestCase):
                 p.terminate()
                 p.wait(timeout=30)
 
-    def launch(self, args):
-        p = launch(args)
+    def netns(self, servers, workers, *args):
+        """Starts the launcher on a netns testbed; ARGS: more options, then `--` and the command."""
+        p = launch(["--net", "netns", "--servers", str(servers), "--workers", str(workers), "--timeout", "60",
+                    "--logdir", self.logdir] + list(args))
         self.launched.append(p)
+        return p
+
+    def finish(self, p, code):
+        """Waits for the launcher; checks its exit code; returns its output."""
+        out, _ = p.communicate(timeout=120)
+        self.assertEqual(p.returncode, code, out)
+        return out
+
+    def start_sleepers(self, servers, workers, marker, count, *args):
+        """A job of `sleep MARKER` nodes (and services in ARGS), once COUNT sleepers run."""
+        p = self.netns(servers, workers, *args, "--", "sleep", marker)
+        self.assertTrue(wait_for(lambda: len(sleepers(marker)) == count, 30), "the job did not start")
         return p
 
     def assertNothingLeft(self, pid, marker=None):
@@ -90,11 +104,8 @@ class NetnsTestbed(unittest.TestCase):
 
     @unittest.skipUnless(os.access(EXACT_SUMS, os.X_OK), "exact_sums not built (scripts/build-pslite.sh)")
     def test_exact_sums_2_servers_2_workers(self):
-        p = self.launch(["--net", "netns", "--servers", "2", "--workers", "2", "--timeout", "120",
-                    "--server-rate", "500mbit", "--logdir", self.logdir, "--", EXACT_SUMS])
-        out, _ = p.communicate(timeout=180)
-        self.assertEqual(p.returncode, 0, out)
-        self.assertIn("on netns", out)
+        p = self.netns(2, 2, "--server-rate", "500mbit", "--", EXACT_SUMS)
+        self.assertIn("on netns", self.finish(p, 0))
         with open(os.path.join(self.logdir, "pslaunch.json")) as f:
             report = json.load(f)
         self.assertEqual(report["net"], "netns")
@@ -131,11 +142,9 @@ class NetnsTestbed(unittest.TestCase):
             "        except OSError: time.sleep(0.1)\n"
             "    c.sendall(b'x' * size); c.close()\n"
         )
-        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--timeout", "60",
-                    "--server-rate", "20mbit", "--env", "SINK_HOST={ip:server-0}", "--env",
-                    "SINK_PORT={port:sink}", "--logdir", self.logdir, "--", sys.executable, "-c", prog, str(size)])
-        out, _ = p.communicate(timeout=90)
-        self.assertEqual(p.returncode, 0, out)
+        p = self.netns(1, 1, "--server-rate", "20mbit", "--env", "SINK_HOST={ip:server-0}", "--env",
+                       "SINK_PORT={port:sink}", "--", sys.executable, "-c", prog, str(size))
+        self.finish(p, 0)
         with open(os.path.join(self.logdir, "server-0.log")) as f:
             m = re.search(r"received (\d+) bytes in ([0-9.]+) s", f.read())
         self.assertIsNotNone(m, "server-0 did not report the transfer")
@@ -146,49 +155,33 @@ class NetnsTestbed(unittest.TestCase):
     def test_failure_tears_down(self):
         marker = f"{os.getpid()}.25"
         prog = f'[ "$PSLAUNCH_NAME" = worker-1 ] && exit 3; exec sleep {marker}'
-        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "2", "--timeout", "60",
-                    "--logdir", self.logdir, "--", "sh", "-c", prog])
-        out, _ = p.communicate(timeout=90)
-        self.assertEqual(p.returncode, 1, out)
-        self.assertIn("FAIL worker-1 exited with code 3", out)
+        p = self.netns(1, 2, "--", "sh", "-c", prog)
+        self.assertIn("FAIL worker-1 exited with code 3", self.finish(p, 1))
         self.assertNothingLeft(p.pid, marker)
 
     def test_ctrl_c_tears_down(self):
         marker = f"{os.getpid()}.5"
-        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "2", "--timeout", "60",
-                    "--service", f"idle=sleep {marker}", "--logdir", self.logdir, "--", "sleep", marker])
-        # every node and the service are up: 5 processes
-        self.assertTrue(wait_for(lambda: len(sleepers(marker)) == 5, 30),
-                        "the job did not start")
-        self.assertEqual(len(namespaces_of(p.pid)), 6)  # 5 nodes and the bridge
+        p = self.start_sleepers(1, 2, marker, 5, "--service", f"idle=sleep {marker}")  # 4 nodes, 1 service
+        self.assertEqual(len(namespaces_of(p.pid)), 6)  # and the bridge's
         p.send_signal(signal.SIGINT)
-        out, _ = p.communicate(timeout=30)
-        self.assertEqual(p.returncode, 130, out)
-        self.assertIn("interrupted", out)
+        self.assertIn("interrupted", self.finish(p, 130))
         self.assertNothingLeft(p.pid, marker)
 
     def test_service_failure_fails_the_job(self):
-        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--timeout", "60",
-                    "--service", "broken=sh -c 'exit 7'", "--logdir", self.logdir, "--", "sleep", "30"])
-        out, _ = p.communicate(timeout=90)
-        self.assertEqual(p.returncode, 1, out)
-        self.assertIn("broken service exited early with code 7", out)
+        p = self.netns(1, 1, "--service", "broken=sh -c 'exit 7'", "--", "sleep", "30")
+        self.assertIn("broken service exited early with code 7", self.finish(p, 1))
         self.assertNothingLeft(p.pid)
 
     def test_sigkill_leftovers_removed_by_next_run(self):
         marker = f"{os.getpid()}.75"
-        p = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--timeout", "60",
-                    "--logdir", self.logdir, "--", "sleep", marker])
-        self.assertTrue(wait_for(lambda: len(sleepers(marker)) == 3, 30))
+        p = self.start_sleepers(1, 1, marker, 3)
         p.kill()
         p.wait()
         self.assertEqual(len(namespaces_of(p.pid)), 4, "SIGKILL cannot tear down: leftovers expected")
         for pid in sleepers(marker):
             os.kill(pid, signal.SIGKILL)
-        q = self.launch(["--net", "netns", "--servers", "1", "--workers", "1", "--logdir", self.logdir, "--", "true"])
-        out, _ = q.communicate(timeout=60)
-        self.assertEqual(q.returncode, 0, out)
-        self.assertIn("removed stale namespace", out)
+        q = self.netns(1, 1, "--", "true")
+        self.assertIn("removed stale namespace", self.finish(q, 0))
         self.assertEqual(namespaces_of(p.pid), [])
 
 
