@@ -204,9 +204,9 @@ def main():
     p.add_argument("--servers", type=int, default=1, help="PS-lite servers (default 1)")
     p.add_argument("--net", choices=("netns", "loopback"), default="netns", help="pslaunch network (default netns)")
     p.add_argument("--subnet", default="10.98.0.0/24", help="testbed addresses (default 10.98.0.0/24)")
-    p.add_argument("--server-rate", default="20mbit",
-                   help="rate limit of the servers' links (default 20mbit: below what this 2-core machine "
-                   "pushes, so the link is the bottleneck; empty: unshaped)")
+    p.add_argument("--server-rate", default="4mbit",
+                   help="rate limit of the servers' links (default 4mbit: below what mf_train pushes on this "
+                   "2-core machine, so the link is the bottleneck; empty: unshaped)")
     p.add_argument("--link-rate", default=None, help="rate limit of every other link (default: none)")
     p.add_argument("--link-delay", default=None, help="delay of every link (needs sch_netem)")
     p.add_argument("--target-rmse", type=float, default=0.93, help="stop when reached (default 0.93)")
