@@ -1,0 +1,45 @@
+//! The user-level stack over DPDK (the af_packet PMD on a veth, no hugepages, no PCI)
+//! against the kernel, across a veth pair between two network namespaces. One test per
+//! process: the EAL starts once per process. Needs root and a DPDK build: run by
+//! `scripts/test.sh` (netns step) or `cargo test -p zebra-net --test netns_dpdk -- --ignored`.
+
+mod common;
+
+use common::{can_run, tcp_both_ways, tcp_refused, udp_echo, Pair};
+use zebra_net::Backend;
+
+/// EAL arguments for the af_packet PMD on `iface`, with the larger ring (the default one
+/// drops silently under load).
+pub fn af_packet_args(iface: &str, prefix: &str) -> String {
+    format!(
+        "--no-huge -m 256 --no-pci --no-shconf --file-prefix={prefix} -l 0 \
+         --vdev=net_af_packet0,iface={iface},framecnt=8192,blocksz=65536 --log-level=lib.eal:error"
+    )
+}
+
+#[test]
+#[ignore = "needs root, network namespaces and DPDK (scripts/test.sh runs it)"]
+fn dpdk_stack_talks_to_the_kernel_and_leaks_no_mbuf() {
+    if !can_run() {
+        return;
+    }
+    if !zebra_net::DPDK_BUILT {
+        println!("skipped: zebra-net was built without DPDK (install libdpdk-dev)");
+        return;
+    }
+    let pair = Pair::up("d", 2);
+    let args = af_packet_args(&pair.stack_iface(), &pair.name);
+    let stack = pair.start_stack(Backend::Dpdk { eal_args: args });
+    udp_echo(&pair, &stack, 2000);
+    tcp_both_ways(&pair, &stack, 64 << 20);
+    tcp_refused(&pair, &stack);
+    let stats = stack.stats();
+    println!("stack: {stats:?}");
+    assert!(
+        stats.buffers_in_use.is_some(),
+        "a DPDK stack reports its pool"
+    );
+    stack
+        .shutdown()
+        .expect("clean shutdown: port closed, no mbuf in use, EAL cleaned up");
+}
