@@ -94,7 +94,7 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
     return cmd
 
 
-def parse_run(logdir, servers):
+def parse_run(logdir):
     """The run's metrics from the worker logs and pslaunch.json."""
     text = ""
     for name in sorted(os.listdir(logdir)):
@@ -261,7 +261,7 @@ def main():
             log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
             runs.append({"workers": n, "config": c, "repeat": rep, "ok": False, "curve": []})
             continue
-        r = parse_run(logdir, args.servers)
+        r = parse_run(logdir)
         r.update(workers=n, config=c, repeat=rep)
         runs.append(r)
         log(f"  time to target {fmt(r['time_to_target_s'], '.2f')} s, {r['steps_per_s']:.1f} steps/s, "
