@@ -69,6 +69,26 @@ pub const VARIABLES: &[Variable] = &[
         default: "auto",
         help: "PS-lite message format: `auto` (detected from the bytes), `byteps` (BytePS's binary meta) or `protobuf` (dmlc/ps-lite and MXNet)",
     },
+    Variable {
+        name: "ZEBRA_NET",
+        default: "kernel",
+        help: "the network under the engine's tcp:// and the hot path: `kernel` (kernel sockets), `dpdk` (the user-level stack, smoltcp over a DPDK port; needs ZEBRA_DPDK_ARGS and ZEBRA_IP) or `raw:IFACE` (smoltcp over an AF_PACKET raw socket on IFACE; needs ZEBRA_IP and root)",
+    },
+    Variable {
+        name: "ZEBRA_DPDK_ARGS",
+        default: "(none)",
+        help: "with ZEBRA_NET=dpdk: the DPDK EAL arguments, whitespace-separated (e.g. `--no-huge -m 256 --no-pci --no-shconf --file-prefix=w0 -l 0 --vdev=net_af_packet0,iface=veth0,framecnt=8192,blocksz=65536`); the first port found is used",
+    },
+    Variable {
+        name: "ZEBRA_IP",
+        default: "(none)",
+        help: "with ZEBRA_NET=dpdk or raw: the user-level stack's own IPv4 address and prefix, `A.B.C.D/N` (it answers ARP for it; the kernel must not use it)",
+    },
+    Variable {
+        name: "ZEBRA_GATEWAY",
+        default: "(none: on-link peers only)",
+        help: "with ZEBRA_NET=dpdk or raw: the IPv4 default gateway of the user-level stack",
+    },
 ];
 
 /// How a server presents a round's hot sums (`ZEBRA_DELIVERY`).
@@ -86,6 +106,43 @@ pub enum Flavor {
     Auto,
     Byteps,
     Protobuf,
+}
+
+/// The network under the engine and the hot path (`ZEBRA_NET`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Network {
+    #[default]
+    Kernel,
+    /// smoltcp over a DPDK port (`ZEBRA_DPDK_ARGS`).
+    Dpdk,
+    /// smoltcp over an `AF_PACKET` raw socket on this interface.
+    Raw(String),
+}
+
+/// An IPv4 address with its prefix length (`ZEBRA_IP`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Ipv4Cidr {
+    pub addr: std::net::Ipv4Addr,
+    pub prefix_len: u8,
+}
+
+impl FromStr for Ipv4Cidr {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<Ipv4Cidr, &'static str> {
+        const EXPECTED: &str = "expected an IPv4 address and prefix, A.B.C.D/N with N in 1..=32";
+        let (addr, len) = s.trim().split_once('/').ok_or(EXPECTED)?;
+        let addr: std::net::Ipv4Addr = addr.parse().map_err(|_| EXPECTED)?;
+        let prefix_len: u8 = len.parse().map_err(|_| EXPECTED)?;
+        if !(1..=32).contains(&prefix_len)
+            || addr.is_unspecified()
+            || addr.is_multicast()
+            || addr.is_broadcast()
+        {
+            return Err(EXPECTED);
+        }
+        Ok(Ipv4Cidr { addr, prefix_len })
+    }
 }
 
 /// Seeded faults injected on the hot path's send side (`ZEBRA_HOT_LOSS`).
@@ -170,6 +227,11 @@ pub struct Config {
     pub hot_config: Option<PathBuf>,
     pub delivery: Delivery,
     pub flavor: Flavor,
+    /// `ZEBRA_NET` and, for the user-level stack, its EAL arguments, address and gateway.
+    pub net: Network,
+    pub dpdk_args: Option<String>,
+    pub net_ip: Option<Ipv4Cidr>,
+    pub net_gateway: Option<std::net::Ipv4Addr>,
 }
 
 impl Config {
@@ -192,6 +254,10 @@ impl Default for Config {
             hot_config: None,
             delivery: Delivery::PerWorker,
             flavor: Flavor::Auto,
+            net: Network::Kernel,
+            dpdk_args: None,
+            net_ip: None,
+            net_gateway: None,
         }
     }
 }
@@ -328,6 +394,38 @@ impl Config {
                         expected: "expected auto, byteps or protobuf",
                     }),
                 },
+                "ZEBRA_NET" => match value.trim() {
+                    "" | "kernel" => cfg.net = Network::Kernel,
+                    "dpdk" => cfg.net = Network::Dpdk,
+                    v if v.starts_with("raw:") && v.len() > 4 && v.len() < 4 + 16 => {
+                        cfg.net = Network::Raw(v[4..].to_string())
+                    }
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_NET",
+                        value: value.to_string(),
+                        expected: "expected kernel, dpdk or raw:IFACE",
+                    }),
+                },
+                "ZEBRA_DPDK_ARGS" if value.trim().is_empty() => {}
+                "ZEBRA_DPDK_ARGS" => cfg.dpdk_args = Some(value.trim().to_string()),
+                "ZEBRA_IP" if value.trim().is_empty() => {}
+                "ZEBRA_IP" => match value.parse::<Ipv4Cidr>() {
+                    Ok(cidr) => cfg.net_ip = Some(cidr),
+                    Err(expected) => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_IP",
+                        value: value.to_string(),
+                        expected,
+                    }),
+                },
+                "ZEBRA_GATEWAY" if value.trim().is_empty() => {}
+                "ZEBRA_GATEWAY" => match value.trim().parse() {
+                    Ok(gw) => cfg.net_gateway = Some(gw),
+                    Err(_) => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_GATEWAY",
+                        value: value.to_string(),
+                        expected: "expected an IPv4 address",
+                    }),
+                },
                 other if other.starts_with("ZEBRA_") => errors.push(ConfigError::Unknown {
                     name: other.to_string(),
                     known: VARIABLES
@@ -338,6 +436,20 @@ impl Config {
                 }),
                 _ => {}
             }
+        }
+        if cfg.net != Network::Kernel && cfg.net_ip.is_none() {
+            errors.push(ConfigError::BadValue {
+                name: "ZEBRA_NET",
+                value: format!("{:?}", cfg.net).to_ascii_lowercase(),
+                expected: "the user-level stack needs its own address: set ZEBRA_IP=A.B.C.D/N",
+            });
+        }
+        if cfg.net == Network::Dpdk && cfg.dpdk_args.is_none() {
+            errors.push(ConfigError::BadValue {
+                name: "ZEBRA_NET",
+                value: "dpdk".into(),
+                expected: "ZEBRA_NET=dpdk needs ZEBRA_DPDK_ARGS (the EAL arguments)",
+            });
         }
         if let Some(filter) = zebra_log.or(rust_log).filter(|f| !f.trim().is_empty()) {
             cfg.log_filter = filter;
@@ -380,7 +492,45 @@ mod tests {
             ("ZEBRA_PSLITE_FLAVOR", "thrift", "auto, byteps or protobuf"),
         ] {
             let err = parse(&[(name, bad)]).unwrap_err().to_string();
-            assert!(err.contains(name) && err.contains(want), "{name}={bad}: {err}");
+            assert!(
+                err.contains(name) && err.contains(want),
+                "{name}={bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn network_settings() {
+        assert_eq!(parse(&[]).unwrap().net, Network::Kernel);
+        let c = parse(&[
+            ("ZEBRA_NET", "dpdk"),
+            ("ZEBRA_DPDK_ARGS", " --no-huge -l 0 "),
+            ("ZEBRA_IP", "10.1.2.3/24"),
+            ("ZEBRA_GATEWAY", "10.1.2.1"),
+        ])
+        .unwrap();
+        assert_eq!(c.net, Network::Dpdk);
+        assert_eq!(c.dpdk_args.as_deref(), Some("--no-huge -l 0"));
+        let ip = c.net_ip.unwrap();
+        assert_eq!((ip.addr, ip.prefix_len), ([10, 1, 2, 3].into(), 24));
+        assert_eq!(c.net_gateway, Some([10, 1, 2, 1].into()));
+        let r = parse(&[("ZEBRA_NET", "raw:veth0"), ("ZEBRA_IP", "10.0.0.2/8")]).unwrap();
+        assert_eq!(r.net, Network::Raw("veth0".into()));
+        for (vars, want) in [
+            (
+                &[("ZEBRA_NET", "dpdk"), ("ZEBRA_IP", "10.0.0.2/8")][..],
+                "needs ZEBRA_DPDK_ARGS",
+            ),
+            (&[("ZEBRA_NET", "raw:veth0")][..], "set ZEBRA_IP"),
+            (&[("ZEBRA_NET", "raw:")][..], "kernel, dpdk or raw:IFACE"),
+            (&[("ZEBRA_NET", "netmap")][..], "kernel, dpdk or raw:IFACE"),
+            (&[("ZEBRA_IP", "10.0.0.2")][..], "A.B.C.D/N"),
+            (&[("ZEBRA_IP", "10.0.0.2/33")][..], "A.B.C.D/N"),
+            (&[("ZEBRA_IP", "0.0.0.0/8")][..], "A.B.C.D/N"),
+            (&[("ZEBRA_GATEWAY", "gw")][..], "IPv4 address"),
+        ] {
+            let err = parse(vars).unwrap_err().to_string();
+            assert!(err.contains(want), "{vars:?}: {err}");
         }
     }
 
