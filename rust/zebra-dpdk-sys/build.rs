@@ -11,7 +11,8 @@ const MIN_VERSION: &str = "22.11";
 /// The libraries whose symbols the bindings and wrapper use; everything else DPDK ships
 /// (drivers such as net_af_packet included) is loaded by the EAL at run time.
 const LIBS: [&str; 4] = ["rte_eal", "rte_ethdev", "rte_mbuf", "rte_mempool"];
-const FUNCTIONS: &str = "rte_eal_init|rte_eal_cleanup|rte_strerror|rte_socket_id\
+const FUNCTIONS: &str =
+    "rte_eal_init|rte_eal_cleanup|rte_eal_get_runtime_dir|rte_strerror|rte_socket_id\
     |rte_eth_dev_count_avail|rte_eth_dev_configure|rte_eth_dev_info_get|rte_eth_rx_queue_setup\
     |rte_eth_tx_queue_setup|rte_eth_dev_start|rte_eth_dev_stop|rte_eth_dev_close\
     |rte_eth_macaddr_get|rte_eth_dev_socket_id|rte_eth_dev_get_name_by_port|rte_eth_stats_get\

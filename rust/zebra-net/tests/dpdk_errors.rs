@@ -22,6 +22,8 @@ fn dpdk_without_a_port_is_a_clean_error() {
     );
     let err = zebra_net::Stack::start(cfg).expect_err("no port");
     assert!(matches!(err, zebra_net::Error::NoPort(_)), "{err}");
+    let run_dir = std::path::Path::new("/var/run/dpdk").join(&prefix);
+    assert!(!run_dir.exists(), "{} left behind", run_dir.display());
     let again = zebra_net::StackConfig::new(
         zebra_net::Backend::Dpdk {
             eal_args: "--no-huge".into(),

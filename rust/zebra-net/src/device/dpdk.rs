@@ -61,6 +61,38 @@ fn eal_init(args: &str) -> Result<(), Error> {
     Ok(())
 }
 
+/// The EAL's run directory, while the EAL is up.
+fn runtime_dir() -> Option<std::path::PathBuf> {
+    // SAFETY: the EAL is initialised; the string it returns lives as long as the EAL and
+    // is copied at once.
+    let dir = unsafe { rte::rte_eal_get_runtime_dir() };
+    if dir.is_null() {
+        return None;
+    }
+    // SAFETY: non-null, NUL-terminated (EAL invariant).
+    let dir = unsafe { CStr::from_ptr(dir) }
+        .to_string_lossy()
+        .into_owned();
+    Some(dir.into()).filter(|d: &std::path::PathBuf| d.components().count() > 2)
+}
+
+/// Cleans the EAL up (nothing of it may be in use) and removes its run directory, which
+/// `rte_eal_cleanup` leaves behind.
+fn eal_cleanup(run_dir: Option<std::path::PathBuf>) {
+    // SAFETY: the caller no longer uses any EAL object.
+    unsafe { rte::rte_eal_cleanup() };
+    if let Some(dir) = run_dir {
+        match std::fs::remove_dir_all(&dir) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => log::warn!(
+                "zebra-net: removing the EAL run directory {}: {e}",
+                dir.display()
+            ),
+        }
+    }
+}
+
 /// An mbuf owned by this wrapper; freed when dropped.
 struct Mbuf(*mut rte::rte_mbuf);
 
@@ -74,6 +106,8 @@ impl Drop for Mbuf {
 
 pub(crate) struct DpdkPort {
     port: u16,
+    /// The EAL's run directory (`/var/run/dpdk/PREFIX` for root), removed at close.
+    run_dir: Option<std::path::PathBuf>,
     pool: *mut rte::rte_mempool,
     mac: [u8; 6],
     mtu: usize,
@@ -120,10 +154,17 @@ impl DpdkPort {
     /// Starts the EAL and the first available port (one rx and one tx queue).
     pub fn open(cfg: &StackConfig, eal_args: &str) -> Result<DpdkPort, Error> {
         eal_init(eal_args)?;
-        Self::start_port(cfg).inspect_err(|_| {
-            // SAFETY: the EAL was initialised above and nothing of it is in use.
-            unsafe { rte::rte_eal_cleanup() };
-        })
+        let run_dir = runtime_dir();
+        match Self::start_port(cfg) {
+            Ok(mut port) => {
+                port.run_dir = run_dir;
+                Ok(port)
+            }
+            Err(e) => {
+                eal_cleanup(run_dir);
+                Err(e)
+            }
+        }
     }
 
     fn start_port(cfg: &StackConfig) -> Result<DpdkPort, Error> {
@@ -212,6 +253,7 @@ impl DpdkPort {
         }
         Ok(DpdkPort {
             port,
+            run_dir: None,
             pool,
             mac: addr.addr_bytes,
             mtu: usize::from(mtu),
@@ -381,15 +423,12 @@ impl Port for DpdkPort {
             rte::rte_eth_dev_close(self.port);
         }
         let in_use = self.mbufs_in_use();
-        // SAFETY: a pool with no mbuf out can be freed; with a leak it is left alone
-        // (freeing it would free memory something still points to). The EAL is cleaned
-        // up last, with nothing of it in use.
-        unsafe {
-            if in_use == 0 {
-                rte::rte_mempool_free(self.pool);
-            }
-            rte::rte_eal_cleanup();
+        if in_use == 0 {
+            // SAFETY: a pool with no mbuf out can be freed; with a leak it is left alone
+            // (freeing it would free memory something still points to).
+            unsafe { rte::rte_mempool_free(self.pool) };
         }
+        eal_cleanup(self.run_dir.take());
         if in_use == 0 {
             Ok(())
         } else {
