@@ -13,12 +13,16 @@
 #          on        shim preloaded, ZEBRA_ENABLE=1: Zebra's own engine
 #          mixed     the scheduler, server 0 and worker 0 on Zebra's engine, every other
 #                    node on the real libzmq: the two interoperate in one job
+#          on+switch Zebra's engine with in-network aggregation: each job runs beside a
+#                    `zebra switch` with a hot-keys file on which the workers overlap;
+#                    the aggregating tests also check the switch added pairs and the
+#                    servers received fewer bytes than the whole pushes (tests/lib/hotpath.py)
 #
 # Needs `scripts/setup.sh --clients` first. Logs: .build/logs/SUITE-MODE/.
 # Exit 0 when every test passed; the last line is a summary naming suite, mode and library.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -eq 2 ] || { usage >&2; exit 2; }
 suite=$1 mode=$2
 case $suite in byteps-pslite|mxnet) ;; -h|--help) usage; exit 0 ;; *) echo "suite.sh: unknown suite '$suite'" >&2; usage >&2; exit 2 ;; esac
@@ -31,9 +35,10 @@ for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
 export SUITE_LOGDIR=$logdir SUITE_PRELOAD=""
 case $mode in
   libzmq) ;;
-  off|on|mixed)
+  off|on|mixed|on+switch)
     export SUITE_PRELOAD=$shim ZEBRA_STATS=$logdir/stats/%p
     [ "$mode" = off ] && export ZEBRA_ENABLE=0 || export ZEBRA_ENABLE=1
+    [ "$mode" = on+switch ] && export SUITE_SWITCH=$root/target/release/zebra
     [ "$mode" = mixed ] && export PSLAUNCH_PRELOAD_NAMES=scheduler,server-0,worker-0 ;;
   relinked)
     [ "$suite" = byteps-pslite ] || { echo "suite.sh: mode relinked is for byteps-pslite only" >&2; exit 2; }
@@ -50,8 +55,9 @@ status=0
 
 # Which library carried the job: the shim's own at-exit reports, one per process that
 # made zmq calls. Without the shim there must be none.
-reports=("$logdir"/stats/*)
-[ -e "${reports[0]}" ] || reports=()
+shopt -s nullglob
+reports=("$logdir"/stats/* "$logdir"/*/stats/*)
+shopt -u nullglob
 if [ "$mode" = libzmq ]; then
   if [ ${#reports[@]} -eq 0 ]; then
     if [ "$suite" = mxnet ]; then
@@ -76,7 +82,7 @@ else
     calls=$(grep -h '^call ' "${reports[@]}" | awk '{n += $3} END {print n + 0}')
     if [ "$mode" = mixed ]; then
       library="Zebra's engine in ${#reports[@]} processes ($PSLAUNCH_PRELOAD_NAMES of each job), the real libzmq in the others; $calls zmq calls through Zebra"
-    elif [ "$mode" = on ]; then
+    elif [ "$mode" = on ] || [ "$mode" = on+switch ]; then
       library="Zebra's engine in the shim $shim, in ${#reports[@]} processes (mode: $modes; $calls zmq calls; only utility calls such as zmq_strerror forwarded to $targets)"
     else
       library="the shim $shim in ${#reports[@]} processes (mode: $modes; forwarding to $targets, found by $found; $calls zmq calls)"

@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot)
 
 usage() {
   cat <<EOF
@@ -20,6 +20,9 @@ Tests (default: all): ${TESTS[*]}
                         value checked against the exact sum
   exact_sums_wide       exact_sums, 3 servers, 2 workers, val_len 9, 64 keys
   exact_sums_negative   exact_sums --inject-wrong-expected must FAIL (the checker is alive)
+  exact_sums_hot        exact_sums, 2 servers, 4 workers, val_len 32, 64 keys, 10 rounds:
+                        the in-network aggregation workload (with SUITE_SWITCH, 1 % seeded
+                        loss on the hot path and tests/lib/hotpath.py check)
   mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
                         up to 3 epochs, stopping at test RMSE 0.96: the final test RMSE
                         must be below 0.97 and at least 0.1 below the initial one
@@ -32,6 +35,9 @@ Environment:
                         built by scripts/build-pslite.sh; the relinked set is in
                         .build/byteps-pslite-relinked/tests after --relink DIST)
   SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: none)
+  SUITE_SWITCH    the `zebra` binary: run every job beside `zebra switch` with ZEBRA_SWITCH,
+                  ZEBRA_HOT_KEYS (tests/lib/hotpath.py exact-sums for the job's servers)
+                  and ZEBRA_HOT_CONFIG (scripts/suites/hot.conf) set (empty: no switch)
   SUITE_LOGDIR    logs go to \$SUITE_LOGDIR/<test>/ (default .build/logs/byteps-pslite)
   PSLITE_SUITE_TIMEOUT  seconds before a test's job is killed (default 90)
   MF_DATA         MovieLens-100k for mf_train_smoke (default .build/data/ml-100k.inter,
@@ -82,9 +88,19 @@ run_job() {
   JOB_LOGDIR="$LOGDIR/$name"
   JOB_REASON=""
   mkdir -p "$JOB_LOGDIR"
+  local service=()
+  if [ -n "${SUITE_SWITCH:-}" ]; then
+    rm -rf "$JOB_LOGDIR/stats"
+    mkdir -p "$JOB_LOGDIR/stats"
+    python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"
+    local conf="$ROOT/scripts/suites/hot.conf" loss="${HOT_LOSS:-0}"
+    envs+=(--env "ZEBRA_SWITCH=127.0.0.1:{port:switch}" --env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys"
+      --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p" --env "ZEBRA_HOT_LOSS=$loss")
+    service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen 127.0.0.1:{port:switch} --workers {workers} --servers {servers} --hot-keys $JOB_LOGDIR/hot.keys --loss $loss")
+  fi
   local out="$JOB_LOGDIR/pslaunch.log"
   if python3 "$LAUNCHER" --servers "$servers" --workers "$workers" --timeout "$TIMEOUT" \
-      --logdir "$JOB_LOGDIR" --preload "$PRELOAD" "${envs[@]}" -- "$bin" "$@" >"$out" 2>&1; then
+      --logdir "$JOB_LOGDIR" --preload "$PRELOAD" "${envs[@]}" "${service[@]}" -- "$bin" "$@" >"$out" 2>&1; then
     # The dynamic loader only warns when it cannot preload: then the test ran without it.
     local ignored
     ignored="$(grep -l 'cannot be preloaded' "$JOB_LOGDIR"/*.log 2>/dev/null | head -n 1)"
@@ -150,6 +166,18 @@ run_test() {
         if every_log worker 2 '^exact_sums: OK checked [1-9][0-9]* values' \
             && every_log server 3 '^exact_sums: server rank [0-9]+ .* no errors$'; then pass "$name"
         else fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"; fi
+      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
+    exact_sums_hot)
+      local args=(--val-len=32 --keys=64 --rounds=10)
+      if HOT_KEYS_ARGS="--keys 64 --val-len 32" HOT_LOSS="drop=0.01,seed=11" run_job "$name" 2 4 -- exact_sums "${args[@]}"; then
+        if ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values' \
+            || ! every_log server 2 '^exact_sums: server rank [0-9]+ .* no errors$'; then
+          fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
+        elif [ -n "${SUITE_SWITCH:-}" ]; then
+          if python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+            pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/hotpath.txt"
+          else fail "$name" "$(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"; fi
+        else pass "$name"; fi
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
     exact_sums_negative)
       if run_job "$name" 1 2 -- exact_sums --inject-wrong-expected --rounds=2; then

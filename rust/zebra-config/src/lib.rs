@@ -65,6 +65,16 @@ pub const VARIABLES: &[Variable] = &[
         help: "how a server sees a round's hot sums: `per-worker` (each worker's push request, one carrying the sum, the others zeros: right for every server) or `merged` (one request carries the sum: only for servers that do not count pushes)",
     },
     Variable {
+        name: "ZEBRA_TRACE",
+        default: "(off)",
+        help: "with ZEBRA_ENABLE=1, each worker records the keys of every push it sends to this file (`%p`: process id, `%r`: worker rank), the input of `zebra profile` (format: rust/zebra-hotkeys/TRACE.md)",
+    },
+    Variable {
+        name: "ZEBRA_TRACE_MAX_MB",
+        default: "256",
+        help: "size bound of each ZEBRA_TRACE file in MiB; pushes after it are not recorded (logged once)",
+    },
+    Variable {
         name: "ZEBRA_PSLITE_FLAVOR",
         default: "auto",
         help: "PS-lite message format: `auto` (detected from the bytes), `byteps` (BytePS's binary meta) or `protobuf` (dmlc/ps-lite and MXNet)",
@@ -232,6 +242,9 @@ pub struct Config {
     pub dpdk_args: Option<String>,
     pub net_ip: Option<Ipv4Cidr>,
     pub net_gateway: Option<std::net::Ipv4Addr>,
+    /// `ZEBRA_TRACE`, `%p` already replaced (`%r` is the worker rank, known later).
+    pub trace: Option<String>,
+    pub trace_max_bytes: u64,
 }
 
 impl Config {
@@ -258,6 +271,8 @@ impl Default for Config {
             dpdk_args: None,
             net_ip: None,
             net_gateway: None,
+            trace: None,
+            trace_max_bytes: 256 << 20,
         }
     }
 }
@@ -384,6 +399,16 @@ impl Config {
                         expected: "expected per-worker or merged",
                     }),
                 },
+                "ZEBRA_TRACE" if value.trim().is_empty() => {}
+                "ZEBRA_TRACE" => cfg.trace = Some(value.replace("%p", &pid.to_string())),
+                "ZEBRA_TRACE_MAX_MB" => match value.trim().parse::<u64>() {
+                    Ok(mb) if (1..=1 << 20).contains(&mb) => cfg.trace_max_bytes = mb << 20,
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_TRACE_MAX_MB",
+                        value: value.to_string(),
+                        expected: "expected MiB, 1..=1048576",
+                    }),
+                },
                 "ZEBRA_PSLITE_FLAVOR" => match value.trim().to_ascii_lowercase().as_str() {
                     "" | "auto" => cfg.flavor = Flavor::Auto,
                     "byteps" => cfg.flavor = Flavor::Byteps,
@@ -484,12 +509,18 @@ mod tests {
         assert_eq!(c.hot_keys, Some(PathBuf::from("/tmp/hot.keys")));
         assert_eq!((c.delivery, c.flavor), (Delivery::Merged, Flavor::Protobuf));
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
+        let t = parse(&[("ZEBRA_TRACE", "/t/w%r.%p"), ("ZEBRA_TRACE_MAX_MB", "2")]).unwrap();
+        assert_eq!(
+            (t.trace.as_deref(), t.trace_max_bytes),
+            (Some("/t/w%r.42"), 2 << 20)
+        );
         for (name, bad, want) in [
             ("ZEBRA_SWITCH", "10.0.0.250", "HOST:PORT"),
             ("ZEBRA_SWITCH", ":9950", "HOST:PORT"),
             ("ZEBRA_SWITCH", "h:99999", "HOST:PORT"),
             ("ZEBRA_DELIVERY", "both", "per-worker or merged"),
             ("ZEBRA_PSLITE_FLAVOR", "thrift", "auto, byteps or protobuf"),
+            ("ZEBRA_TRACE_MAX_MB", "0", "MiB"),
         ] {
             let err = parse(&[(name, bad)]).unwrap_err().to_string();
             assert!(

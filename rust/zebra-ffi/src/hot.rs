@@ -1,5 +1,5 @@
 //! In-network aggregation inside a PS-lite process (`ZEBRA_ENABLE=1` with
-//! `ZEBRA_SWITCH`): where the shim's sockets meet `zebra-agent` (the
+//! `ZEBRA_SWITCH`), and push traces (`ZEBRA_TRACE`): where the shim's sockets meet `zebra-agent` (the
 //! PS-lite-level split and merge) and `zebra-hotpath` (UDP to the switch).
 //!
 //! - **Worker** (`DMLC_ROLE=worker`): every DEALER is hooked. The parts of a
@@ -19,6 +19,10 @@
 //!   id, before any push): the worker or server side starts then. Messages
 //!   before that pass unchanged.
 //!
+//! - **Trace** (`ZEBRA_TRACE`, with or without a switch): the worker side
+//!   also records the keys of every push it sends (`zebra-hotkeys`'s trace
+//!   format), the input of `zebra profile`.
+//!
 //! The job's size comes from PS-lite's own `DMLC_NUM_WORKER` and
 //! `DMLC_NUM_SERVER`; the protocol settings from `ZEBRA_HOT_CONFIG` (the file
 //! `zebra switch --config` reads), the hot keys from `ZEBRA_HOT_KEYS`.
@@ -30,14 +34,24 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
 use bytes::Bytes;
+use zebra_agent::values::F32_BYTES;
 use zebra_agent::{AgentConfig, Delivery, HotSet, Outgoing, ServerAgent, WorkerAgent};
 use zebra_config::{Flavor, HotLoss};
 use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
 use zebra_engine::{Error, Part, Socket};
+use zebra_hotkeys::TraceWriter;
 use zebra_hotpath::{
     Clock, LinkConfig, ServerEvent, ServerLink, Settings, WorkerEvent, WorkerLink,
 };
-use zebra_pslite::{node_id, rank_of, role_of, Format, FormatChoice, Role};
+use zebra_pslite::{node_id, rank_of, role_of, Detector, Format, FormatChoice, Message, Role};
+
+fn flavor(f: Flavor) -> FormatChoice {
+    match f {
+        Flavor::Auto => FormatChoice::Auto,
+        Flavor::Byteps => FormatChoice::Fixed(Format::Byteps),
+        Flavor::Protobuf => FormatChoice::Fixed(Format::Protobuf),
+    }
+}
 
 /// How long a link's event thread sleeps at most between checks.
 const EVENT_WAIT: Duration = Duration::from_millis(100);
@@ -58,6 +72,15 @@ enum ProcessRole {
 #[derive(Debug)]
 pub struct Plan {
     role: ProcessRole,
+    /// In-network aggregation (`ZEBRA_SWITCH`).
+    aggregation: Option<Aggregation>,
+    /// `ZEBRA_TRACE` (`%r` not yet replaced) and its bound in bytes.
+    trace: Option<(String, u64)>,
+}
+
+/// The switch, the hot keys and the protocol settings every party shares.
+#[derive(Debug)]
+struct Aggregation {
     switch: SocketAddr,
     hot: Arc<HotSet>,
     agent: AgentConfig,
@@ -87,32 +110,53 @@ fn env_count(name: &str, problems: &mut Vec<String>) -> u16 {
 }
 
 impl Plan {
-    /// The plan for `config`, `None` without `ZEBRA_SWITCH` (or in mode
-    /// off); every problem named.
+    /// The plan for `config`: `None` in mode off or without `ZEBRA_SWITCH`
+    /// and `ZEBRA_TRACE`; every problem named.
     pub fn from_config(config: &zebra_config::Config) -> Result<Option<Plan>, Vec<String>> {
-        let Some(switch) = config.switch.as_deref().filter(|_| config.enable) else {
+        if !config.enable || (config.switch.is_none() && config.trace.is_none()) {
             return Ok(None);
+        }
+        let what = if config.switch.is_some() {
+            "ZEBRA_SWITCH"
+        } else {
+            "ZEBRA_TRACE"
         };
-        let mut problems = Vec::new();
         let role = match std::env::var("DMLC_ROLE").as_deref() {
             Ok("worker") => ProcessRole::Worker,
             Ok("server") => ProcessRole::Server,
             Ok("scheduler") => ProcessRole::Scheduler,
             Ok(other) => {
-                problems.push(format!(
+                return Err(vec![format!(
                     "DMLC_ROLE={other:?}: expected worker, server or scheduler"
-                ));
-                ProcessRole::Scheduler
+                )])
             }
             Err(_) => {
-                problems.push(
-                    "ZEBRA_SWITCH is set but DMLC_ROLE is not: in-network aggregation is for \
-                     PS-lite processes"
-                        .into(),
-                );
-                ProcessRole::Scheduler
+                return Err(vec![format!(
+                    "{what} is set but DMLC_ROLE is not: it is for PS-lite processes"
+                )])
             }
         };
+        let aggregation = match config.switch.as_deref() {
+            Some(switch) => Some(Aggregation::from_config(config, switch)?),
+            None => None,
+        };
+        Ok(Some(Plan {
+            role,
+            aggregation,
+            trace: config
+                .trace
+                .as_ref()
+                .map(|t| (t.clone(), config.trace_max_bytes)),
+        }))
+    }
+}
+
+impl Aggregation {
+    fn from_config(
+        config: &zebra_config::Config,
+        switch: &str,
+    ) -> Result<Aggregation, Vec<String>> {
+        let mut problems = Vec::new();
         let workers = env_count("DMLC_NUM_WORKER", &mut problems);
         let servers = env_count("DMLC_NUM_SERVER", &mut problems);
         let mut settings = match &config.hot_config {
@@ -150,25 +194,23 @@ impl Plan {
             zebra_config::Delivery::PerWorker => Delivery::PerWorker,
             zebra_config::Delivery::Merged => Delivery::Merged,
         };
-        agent.format = match config.flavor {
-            Flavor::Auto => FormatChoice::Auto,
-            Flavor::Byteps => FormatChoice::Fixed(Format::Byteps),
-            Flavor::Protobuf => FormatChoice::Fixed(Format::Protobuf),
-        };
+        agent.format = flavor(config.flavor);
+        agent.settle_timeout = built.settle_timeout;
         agent.validate().map_err(|e| vec![e.to_string()])?;
         let switch = built
             .switch
             .ok_or_else(|| vec![format!("ZEBRA_SWITCH={switch}: no address")])?;
-        Ok(Some(Plan {
-            role,
+        Ok(Aggregation {
             switch,
             hot,
             agent,
             proto: built.proto,
             loss: config.hot_loss.or(built.loss),
-        }))
+        })
     }
+}
 
+impl Aggregation {
     fn link(&self, job: u16, rank: u16) -> LinkConfig {
         let mut c = LinkConfig::new(self.proto.clone(), job, rank, self.switch);
         c.loss = self.loss;
@@ -252,7 +294,7 @@ impl Hook {
                 socket: socket.clone(),
                 parts: Mutex::new(Vec::new()),
             })),
-            (ZMQ_ROUTER, ProcessRole::Server) => {
+            (ZMQ_ROUTER, ProcessRole::Server) if p.plan.aggregation.is_some() => {
                 let hook = RouterHook::start(socket.clone());
                 *lock(&p.router) = Arc::downgrade(&hook);
                 Hook::Router(hook)
@@ -313,8 +355,137 @@ impl DealerHook {
     }
 }
 
-/// The worker side of this process.
+/// The worker side of this process: the split (with a switch) and the trace.
 struct WorkerSide {
+    rank: u16,
+    splitter: Option<Arc<Splitter>>,
+    tracer: Option<Mutex<Tracer>>,
+}
+
+impl WorkerSide {
+    fn start(p: &'static Process, rank: u16) -> Option<Arc<WorkerSide>> {
+        let splitter = p
+            .plan
+            .aggregation
+            .as_ref()
+            .and_then(|a| Splitter::start(a, rank));
+        let tracer = p
+            .plan
+            .trace
+            .as_ref()
+            .and_then(|(path, max)| Tracer::create(path, *max, rank))
+            .map(Mutex::new);
+        Some(Arc::new(WorkerSide {
+            rank,
+            splitter,
+            tracer,
+        }))
+    }
+
+    fn send(&self, dealer: &Arc<DealerHook>, frames: Vec<Bytes>) -> Result<(), Error> {
+        if let Some(t) = &self.tracer {
+            lock(t).record(self.rank, &frames);
+        }
+        match &self.splitter {
+            Some(s) => s.send(dealer, frames),
+            None => send_all(&dealer.socket, frames),
+        }
+    }
+
+    fn report(&self) -> String {
+        let mut out = String::new();
+        if let Some(s) = &self.splitter {
+            out.push_str(&s.report());
+        }
+        if let Some(t) = &self.tracer {
+            out.push_str(&lock(t).report());
+        }
+        out
+    }
+}
+
+/// `ZEBRA_TRACE`: the keys of every push this worker sends, each with its
+/// number of `f32` values (its bytes / 4: what a hot-keys file's `VALUES`
+/// counts).
+struct Tracer {
+    writer: TraceWriter,
+    path: String,
+    detector: Detector,
+    pushes: u32,
+    unparsed: u64,
+}
+
+impl Tracer {
+    fn create(path: &str, max_bytes: u64, rank: u16) -> Option<Tracer> {
+        let path = path.replace("%r", &rank.to_string());
+        match TraceWriter::create(std::path::Path::new(&path), max_bytes) {
+            Ok(writer) => {
+                log::info!("zebra: worker {rank}: recording pushes to {path}");
+                Some(Tracer {
+                    writer,
+                    path,
+                    detector: Detector::new(FormatChoice::Auto),
+                    pushes: 0,
+                    unparsed: 0,
+                })
+            }
+            Err(e) => {
+                log::error!("zebra: ZEBRA_TRACE {path}: {e}; no trace is recorded");
+                None
+            }
+        }
+    }
+
+    /// Records the message if it is a push request with data.
+    fn record(&mut self, rank: u16, frames: &[Bytes]) {
+        let Some((meta, data)) = frames.split_first() else {
+            return;
+        };
+        let Ok((format, m)) = self.detector.parse(meta) else {
+            self.unparsed += 1;
+            return;
+        };
+        if !m.is_push_request() {
+            return;
+        }
+        let data: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
+        let keys: Option<Vec<(u64, u32)>> =
+            Message::parse(format, meta, &data).ok().and_then(|msg| {
+                let view = msg.kv().ok()??;
+                let keys = view
+                    .entries()
+                    .ok()?
+                    .map(|(k, v, _)| (k, (v.len() / F32_BYTES) as u32))
+                    .collect();
+                Some(keys)
+            });
+        let Some(keys) = keys else {
+            self.unparsed += 1;
+            return;
+        };
+        self.pushes += 1;
+        if let Err(e) = self.writer.record(u32::from(rank), self.pushes, &keys) {
+            log::error!("zebra: trace {}: {e}", self.path);
+        }
+    }
+
+    fn report(&mut self) -> String {
+        if let Err(e) = self.writer.flush() {
+            log::error!("zebra: trace {}: {e}", self.path);
+        }
+        format!(
+            "trace: {} pushes recorded to {} ({} bytes, {} not recorded, {} unparsed messages)\n",
+            self.pushes,
+            self.path,
+            self.writer.bytes_written(),
+            self.writer.dropped(),
+            self.unparsed
+        )
+    }
+}
+
+/// The worker's split of pushes into cold messages and hot pairs.
+struct Splitter {
     agent: Mutex<WorkerAgent>,
     links: BTreeMap<u16, WorkerLink>,
     /// The DEALER that last carried a split push to each server.
@@ -323,9 +494,8 @@ struct WorkerSide {
     settle_errors: AtomicU64,
 }
 
-impl WorkerSide {
-    fn start(p: &'static Process, rank: u16) -> Option<Arc<WorkerSide>> {
-        let plan = p.plan;
+impl Splitter {
+    fn start(plan: &Aggregation, rank: u16) -> Option<Arc<Splitter>> {
         let agent = match WorkerAgent::new(plan.agent.clone(), plan.hot.clone(), rank) {
             Ok(a) => a,
             Err(e) => {
@@ -351,7 +521,7 @@ impl WorkerSide {
                 }
             }
         }
-        let side = Arc::new(WorkerSide {
+        let side = Arc::new(Splitter {
             agent: Mutex::new(agent),
             links,
             dealers: Mutex::new(HashMap::new()),
@@ -412,6 +582,16 @@ impl WorkerSide {
             let Some(event) = link.recv_timeout(EVENT_WAIT) else {
                 continue;
             };
+            match &event {
+                WorkerEvent::Fallback { fallback: f, .. } => log::debug!(
+                    "zebra: job {job} round {}: {} pairs fall back ({:?}, seq {})",
+                    f.round,
+                    f.pairs.len(),
+                    f.cause,
+                    f.seq
+                ),
+                WorkerEvent::RoundDone(s) => log::debug!("zebra: job {job}: {s:?}"),
+            }
             let settle = {
                 let mut agent = lock(&self.agent);
                 match event {
@@ -587,7 +767,7 @@ struct ServerSide {
 
 impl ServerSide {
     fn start(p: &'static Process, rank: u16) -> Option<Arc<ServerSide>> {
-        let plan = p.plan;
+        let plan = p.plan.aggregation.as_ref()?;
         let agent = match ServerAgent::new(plan.agent.clone(), plan.hot.clone(), rank) {
             Ok(a) => a,
             Err(e) => {
@@ -658,6 +838,26 @@ impl ServerSide {
                 self.process.clock.until(at).min(EVENT_WAIT)
             });
             let event = link.recv_timeout(wait);
+            match &event {
+                Some(ServerEvent::Round(a)) => log::debug!(
+                    "zebra: job {} round {}: aggregate of {} pairs, {} contributed, flushed {}",
+                    a.job,
+                    a.round,
+                    a.pairs.len(),
+                    a.contributed,
+                    a.flushed
+                ),
+                Some(ServerEvent::Apply(f)) => log::debug!(
+                    "zebra: job {} round {}: apply {} pairs of worker {} ({:?}, seq {})",
+                    f.job,
+                    f.round,
+                    f.pairs.len(),
+                    f.worker,
+                    f.cause,
+                    f.seq
+                ),
+                None => {}
+            }
             let now = self.process.clock.now();
             let mut agent = lock(&self.agent);
             let mut deliver = match event {

@@ -97,6 +97,7 @@ pub const KNOBS: &[Knob] = &[
     knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "500", "server: how long uncertain fallback pairs wait for their round's aggregate"),
     knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
+    knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it"),
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
     knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
@@ -135,7 +136,12 @@ pub struct HotpathConfig {
     pub server_addrs: BTreeMap<u16, SocketAddr>,
     /// Faults to inject on every send.
     pub loss: Option<HotLoss>,
+    /// `settle_timeout_ms`: the PS-lite level's last resort (`zebra-agent`).
+    pub settle_timeout: Duration,
 }
+
+/// Default of `settle_timeout_ms`.
+pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl HotpathConfig {
     /// The first job.
@@ -345,6 +351,7 @@ struct Builder {
     dense_ranks: Option<u32>,
     server_addrs: BTreeMap<u16, (SocketAddr, String)>,
     loss: Option<HotLoss>,
+    settle_timeout: Option<Duration>,
 }
 
 fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
@@ -435,6 +442,7 @@ impl Builder {
             }
             "uncertain_timeout_ms" => self.config().uncertain_timeout = millis(e)?,
             "server_history" => self.config().server_history = int(e, 1, u32::MAX)?,
+            "settle_timeout_ms" => self.settle_timeout = Some(millis(e)?),
             "number" => {
                 let expected = "expected f32 or fixed:BITS with BITS in 0..=30";
                 self.number = Some(match e.value.split_once(':') {
@@ -572,6 +580,7 @@ impl Builder {
                 .map(|(i, (a, _))| (i, a))
                 .collect(),
             loss: self.loss,
+            settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
         })
     }
 }

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Helpers of the `on+switch` suites: hot-keys files for our test apps, and the check
+that a job really aggregated in the network.
+
+  hotpath.py exact-sums --servers S --keys K --val-len V > hot.keys
+      exact_sums's keys that every worker pushes (index mod 4 == 0), in phases 1 and 3
+      (fixed val_len V); phase 2 varies its lengths and stays cold. Key layout: tests/pslite-app/README.md.
+  hotpath.py mxnet --servers S --key K:VALUES [--key ...] > hot.keys
+      MXNet kvstore_dist's PS-lite key of a small dense array with int key K and VALUES
+      float32 values (EncodeDefaultKey: server (K * 9973) mod S, key = its range start + K).
+  hotpath.py check LOGDIR
+      Reads the switch's log (LOGDIR/switch.log) and the shim's statistics files
+      (LOGDIR/stats/*): fails unless the switch added pairs, no server lost a value or
+      forced an unsettled request, and the servers received fewer hot bytes (trailers
+      listing the hot keys, SETTLE messages, aggregates over UDP) than the hot entries of
+      the same pushes whole. Prints the numbers, and all bytes of the split pushes.
+"""
+
+import argparse
+import glob
+import os
+import re
+import sys
+
+U64_MAX = (1 << 64) - 1
+KEY_INDEX_BITS = 24
+
+
+def range_start(server, servers):
+    return U64_MAX // servers * server
+
+
+def exact_sums(args):
+    print(f"# exact_sums hot keys: {args.servers} servers, {args.keys} keys, val_len {args.val_len}")
+    for phase in (1, 3):
+        for idx in range(args.keys):
+            if idx % 4 != 0:
+                continue
+            server = (idx // 8) % args.servers
+            key = range_start(server, args.servers) + (phase << KEY_INDEX_BITS) + idx
+            print(f"{key} {args.val_len}")
+
+
+def mxnet(args):
+    print(f"# MXNet dist_sync dense keys: {args.servers} servers")
+    for spec in args.key:
+        k, values = spec.split(":")
+        k, values = int(k), int(values)
+        server = (k * 9973) % args.servers
+        print(f"{range_start(server, args.servers) + k} {values}")
+
+
+FIELD = r"\b{}: (\d+)"
+
+
+def field(text, name):
+    return sum(int(v) for v in re.findall(FIELD.format(name), text))
+
+
+def check(args):
+    problems = []
+    switch_log = os.path.join(args.logdir, "switch.log")
+    try:
+        with open(switch_log) as f:
+            sw = f.read()
+    except OSError as e:
+        sw = ""
+        problems.append(f"no switch log: {e}")
+    added = re.findall(r"added\s+(\d+) packets, (\d+) pairs", sw)
+    pairs = int(added[-1][1]) if added else 0
+    if pairs == 0:
+        problems.append("the switch added no pair: nothing was aggregated")
+    stats = ""
+    for path in glob.glob(os.path.join(args.logdir, "stats", "*")):
+        with open(path) as f:
+            stats += f.read()
+    workers = [l for l in stats.splitlines() if "WorkerAgentStats" in l]
+    servers = [l for l in stats.splitlines() if "ServerAgentStats" in l]
+    links = [l for l in stats.splitlines() if l.strip().startswith("link: ServerLinkStats")]
+    if not workers or not servers:
+        problems.append("no hot-path statistics from the workers or servers (ZEBRA_STATS)")
+    whole = sum(field(l, "bytes_before") for l in workers)
+    split = sum(field(l, "bytes_after") + field(l, "settle_bytes") for l in workers)
+    udp = sum(field(l, "rx_bytes") for l in links)
+    # Hot bytes: the hot entries the pushes carried whole, against what replaced them
+    # (the trailer listing the hot keys, the SETTLE messages, the aggregates over UDP).
+    trailers = sum(field(l, "trailer_bytes") for l in workers)
+    hot_whole = whole - sum(field(l, "bytes_after") for l in workers) + trailers
+    hot_switch = trailers + sum(field(l, "settle_bytes") for l in workers) + udp
+    lost = sum(field(l, "lost_values") + field(l, "forced") for l in servers)
+    if lost:
+        problems.append(f"servers lost {lost} values or forced {lost} unsettled requests")
+    ingress = split + udp
+    ratio = ingress / whole if whole else float("nan")
+    hot_ratio = hot_switch / hot_whole if hot_whole else float("nan")
+    print(f"switch: {pairs} pairs added; hot bytes at the servers: {hot_switch} with the switch "
+          f"vs {hot_whole} in the whole pushes ({hot_ratio:.2f}x); all bytes of the split "
+          f"pushes: {ingress} ({split} over ZeroMQ + {udp} over UDP) vs {whole} ({ratio:.2f}x)")
+    if hot_whole and hot_switch >= hot_whole:
+        problems.append(f"the servers received {hot_switch} hot bytes, not fewer than {hot_whole} without the switch")
+    for p in problems:
+        print(f"hotpath check: {p}", file=sys.stderr)
+    return 1 if problems else 0
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = p.add_subparsers(dest="cmd", required=True)
+    e = sub.add_parser("exact-sums")
+    e.add_argument("--servers", type=int, required=True)
+    e.add_argument("--keys", type=int, default=48)
+    e.add_argument("--val-len", type=int, default=4)
+    m = sub.add_parser("mxnet")
+    m.add_argument("--servers", type=int, required=True)
+    m.add_argument("--key", action="append", required=True, help="K:VALUES")
+    c = sub.add_parser("check")
+    c.add_argument("logdir")
+    args = p.parse_args()
+    if args.cmd == "exact-sums":
+        exact_sums(args)
+    elif args.cmd == "mxnet":
+        mxnet(args)
+    else:
+        return check(args)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
