@@ -92,25 +92,30 @@ lint() {
 # The user-level stack (zebra-net) against the kernel across a veth pair between two
 # network namespaces, over a raw socket and over DPDK's af_packet PMD: ARP, UDP echo, a
 # 64 MiB TCP transfer each way (every byte checked), a refused connect, clean start-up
-# errors and no mbuf in use at shutdown. Needs root; the DPDK tests need libdpdk-dev.
+# errors, no mbuf in use and no EAL run directory left at shutdown; then the engine over
+# the stack against libzmq. Needs root; the DPDK tests need libdpdk-dev.
 netns_stack() {
   if [ "$(id -u)" != 0 ]; then
     echo "SKIP zebra-net netns tests (need root for network namespaces and packet sockets)"
     return 0
   fi
-  local t log
-  for t in netns_raw netns_dpdk dpdk_errors; do
-    if [ $t != netns_raw ] && ! pkg-config --exists libdpdk; then
-      echo "SKIP zebra-net $t (no DPDK: libdpdk-dev is not installed)"
+  local spec crate t features log
+  # CRATE TEST [FEATURES]: the engine's test runs over the raw socket, then over DPDK.
+  for spec in "zebra-net netns_raw" "zebra-net netns_dpdk" "zebra-net dpdk_errors" \
+    "zebra-engine netns_stack" "zebra-engine netns_stack dpdk"; do
+    set -- $spec
+    crate=$1 t=$2 features=${3:-}
+    if { [ $t = netns_dpdk ] || [ $t = dpdk_errors ] || [ -n "$features" ]; } && ! pkg-config --exists libdpdk; then
+      echo "SKIP $crate $t${features:+ ($features)} (no DPDK: libdpdk-dev is not installed)"
       continue
     fi
-    log=$logs/zebra-net-$t.log
-    cargo test --release --manifest-path "$root/Cargo.toml" -p zebra-net --test $t -- --ignored --nocapture \
-      >"$log" 2>&1
+    log=$logs/$crate-$t${features:+-$features}.log
+    cargo test --release --manifest-path "$root/Cargo.toml" -p $crate ${features:+--features $features} --test $t \
+      -- --ignored --nocapture >"$log" 2>&1
     local code=$?
-    sed -n 's/^test \([a-z_0-9]*\) \.\.\. ok$/PASS zebra-net \1/p; s/^test \([a-z_0-9]*\) \.\.\. FAILED$/FAIL zebra-net \1 (log: '"${log//\//\\/}"')/p' "$log"
-    grep -E '^(udp|tcp)' "$log" | sed 's/^/  /'
-    [ $code = 0 ] || grep -q '^test .* FAILED$' "$log" || echo "FAIL zebra-net $t (exited with $code; log: $log)"
+    sed -n 's/^test \([a-z_0-9]*\) \.\.\. ok$/PASS '"$crate"' \1'"${features:+ ($features)}"'/p; s/^test \([a-z_0-9]*\) \.\.\. FAILED$/FAIL '"$crate"' \1 (log: '"${log//\//\\/}"')/p' "$log"
+    grep -E '^(udp|tcp|engine|libzmq)' "$log" | sed 's/^/  /'
+    [ $code = 0 ] || grep -q '^test .* FAILED$' "$log" || echo "FAIL $crate $t (exited with $code; log: $log)"
   done
 }
 
@@ -144,8 +149,8 @@ run_part netns-stack netns_stack
 run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
 
 if [ $quick = 0 ]; then
-  for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" \
-    "mxnet libzmq" "mxnet off" "mxnet on" "mxnet mixed"; do
+  for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" "byteps-pslite on+switch" \
+    "mxnet libzmq" "mxnet off" "mxnet on" "mxnet mixed" "mxnet on+switch"; do
     set -- $spec
     run_part "suite-$1-$2" "$root/scripts/suite.sh" "$1" "$2"
   done

@@ -5,6 +5,9 @@
 #
 #   SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: MXNet's own libzmq)
 #   SUITE_LOGDIR    logs go to $SUITE_LOGDIR/<test-name>/ (default: a temp dir)
+#   SUITE_SWITCH    the `zebra` binary: trace each job once (ZEBRA_TRACE), `zebra profile` the
+#                   trace into a hot-keys file, then run the job beside `zebra switch` and check
+#                   it aggregated (tests/lib/hotpath.py; empty: no switch)
 #   MXNET_SUITE_TIMEOUT   seconds before one job is killed (default 120)
 #
 # Prints "PASS name" or "FAIL name (reason)" per test; exits non-zero if any failed.
@@ -72,10 +75,30 @@ run_test() {
         fail "$name" "$preload_problem"
         return
     fi
-    local start end rc reason
+    local start end rc reason hot=()
+    if [ -n "${SUITE_SWITCH:-}" ]; then
+        # The hot keys come from the job itself: a traced run (no switch), then zebra
+        # profile, as a user would do it; the switch's memory is that of hot.conf.
+        mkdir -p "$dir/trace" "$dir/stats"
+        if ! "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
+            --timeout "$TIMEOUT" --logdir "$dir/trace" --preload "$PRELOAD" \
+            --env "ZEBRA_TRACE=$dir/trace/push.%r" -- "$PY" "$TEST" "$@" >"$dir/trace/pslaunch.log" 2>&1; then
+            fail "$name" "the traced run failed; logs in $dir/trace"
+            return
+        fi
+        if ! "$SUITE_SWITCH" profile --out "$dir/hot.keys" --p 0.99 --switch-mem 64K \
+            --servers "$servers" "$dir"/trace/push.* >"$dir/profile.log" 2>&1; then
+            fail "$name" "zebra profile failed: $(tail -n 1 "$dir/profile.log")"
+            return
+        fi
+        local conf=$ROOT/scripts/suites/hot.conf
+        hot=(--env "ZEBRA_SWITCH=127.0.0.1:{port:switch}" --env "ZEBRA_HOT_KEYS=$dir/hot.keys"
+            --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$dir/stats/%p"
+            --service "switch=$SUITE_SWITCH switch --config $conf --listen 127.0.0.1:{port:switch} --workers {workers} --servers {servers} --hot-keys $dir/hot.keys")
+    fi
     start=$(date +%s.%N)
     "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
-        --timeout "$TIMEOUT" --logdir "$dir" --preload "$PRELOAD" \
+        --timeout "$TIMEOUT" --logdir "$dir" --preload "$PRELOAD" "${hot[@]}" \
         -- "$PY" "$TEST" "$@" >"$dir/pslaunch.log" 2>&1
     rc=$?
     end=$(date +%s.%N)
@@ -98,6 +121,16 @@ run_test() {
     if ! reason=$(scan_logs "$dir"); then
         fail "$name" "$reason; logs in $dir"
         return
+    fi
+    if [ -n "${SUITE_SWITCH:-}" ]; then
+        # MXNet's test pushes small arrays from 2-3 workers: the aggregate's 8-byte
+        # (index, value) pairs cannot beat 2-3 copies of 4-byte values, so the bytes are
+        # reported, not required to fall (exact_sums_hot of the BytePS suite requires it).
+        if ! "$PY" "$ROOT/tests/lib/hotpath.py" check --bytes-report-only "$dir" >"$dir/hotpath.txt" 2>&1; then
+            fail "$name" "$(tail -n 1 "$dir/hotpath.txt"); logs in $dir"
+            return
+        fi
+        sed 's/^/  /' "$dir/hotpath.txt"
     fi
     echo "PASS $name"
     printf '  %s: %ss; %s; logs in %s\n' "$name" "$(awk "BEGIN { printf \"%.1f\", $end - $start }")" \

@@ -464,7 +464,13 @@ impl Tracer {
             return;
         };
         self.pushes += 1;
-        if let Err(e) = self.writer.record(u32::from(rank), self.pushes, &keys) {
+        // Flushed per push: the writer lives until the process exits, and
+        // nothing runs at exit that could flush it.
+        let written = self
+            .writer
+            .record(u32::from(rank), self.pushes, &keys)
+            .and_then(|_| self.writer.flush());
+        if let Err(e) = written {
             log::error!("zebra: trace {}: {e}", self.path);
         }
     }
