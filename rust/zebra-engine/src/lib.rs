@@ -66,12 +66,14 @@ mod reactor;
 mod routing;
 mod signal;
 mod socket;
+mod transport;
 
 pub use bytes::Bytes;
 pub use context::Context;
 pub use error::{Error, Result};
 pub use poll::poll;
 pub use socket::Part;
+pub use transport::{current_stack, use_stack};
 
 use std::sync::Arc;
 

@@ -135,6 +135,8 @@ impl ReadBuf {
 pub(crate) enum Stream {
     Tcp(std::net::TcpStream),
     Unix(std::os::unix::net::UnixStream),
+    /// A connection of the user-level stack (`crate::transport`).
+    Smol(zebra_net::TcpStream),
 }
 
 impl From<mio::net::TcpStream> for Stream {
@@ -154,6 +156,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => (&mut &*s).read(buf),
             Stream::Unix(s) => (&mut &*s).read(buf),
+            Stream::Smol(s) => s.recv(buf),
         }
     }
 
@@ -163,6 +166,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => zmtp.read_body_from(&mut s.take(max as u64)),
             Stream::Unix(s) => zmtp.read_body_from(&mut s.take(max as u64)),
+            Stream::Smol(s) => zmtp.read_body_from(&mut s.take(max as u64)),
         }
     }
 
@@ -170,6 +174,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => (&mut &*s).write_vectored(bufs),
             Stream::Unix(s) => (&mut &*s).write_vectored(bufs),
+            Stream::Smol(s) => s.send_vectored(bufs),
         }
     }
 
@@ -183,6 +188,7 @@ impl Stream {
         match self {
             Stream::Tcp(s) => s.as_raw_fd(),
             Stream::Unix(s) => s.as_raw_fd(),
+            Stream::Smol(s) => s.fd(),
         }
     }
 
@@ -191,6 +197,7 @@ impl Stream {
         let error = match self {
             Stream::Tcp(s) => s.take_error()?,
             Stream::Unix(s) => s.take_error()?,
+            Stream::Smol(s) => return s.poll_connected(),
         };
         if let Some(e) = error {
             return Err(e);
@@ -198,6 +205,7 @@ impl Stream {
         let peer = match self {
             Stream::Tcp(s) => s.peer_addr().map(|_| ()),
             Stream::Unix(s) => s.peer_addr().map(|_| ()),
+            Stream::Smol(_) => Ok(()),
         };
         match peer {
             Ok(()) => Ok(true),
@@ -223,6 +231,9 @@ impl Stream {
                 .peer_addr()
                 .map_or_else(|_| "tcp peer".to_owned(), |a| a.to_string()),
             Stream::Unix(_) => "ipc peer".to_owned(),
+            Stream::Smol(s) => s
+                .peer_addr()
+                .map_or_else(|_| "tcp peer".to_owned(), |a| a.to_string()),
         }
     }
 }
@@ -246,6 +257,8 @@ impl Source for Stream {
 pub(crate) enum Listener {
     Tcp(mio::net::TcpListener),
     Unix(mio::net::UnixListener),
+    /// A listening port of the user-level stack (`crate::transport`).
+    Smol(zebra_net::TcpListener),
 }
 
 impl Listener {
@@ -254,6 +267,7 @@ impl Listener {
         match self {
             Listener::Tcp(l) => l.accept().map(|(s, _)| s.into()),
             Listener::Unix(l) => l.accept().map(|(s, _)| s.into()),
+            Listener::Smol(l) => l.accept().map(|(s, _)| Stream::Smol(s)),
         }
     }
 
@@ -262,6 +276,7 @@ impl Listener {
         match self {
             Listener::Tcp(l) => l.as_raw_fd(),
             Listener::Unix(l) => l.as_raw_fd(),
+            Listener::Smol(l) => l.fd(),
         }
     }
 }
@@ -271,6 +286,7 @@ impl Source for Listener {
         match self {
             Listener::Tcp(l) => l.register(r, t, i),
             Listener::Unix(l) => l.register(r, t, i),
+            Listener::Smol(l) => SourceFd(&l.fd()).register(r, t, i),
         }
     }
 
@@ -278,6 +294,7 @@ impl Source for Listener {
         match self {
             Listener::Tcp(l) => l.reregister(r, t, i),
             Listener::Unix(l) => l.reregister(r, t, i),
+            Listener::Smol(l) => SourceFd(&l.fd()).reregister(r, t, i),
         }
     }
 
@@ -285,6 +302,7 @@ impl Source for Listener {
         match self {
             Listener::Tcp(l) => l.deregister(r),
             Listener::Unix(l) => l.deregister(r),
+            Listener::Smol(l) => SourceFd(&l.fd()).deregister(r),
         }
     }
 }

@@ -466,9 +466,7 @@ impl Reactor {
             Endpoint::Tcp {
                 host,
                 port: Some(port),
-            } => endpoint::resolve_connect(host, *port)
-                .and_then(mio::net::TcpStream::connect)
-                .map(Stream::from),
+            } => endpoint::resolve_connect(host, *port).and_then(crate::transport::connect),
             Endpoint::Ipc { path } => mio::net::UnixStream::connect(path).map(Stream::from),
             _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
         };

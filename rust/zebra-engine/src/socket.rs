@@ -207,9 +207,8 @@ impl SocketCore {
             }
             Endpoint::Tcp { host, port } => {
                 let addr = endpoint::resolve_bind(&host, port)?;
-                let l = mio::net::TcpListener::bind(addr).map_err(|e| Error::from_bind(e, uri))?;
-                let local = l.local_addr()?;
-                (Listener::Tcp(l), endpoint::tcp_uri(local), None)
+                let (l, local) = crate::transport::bind(addr, uri)?;
+                (l, endpoint::tcp_uri(local), None)
             }
             Endpoint::Ipc { path } => {
                 let path = if path == "*" {

@@ -20,6 +20,7 @@ mod device;
 mod stack;
 pub mod sys;
 mod tcp;
+pub mod testbed;
 mod udp;
 
 pub use config::{Backend, StackConfig};

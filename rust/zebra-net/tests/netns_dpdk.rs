@@ -8,15 +8,6 @@ mod common;
 use common::{can_run, tcp_both_ways, tcp_refused, udp_echo, Pair};
 use zebra_net::Backend;
 
-/// EAL arguments for the af_packet PMD on `iface`, with the larger ring (the default one
-/// drops silently under load).
-pub fn af_packet_args(iface: &str, prefix: &str) -> String {
-    format!(
-        "--no-huge -m 256 --no-pci --no-shconf --file-prefix={prefix} -l 0 \
-         --vdev=net_af_packet0,iface={iface},framecnt=8192,blocksz=65536 --log-level=lib.eal:error"
-    )
-}
-
 #[test]
 #[ignore = "needs root, network namespaces and DPDK (scripts/test.sh runs it)"]
 fn dpdk_stack_talks_to_the_kernel_and_leaks_no_mbuf() {
@@ -28,7 +19,7 @@ fn dpdk_stack_talks_to_the_kernel_and_leaks_no_mbuf() {
         return;
     }
     let pair = Pair::up("d", 2);
-    let args = af_packet_args(&pair.stack_iface(), &pair.name);
+    let args = zebra_net::testbed::af_packet_args(&pair.stack_iface(), &pair.name);
     let stack = pair.start_stack(Backend::Dpdk { eal_args: args });
     udp_echo(&pair, &stack, 2000);
     tcp_both_ways(&pair, &stack, 64 << 20);

@@ -4,113 +4,13 @@
 
 use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddrV4};
-use std::path::PathBuf;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
-use zebra_net::{sys, Backend, Stack, StackConfig, TcpListener, TcpStream, UdpSocket};
+pub use zebra_net::testbed::{can_run, Pair};
+use zebra_net::{sys, Stack, TcpListener, TcpStream, UdpSocket};
 
 /// Any single wait in these tests; a stuck transfer fails instead of hanging.
 pub const DEADLINE: Duration = Duration::from_secs(120);
-
-/// A namespace pair, removed when dropped. Addresses come from 10.(200+k).(pid).0/24 so
-/// that concurrent test processes do not collide.
-pub struct Pair {
-    pub name: String,
-    pub kernel_ip: Ipv4Addr,
-    pub stack_ip: Ipv4Addr,
-}
-
-fn script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/netns-pair.sh")
-}
-
-impl Pair {
-    pub fn up(tag: &str, k: u8) -> Pair {
-        let pid = std::process::id();
-        let name = format!("z{tag}{}", pid % 100_000);
-        let third = (pid % 250) as u8 + 1;
-        let kernel_ip = Ipv4Addr::new(10, 200 + k, third, 1);
-        let stack_ip = Ipv4Addr::new(10, 200 + k, third, 2);
-        let out = Command::new(script())
-            .args(["up", &name, &format!("{kernel_ip}/24")])
-            .output()
-            .expect("run netns-pair.sh");
-        assert!(
-            out.status.success(),
-            "netns-pair.sh up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        Pair {
-            name,
-            kernel_ip,
-            stack_ip,
-        }
-    }
-
-    pub fn stack_ns(&self) -> String {
-        format!("{}-u", self.name)
-    }
-
-    pub fn kernel_ns(&self) -> String {
-        format!("{}-k", self.name)
-    }
-
-    pub fn stack_iface(&self) -> String {
-        format!("{}-u0", self.name)
-    }
-
-    /// The kernel's neighbour entry for the stack's address (its MAC), if it has one.
-    pub fn kernel_neighbour(&self) -> Option<String> {
-        let out = Command::new("ip")
-            .args([
-                "-n",
-                &self.kernel_ns(),
-                "neigh",
-                "show",
-                &self.stack_ip.to_string(),
-            ])
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut words = text.split_whitespace();
-        words.find(|&w| w == "lladdr")?;
-        words.next().map(str::to_owned)
-    }
-
-    /// Starts our stack in the stack namespace (this thread moves there).
-    pub fn start_stack(&self, backend: Backend) -> Stack {
-        sys::enter_netns(&self.stack_ns()).expect("enter the stack namespace");
-        Stack::start(StackConfig::new(backend, self.stack_ip, 24)).expect("start the stack")
-    }
-
-    /// Runs `f` on a thread inside the kernel namespace.
-    pub fn in_kernel<T: Send + 'static>(
-        &self,
-        f: impl FnOnce() -> T + Send + 'static,
-    ) -> std::thread::JoinHandle<T> {
-        let ns = self.kernel_ns();
-        std::thread::spawn(move || {
-            sys::enter_netns(&ns).expect("enter the kernel namespace");
-            f()
-        })
-    }
-}
-
-impl Drop for Pair {
-    fn drop(&mut self) {
-        let _ = Command::new(script()).args(["down", &self.name]).status();
-    }
-}
-
-/// Whether the netns tests can run here; prints why not.
-pub fn can_run() -> bool {
-    if !sys::is_root() {
-        println!("skipped: needs root (network namespaces, packet sockets)");
-        return false;
-    }
-    true
-}
 
 pub fn mac_text(mac: [u8; 6]) -> String {
     mac.iter()
