@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot)
 
 usage() {
   cat <<EOF
@@ -22,7 +22,11 @@ Tests (default: all): ${TESTS[*]}
   exact_sums_negative   exact_sums --inject-wrong-expected must FAIL (the checker is alive)
   exact_sums_hot        exact_sums, 2 servers, 4 workers, val_len 32, 64 keys, 10 rounds:
                         the in-network aggregation workload (with SUITE_SWITCH, 1 % seeded
-                        loss on the hot path and tests/lib/hotpath.py check)
+                        loss on the hot path and tests/lib/hotpath.py check; the bytes
+                        are reported: its pipelined phases overrun the switch's window)
+  trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
+                        key) with the hot keys `zebra profile` picks from it (with
+                        SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
   mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
                         up to 3 epochs, stopping at test RMSE 0.96: the final test RMSE
                         must be below 0.97 and at least 0.1 below the initial one
@@ -92,7 +96,8 @@ run_job() {
   if [ -n "${SUITE_SWITCH:-}" ]; then
     rm -rf "$JOB_LOGDIR/stats"
     mkdir -p "$JOB_LOGDIR/stats"
-    python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"
+    if [ -n "${HOT_KEYS_FILE:-}" ]; then cp "$HOT_KEYS_FILE" "$JOB_LOGDIR/hot.keys"
+    else python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"; fi
     local conf="$ROOT/scripts/suites/hot.conf" loss="${HOT_LOSS:-0}"
     envs+=(--env "ZEBRA_SWITCH=127.0.0.1:{port:switch}" --env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys"
       --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p" --env "ZEBRA_HOT_LOSS=$loss")
@@ -140,6 +145,38 @@ every_log() {
   done
 }
 
+# gen_trace NAME ROUNDS VALUES: an OA-like trace of 4 workers in $TRACE (zebra trace gen).
+gen_trace() {
+  TRACE="$LOGDIR/$1.trace"
+  mkdir -p "$LOGDIR"
+  if [ ! -x "$CLI_BIN" ]; then
+    fail "$1" "missing $CLI_BIN; run scripts/setup.sh"
+    return 1
+  fi
+  if ! "$CLI_BIN" trace gen --out "$TRACE" --shape oa --keys 200000 --keys-per-push 60 \
+      --workers 4 --rounds "$2" --values "$3" >"$LOGDIR/$1.gen.log" 2>&1; then
+    fail "$1" "zebra trace gen failed: $(tail -n 1 "$LOGDIR/$1.gen.log")"
+    return 1
+  fi
+}
+
+# replay_ok WORKERS: every trace_replay worker and both servers reported success.
+replay_ok() {
+  every_log worker "$1" '^trace_replay: OK worker rank [0-9]+ .* [1-9][0-9]* values checked, 0 wrong' \
+    && every_log server 2 '^trace_replay: server rank [0-9]+ .* no errors$'
+}
+
+# hot_check NAME [--bytes-report-only]: with SUITE_SWITCH, the job aggregated in the
+# switch, lost nothing and (unless told otherwise) the servers got fewer hot bytes.
+hot_check() {
+  local name="$1"
+  shift
+  if [ -z "${SUITE_SWITCH:-}" ]; then pass "$name"; return; fi
+  if python3 "$ROOT/tests/lib/hotpath.py" check "$@" "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+    pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/hotpath.txt"
+  else fail "$name" "$(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"; fi
+}
+
 run_test() {
   local name="$1"
   case "$name" in
@@ -173,11 +210,7 @@ run_test() {
         if ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values' \
             || ! every_log server 2 '^exact_sums: server rank [0-9]+ .* no errors$'; then
           fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
-        elif [ -n "${SUITE_SWITCH:-}" ]; then
-          if python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
-            pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/hotpath.txt"
-          else fail "$name" "$(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"; fi
-        else pass "$name"; fi
+        else hot_check "$name" --bytes-report-only; fi
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
     exact_sums_negative)
       if run_job "$name" 1 2 -- exact_sums --inject-wrong-expected --rounds=2; then
@@ -200,18 +233,24 @@ run_test() {
         else fail "$name" "the test RMSE did not fall enough: ${summary#mf: summary }"; fi
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
     trace_replay)
-      local trace="$LOGDIR/$name.trace"
-      mkdir -p "$LOGDIR"
-      if [ ! -x "$CLI_BIN" ]; then
-        fail "$name" "missing $CLI_BIN; run scripts/setup.sh"
-      elif ! "$CLI_BIN" trace gen --out "$trace" --shape oa --keys 200000 --keys-per-push 60 \
-          --workers 4 --rounds 20 --values 2 >"$LOGDIR/$name.gen.log" 2>&1; then
-        fail "$name" "zebra trace gen failed: $(tail -n 1 "$LOGDIR/$name.gen.log")"
-      elif run_job "$name" 2 2 -- trace_replay --trace="$trace"; then
-        if every_log worker 2 '^trace_replay: OK worker rank [0-9]+ .* [1-9][0-9]* values checked, 0 wrong' \
-            && every_log server 2 '^trace_replay: server rank [0-9]+ .* no errors$'; then pass "$name"
-        else fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"; fi
-      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
+      if gen_trace "$name" 20 2; then
+        if run_job "$name" 2 2 -- trace_replay --trace="$TRACE"; then
+          if replay_ok 2; then pass "$name"
+          else fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"; fi
+        else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+      fi ;;
+    trace_hot)
+      # The aggregation workload: an OA-like trace, its hot keys chosen by zebra profile.
+      local keys="$LOGDIR/$name.keys"
+      if gen_trace "$name" 30 32; then
+        if ! "$CLI_BIN" profile --out "$keys" --p 0.5 --switch-mem 64K --servers 2 "$TRACE" \
+            >"$LOGDIR/$name.profile.log" 2>&1; then
+          fail "$name" "zebra profile failed: $(tail -n 1 "$LOGDIR/$name.profile.log")"
+        elif HOT_KEYS_FILE="$keys" run_job "$name" 2 4 -- trace_replay --trace="$TRACE"; then
+          if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
+          else hot_check "$name"; fi
+        else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+      fi ;;
   esac
 }
 
@@ -219,6 +258,7 @@ binary_of() {
   case "$1" in
     exact_sums*) echo exact_sums ;;
     mf_train*) echo mf_train ;;
+    trace_*) echo trace_replay ;;
     *) echo "$1" ;;
   esac
 }
