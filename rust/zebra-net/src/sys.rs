@@ -88,6 +88,9 @@ pub fn wait_readable(fds: &[RawFd], timeout: Option<Duration>) -> io::Result<boo
     }
 }
 
+/// The kernel buffer of a packet socket, each way.
+const PACKET_BUFFER: libc::c_int = 8 << 20;
+
 /// An `AF_PACKET` raw socket bound to one interface: whole Ethernet frames in and out,
 /// non-blocking, its own outgoing frames not looped back.
 #[derive(Debug)]
@@ -172,6 +175,31 @@ impl PacketSocket {
                 std::mem::size_of::<libc::c_int>() as libc::socklen_t,
             )
         };
+        // A TCP peer's burst (a whole receive window) must fit while the network thread
+        // is not scheduled: the default buffer (about 200 KiB) overflows then, and every
+        // drop costs a retransmission timeout. FORCE (root) passes rmem_max; without it
+        // the kernel caps the plain option at rmem_max.
+        let size: libc::c_int = PACKET_BUFFER;
+        for (force, plain) in [
+            (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF),
+            (libc::SO_SNDBUFFORCE, libc::SO_SNDBUF),
+        ] {
+            for opt in [force, plain] {
+                // SAFETY: the option value is a live c_int of the size given.
+                let r = unsafe {
+                    libc::setsockopt(
+                        raw,
+                        libc::SOL_SOCKET,
+                        opt,
+                        (&size as *const libc::c_int).cast(),
+                        std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+                    )
+                };
+                if r == 0 {
+                    break;
+                }
+            }
+        }
         Ok(PacketSocket { fd, mac, mtu })
     }
 
