@@ -106,4 +106,7 @@ fn engine_over_the_user_level_stack_talks_to_libzmq() {
     router.close();
     ctx.terminate().unwrap();
     println!("stack: {:?}", stack.stats());
+    stack
+        .shutdown()
+        .expect("clean shutdown: no mbuf in use, EAL cleaned up");
 }
