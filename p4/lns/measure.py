@@ -28,10 +28,16 @@ saturate the i32 sum. MovieLens-100k comes from the recbole 1.2.1 wheel
 Without it the gradient rows are skipped (said so in the output).
 Deterministic: seeded.
 
+  recorded   with --grads FILE..., gradients recorded from a real training job
+             (tests/pslite-app/mf_train --dump-grads, one file per worker: raw
+             little-endian f32): the i-th values of the N files are one N-way sum.
+
   python3 p4/lns/measure.py [--wheel .build/cache/recbole-1.2.1-py3-none-any.whl]
+  python3 p4/lns/measure.py --grads run/grads.0 run/grads.1 run/grads.2 run/grads.3
 """
 
 import argparse
+import array
 import math
 import os
 import random
@@ -166,6 +172,23 @@ def evaluate(name, key_values, workers, out):
         print(f"{label:<14} {100 * med:>9.4f}% {100 * mean:>9.4f}% {100 * p1:>9.4f}% {per_reg:>16} {total:>13}", file=out)
 
 
+def recorded_rounds(paths):
+    """N-way sums of recorded gradients: value i of every file, as long as all have one."""
+    columns = []
+    for path in paths:
+        a = array.array("f")
+        with open(path, "rb") as f:
+            data = f.read()
+        if len(data) % 4:
+            raise ValueError(f"{path}: {len(data)} bytes is not a whole number of f32 values")
+        a.frombytes(data)
+        if sys.byteorder != "little":
+            a.byteswap()
+        columns.append(a)
+    n = min(len(c) for c in columns)
+    return [[c[i] for c in columns] for i in range(n)]
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     here = os.path.dirname(os.path.abspath(__file__))
@@ -174,10 +197,23 @@ def main(argv=None):
     p.add_argument("--workers", type=int, default=8)
     p.add_argument("--keys", type=int, default=20000, help="keys of the random workload")
     p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--grads", nargs="+", metavar="FILE",
+                   help="recorded gradients, one raw little-endian f32 file per worker (mf_train --dump-grads)")
     args = p.parse_args(argv)
     rng = random.Random(args.seed)
     out = sys.stdout
     print("precision vs the exact f32 sum (1 - relative error), memory: 4-byte entries", file=out)
+    if args.grads:
+        try:
+            kv = recorded_rounds(args.grads)
+        except (OSError, ValueError) as e:
+            print(f"measure.py: {e}", file=sys.stderr)
+            return 2
+        if not kv:
+            print("measure.py: the gradient files hold no values", file=sys.stderr)
+            return 2
+        evaluate(f"recorded gradients ({len(args.grads)} workers' files)", kv, len(args.grads), out)
+        return 0
     evaluate("random floats in (-1, 1)", random_rounds(rng, args.workers, args.keys), args.workers, out)
     if os.path.exists(args.wheel):
         rows = load_ml100k(args.wheel)
