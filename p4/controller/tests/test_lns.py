@@ -4,7 +4,10 @@ precision script."""
 import contextlib
 import io
 import math
+import os
 import random
+import struct
+import tempfile
 import unittest
 
 from zebra_ctl.lns import HI_BITS, LO_BITS, lns_tables
@@ -78,6 +81,23 @@ class Measure(unittest.TestCase):
         self.assertIn("fixed:", text)
         for hi, lo in measure.LNS_GEOMETRIES:
             self.assertIn(f"lns:{hi}x{lo}:", text)
+
+    def test_recorded_gradients_are_summed_across_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            a, b, bad = (os.path.join(d, n) for n in ("a", "b", "bad"))
+            with open(a, "wb") as f:
+                f.write(struct.pack("<3f", 1.0, -2.5, 0.25))
+            with open(b, "wb") as f:
+                f.write(struct.pack("<2f", 4.0, 0.5))
+            with open(bad, "wb") as f:
+                f.write(b"\x00" * 5)
+            self.assertEqual(measure.recorded_rounds([a, b]), [[1.0, 4.0], [-2.5, 0.5]])
+            with self.assertRaises(ValueError):
+                measure.recorded_rounds([a, bad])
+            with contextlib.redirect_stderr(io.StringIO()), contextlib.redirect_stdout(io.StringIO()) as out:
+                self.assertEqual(measure.main(["--grads", a, b]), 0)
+                self.assertEqual(measure.main(["--grads", a, bad]), 2)
+            self.assertIn("recorded gradients (2 workers' files): 2 keys", out.getvalue())
 
     def test_frac_bits_avoid_saturation(self):
         self.assertEqual(measure.frac_bits_for(8, 1.0), 27)

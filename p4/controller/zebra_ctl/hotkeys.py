@@ -1,6 +1,7 @@
 """The hot-keys file (rust/zebra-hotpath/src/hotkeys.rs), read the same way:
-one PS-lite key (decimal u64) or inclusive range `a-b` a line, hottest first
-(line order = hot rank), `#` comments, blank lines skipped; a key listed
+one PS-lite key (decimal u64) or inclusive range `a-b` a line, optionally
+followed by the key's number of values (default 1), hottest first (line order
+= hot rank), `#` comments, blank lines skipped; a key listed
 twice, a reversed range, a word that is not a key, an empty file or more
 keys than a switch can hold is an error naming the line."""
 
@@ -22,9 +23,20 @@ def _number(s):
     return v if v <= U64_MAX else None
 
 
+def _keys_of(entry):
+    """`KEY` or `A-B` (spaces allowed around `-`) as (first, last), else None."""
+    if "-" in entry:
+        a, b = entry.split("-", 1)
+        start, end = _number(a), _number(b)
+        return None if start is None or end is None else (start, end)
+    k = _number(entry)
+    return None if k is None else (k, k)
+
+
 class HotKeys:
     def __init__(self):
         self.keys = []
+        self.values = []
         self.lines = []
         self._rank = {}
 
@@ -52,16 +64,16 @@ class HotKeys:
             syntax = HotKeysError(
                 f"line {line}: {rust_debug(entry)} is not a key or an inclusive range a-b of decimal u64 keys"
             )
-            if "-" in entry:
-                a, b = entry.split("-", 1)
-                start, end = _number(a), _number(b)
-                if start is None or end is None:
+            keys, values = _keys_of(entry), 1
+            if keys is None:
+                parts = entry.rsplit(None, 1)
+                head, last = (parts[0], parts[1]) if len(parts) == 2 else ("", entry)
+                v = _number(last)
+                keys = _keys_of(head) if head else None
+                if keys is None or v is None or not 0 < v <= 0xFFFFFFFF:
                     raise syntax
-            else:
-                start = _number(entry)
-                if start is None:
-                    raise syntax
-                end = start
+                values = v
+            start, end = keys
             if end < start:
                 raise HotKeysError(f"line {line}: range {start}-{end} ends before it starts")
             room = MAX_HOT_KEYS - len(hk.keys)
@@ -69,6 +81,7 @@ class HotKeys:
                 raise HotKeysError(f"line {line}: more than {MAX_HOT_KEYS} hot keys")
             for key in range(start, end + 1):
                 hk._push(key, line)
+                hk.values.append(values)
         if not hk.keys:
             raise HotKeysError("no hot key listed")
         return hk

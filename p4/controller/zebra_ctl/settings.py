@@ -78,6 +78,7 @@ KNOBS = [
     Knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     Knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "500", "server: uncertain fallback wait"),
     Knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
+    Knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): last-resort delivery of an unsettled push; the switch ignores it"),
     Knob("number", "number", "f32|fixed:BITS", "f32", "value format"),
     Knob("layout", "layout", "heat|random:SEED", "heat", "register layout"),
     Knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks"),
@@ -406,6 +407,8 @@ class _Builder:
             self.cfg().packing = e.value
         elif k in ("round_timeout_ms", "aggregate_rto_ms", "worker_rto_ms", "uncertain_timeout_ms"):
             setattr(self.cfg(), k[:-3] + "_us", _millis(e))
+        elif k == "settle_timeout_ms":
+            self.settle_timeout_us = _millis(e)
         elif k in ("aggregate_max_retries", "worker_max_retries", "server_history"):
             setattr(self.cfg(), k, _int(e, 1, 0xFFFFFFFF, 32))
         elif k == "worker_max_in_flight":
