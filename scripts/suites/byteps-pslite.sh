@@ -25,7 +25,7 @@ Tests (default: all): ${TESTS[*]}
                         loss on the hot path and tests/lib/hotpath.py check; the bytes
                         are reported: its pipelined phases overrun the switch's window)
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
-                        key) with the hot keys `zebra profile` picks from it (with
+                        key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
   mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
                         up to 3 epochs, stopping at test RMSE 0.96: the final test RMSE
@@ -39,7 +39,7 @@ Environment:
                         built by scripts/build-pslite.sh; the relinked set is in
                         .build/byteps-pslite-relinked/tests after --relink DIST)
   SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: none)
-  SUITE_SWITCH    the `zebra` binary: run every job beside `zebra switch` with ZEBRA_SWITCH,
+  SUITE_SWITCH    the \`zebra\` binary: run every job beside \`zebra switch\` with ZEBRA_SWITCH,
                   ZEBRA_HOT_KEYS (tests/lib/hotpath.py exact-sums for the job's servers)
                   and ZEBRA_HOT_CONFIG (scripts/suites/hot.conf) set (empty: no switch)
   SUITE_LOGDIR    logs go to \$SUITE_LOGDIR/<test>/ (default .build/logs/byteps-pslite)
