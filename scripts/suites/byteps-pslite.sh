@@ -12,7 +12,7 @@ usage: scripts/suites/byteps-pslite.sh [--list] [--help] [TEST...]
 
 Runs BytePS's PS-lite tests through scripts/pslaunch.py and prints one line per test,
 "PASS name" or "FAIL name (reason)"; exits non-zero if any failed.
-Tests (default: all): ${TESTS[*]}
+Tests (default: all; exact_sums_hot and trace_hot only with SUITE_SWITCH): ${TESTS[*]}
   test_benchmark        BytePS tests/test_benchmark, PUSH_PULL mode, 2 servers, 2 workers
   test_sparse_benchmark BytePS tests/test_sparse_benchmark, mode 0 (PUSH_THEN_PULL; the
                         other modes never end), 2 servers, 2 workers
@@ -64,7 +64,16 @@ while [ $# -gt 0 ]; do
       selected+=("$1"); shift ;;
   esac
 done
-[ ${#selected[@]} -gt 0 ] || selected=("${TESTS[@]}")
+# By default the aggregation workloads (exact_sums_hot, trace_hot) run only beside a switch:
+# without one they repeat what exact_sums and trace_replay check. By name they run anyway.
+if [ ${#selected[@]} -eq 0 ]; then
+  for t in "${TESTS[@]}"; do
+    case "$t" in
+      exact_sums_hot|trace_hot) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      *) selected+=("$t") ;;
+    esac
+  done
+fi
 
 BIN_DIR="${PSLITE_BIN_DIR:-$ROOT/.build/byteps-pslite/tests}"
 PRELOAD="${SUITE_PRELOAD:-}"
