@@ -91,7 +91,7 @@ header zebra_response_h {
     fallback_reason_t reason;
 }
 
-/* AGGREGATE bytes 6-39 (switch CPU -> server); pairs follow. */
+/* AGGREGATE bytes 6-39 (switch CPU -> server); runs of (base, len, values) follow. */
 header zebra_aggregate_h {
     bit<16>         server;
     bit<32>         round;

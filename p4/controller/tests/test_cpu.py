@@ -101,12 +101,17 @@ class Parts(unittest.TestCase):
 
     def test_parts_split_at_the_packet_size(self):
         p = plan()
-        closed = ClosedRound(7, 2, 0, False, {r: r for r in range(45)}, {0: (1, 1)})
+        closed = ClosedRound(7, 2, 0, False, {r: r for r in range(0, 90, 2)}, {0: (1, 1)})
         parts = build_parts(p, closed, None)
-        self.assertEqual(len(parts[0]), 3 + 1, "45 pairs in 19-pair parts, one coverage part")
+        self.assertEqual(len(parts[0]), 3 + 1, "45 lone values in 15-value parts, one coverage part")
         counts = [struct.unpack_from(">H", x, 34)[0] for x in parts[0][:3]]
         totals = {struct.unpack_from(">I", x, 36)[0] for x in parts[0][:3]}
-        self.assertEqual((counts, totals), ([19, 19, 7], {45}))
+        self.assertEqual((counts, totals), ([15, 15, 15], {45}))
+        closed = ClosedRound(7, 2, 0, False, {r: r for r in range(45)}, {0: (1, 1)})
+        parts = build_parts(p, closed, None)
+        self.assertEqual(len(parts[0]), 2 + 1, "45 consecutive values: one run of 36, then 9")
+        counts = [struct.unpack_from(">H", x, 34)[0] for x in parts[0][:2]]
+        self.assertEqual(counts, [36, 9])
         self.assertEqual(len(parts[1]), 1 + 1, "an empty data part, then coverage")
 
     def test_lns_sums_go_back_to_f32(self):
@@ -116,7 +121,8 @@ class Parts(unittest.TestCase):
         closed = ClosedRound(7, 2, 0, False, {0: (3 << 23) & 0xFFFFFFFF, 1: (-(1 << 24)) & 0xFFFFFFFF}, {0: (1, 1)})
         agg = build_parts(p, closed, None)[0][0]
         self.assertEqual(agg[32] & consts.AGGREGATE_FLAG_FIXED, 0)
-        v0, v1 = struct.unpack_from(">ff", agg, 44)[0], struct.unpack_from(">f", agg, 52)[0]
+        self.assertEqual(struct.unpack_from(">IH", agg, 40), (0, 2), "one run of the two ranks")
+        v0, v1 = struct.unpack_from(">ff", agg, 46)
         self.assertEqual((v0, v1), (1.5, -1.0))
 
 
@@ -218,7 +224,7 @@ class ControllerLoop(unittest.TestCase):
         to_server1 = [x for x in sent if x[:2] == (0x0A000002, 9951)]
         self.assertEqual(len(to_server1), 1 + 4, "one data part, four coverage parts, to the pinned server")
         agg = to_server1[0][2]
-        self.assertEqual(struct.unpack_from(">II", agg, 40), (600, 20))
+        self.assertEqual(struct.unpack_from(">IHI", agg, 40), (600, 1, 20))
         self.assertEqual(agg[16:32], (0b1111).to_bytes(8, "big") * 2, "contributed and complete")
         self.assertIn((consts.CtlKind.RELEASE, 1, None), sent)
         self.assertEqual(self.c.unroutable, 5, "server 0 has not registered: its parts wait")

@@ -28,7 +28,7 @@ class ZebraDatagrams(unittest.TestCase):
     def test_aggregate_bytes(self):
         got = encode_aggregate(job=7, server=1, round_=0x01020304, part=2, parts=5, contributed=0b1011,
                                complete=0b0011, fixed=True, flushed=True, total=40,
-                               pairs=[(3, 0xFFFFFFFE), (0x10000, 5)])
+                               pairs=[(3, 0xFFFFFFFE), (4, 9), (0x10000, 5)])
         want = bytes([
             0x5A, 0x42, 1, 5, 0, 7,          # magic, version, AGGREGATE, job
             0, 1,                            # server
@@ -37,12 +37,14 @@ class ZebraDatagrams(unittest.TestCase):
             0, 0, 0, 0, 0, 0, 0, 0b1011,     # contributed
             0, 0, 0, 0, 0, 0, 0, 0b0011,     # complete
             0x03, 0,                         # FIXED | FLUSHED, reserved
-            0, 2, 0, 0, 0, 40,               # count, total
-            0, 0, 0, 3, 0xFF, 0xFF, 0xFF, 0xFE,
-            0, 1, 0, 0, 0, 0, 0, 5,
+            0, 3, 0, 0, 0, 40,               # count, total
+            0, 0, 0, 3, 0, 2,                # run: base 3, 2 values
+            0xFF, 0xFF, 0xFF, 0xFE, 0, 0, 0, 9,
+            0, 1, 0, 0, 0, 1,                # run: base 0x10000, 1 value
+            0, 0, 0, 5,
         ])
         self.assertEqual(got, want)
-        self.assertEqual(len(got), consts.AGGREGATE_HEADER_LEN + 2 * consts.PAIR_LEN)
+        self.assertEqual(len(got), consts.AGGREGATE_HEADER_LEN + 2 * consts.RUN_HEADER_LEN + 3 * consts.VALUE_LEN)
 
     def test_coverage_bytes(self):
         all_ = encode_coverage(1, 0, 5, 1, 3, worker=2, first_seq=0, nbits=4, bitmap=None)

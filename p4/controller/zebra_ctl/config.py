@@ -73,14 +73,17 @@ class Config:
             consts.MAX_PAIRS_PER_PACKET,
         )
 
-    def aggregate_pairs_per_packet(self):
-        return (self.packet_size - consts.AGGREGATE_HEADER_LEN) // consts.PAIR_LEN
+    def aggregate_run_bytes_per_packet(self):
+        return self.packet_size - consts.AGGREGATE_HEADER_LEN
+
+    def aggregate_values_per_packet_worst(self):
+        return self.aggregate_run_bytes_per_packet() // (consts.RUN_HEADER_LEN + consts.VALUE_LEN)
 
     def coverage_bits_per_packet(self):
         return (self.packet_size - consts.COVERAGE_HEADER_LEN) * 8
 
     def max_parts(self, job):
-        data = max(-(-job.hot_keys // self.aggregate_pairs_per_packet()), 1)
+        data = max(-(-job.hot_keys // self.aggregate_values_per_packet_worst()), 1)
         return data + job.workers * -(-self.max_seqs // self.coverage_bits_per_packet())
 
     def cover_words(self):

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 from . import consts
 from .lns import sum_to_f32_bits
-from .wire import Ctl, encode_aggregate, encode_coverage, encode_register_ack, readout_request
+from .wire import Ctl, encode_aggregate, encode_coverage, encode_register_ack, readout_request, split_parts
 
 # ---- actions for the controller ----
 
@@ -271,15 +271,15 @@ def build_parts(plan, closed, read_coverage):
         else:
             words = read_coverage(w, closed.copy, closed.round)
         coverage.extend(coverage_parts(w, words, chunk))
-    per_part = proto.aggregate_pairs_per_packet()
+    budget = proto.aggregate_run_bytes_per_packet()
     fixed = job.is_fixed()
     out = {}
     for server, pairs in enumerate(per_server):
-        data_parts = max(-(-len(pairs) // per_part), 1)
+        chunks = split_parts(sorted(pairs), budget)
+        data_parts = len(chunks)
         parts = data_parts + len(coverage)
         payloads = []
-        for d in range(data_parts):
-            chunk_pairs = pairs[d * per_part:(d + 1) * per_part]
+        for d, chunk_pairs in enumerate(chunks):
             payloads.append(encode_aggregate(
                 job.id, server, closed.round, d, parts, contributed, complete, fixed, closed.flushed,
                 len(pairs), chunk_pairs,

@@ -24,12 +24,47 @@ def _common(ptype, job):
     return struct.pack(">HBBH", consts.MAGIC, consts.VERSION, ptype, job)
 
 
+def _runs(pairs):
+    """(index, value) pairs, ascending by index, cut into runs of consecutive indices."""
+    runs = []
+    for index, value in pairs:
+        if runs and runs[-1][0] + len(runs[-1][1]) == index:
+            runs[-1][1].append(value)
+        else:
+            runs.append((index, [value]))
+    return runs
+
+
+def runs_len(pairs):
+    """Bytes the runs of pairs take in an AGGREGATE part (aggregate::runs_len)."""
+    return sum(consts.RUN_HEADER_LEN + consts.VALUE_LEN * len(values) for _, values in _runs(pairs))
+
+
+def split_parts(pairs, budget):
+    """pairs (ascending) cut greedily into parts of at most budget bytes of runs
+    (aggregate::split_parts): at least one part, a run that does not fit is split."""
+    parts, start, used = [], 0, 0
+    for i, (index, _) in enumerate(pairs):
+        continues = i > start and pairs[i - 1][0] + 1 == index
+        cost = consts.VALUE_LEN + (0 if continues else consts.RUN_HEADER_LEN)
+        if used + cost > budget:
+            parts.append(pairs[start:i])
+            start, used = i, consts.RUN_HEADER_LEN + consts.VALUE_LEN
+        else:
+            used += cost
+    parts.append(pairs[start:])
+    return parts
+
+
 def encode_aggregate(job, server, round_, part, parts, contributed, complete, fixed, flushed, total, pairs):
+    """pairs: (hot index, raw value), ascending by index; sent as runs."""
     flags = (consts.AGGREGATE_FLAG_FIXED if fixed else 0) | (consts.AGGREGATE_FLAG_FLUSHED if flushed else 0)
     out = bytearray(_common(consts.PacketType.AGGREGATE, job))
     out += struct.pack(">HIHHQQBBHI", server, round_, part, parts, contributed, complete, flags, 0, len(pairs), total)
-    for index, value in pairs:
-        out += struct.pack(">II", index, value & 0xFFFFFFFF)
+    for base, values in _runs(pairs):
+        out += struct.pack(">IH", base, len(values))
+        for value in values:
+            out += struct.pack(">I", value & 0xFFFFFFFF)
     return bytes(out)
 
 

@@ -280,9 +280,15 @@ impl Config {
             .min(consts::MAX_PAIRS_PER_PACKET)
     }
 
-    /// Pairs per aggregate part.
-    pub fn aggregate_pairs_per_packet(&self) -> usize {
-        (self.packet_size - consts::AGGREGATE_HEADER_LEN) / consts::PAIR_LEN
+    /// Bytes of runs one aggregate part holds (after its header).
+    pub fn aggregate_run_bytes_per_packet(&self) -> usize {
+        self.packet_size - consts::AGGREGATE_HEADER_LEN
+    }
+
+    /// Values per aggregate part in the worst case, every value a run of
+    /// its own (no two hot indices of the part consecutive).
+    pub fn aggregate_values_per_packet_worst(&self) -> usize {
+        self.aggregate_run_bytes_per_packet() / (consts::RUN_HEADER_LEN + consts::VALUE_LEN)
     }
 
     /// Sequence-number bits per coverage part (a multiple of 8).
@@ -294,7 +300,7 @@ impl Config {
     /// server: every hot key in data parts, every worker's full bitmap.
     pub fn max_parts(&self, job: &JobConfig) -> usize {
         (job.hot_keys as usize)
-            .div_ceil(self.aggregate_pairs_per_packet())
+            .div_ceil(self.aggregate_values_per_packet_worst())
             .max(1)
             + job.workers as usize
                 * (self.max_seqs as usize).div_ceil(self.coverage_bits_per_packet())
@@ -425,7 +431,8 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.pairs_per_packet(), 22);
         assert_eq!(c.dense_values_per_packet(), 32);
-        assert_eq!(c.aggregate_pairs_per_packet(), 19);
+        assert_eq!(c.aggregate_run_bytes_per_packet(), 152);
+        assert_eq!(c.aggregate_values_per_packet_worst(), 15);
         assert_eq!(c.region_slots(&c.jobs[0]), 32);
         assert_eq!(c.cover_words(), 128);
     }

@@ -62,9 +62,13 @@ pub const MAX_PACKET_SIZE: usize = 1472;
 
 /// Depth of the P4 parser's pair header stack: at most this many pairs per packet.
 pub const MAX_PAIRS_PER_PACKET: usize = 64;
-/// Most pairs in one aggregate part (built by the switch CPU, not parsed by
-/// the pipeline, so only the packet size limits it).
-pub const MAX_AGGREGATE_PAIRS: usize = (MAX_PACKET_SIZE - AGGREGATE_HEADER_LEN) / PAIR_LEN;
+/// Header of one run of consecutive hot indices in an aggregate part
+/// (`base u32`, `len u16`); `len` values follow.
+pub const RUN_HEADER_LEN: usize = 6;
+/// Most values in one aggregate part (built by the switch CPU, not parsed by
+/// the pipeline, so only the packet size limits it): one run fills it.
+pub const MAX_AGGREGATE_VALUES: usize =
+    (MAX_PACKET_SIZE - AGGREGATE_HEADER_LEN - RUN_HEADER_LEN) / VALUE_LEN;
 /// Width of the worker bitmaps (one bit per worker rank).
 pub const MAX_WORKERS: usize = 64;
 /// Register arrays the pipeline can give to accumulators (stateful ALUs left

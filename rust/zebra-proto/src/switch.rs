@@ -62,8 +62,8 @@ use crate::layout::Layout;
 use crate::stats::SwitchStats;
 use crate::time::Timestamp;
 use crate::wire::{
-    AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr, FallbackReason, HotRepr, Message,
-    ResponseKind, ResponseRepr,
+    aggregate, AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr, FallbackReason, HotRepr,
+    Message, ResponseKind, ResponseRepr,
 };
 
 /// A party the I/O layer maps to an address.
@@ -608,19 +608,18 @@ impl Switch {
         }
         self.stats.readout_passes += readout;
 
-        let per_part = cfg.aggregate_pairs_per_packet();
+        let budget = cfg.aggregate_run_bytes_per_packet();
         let fixed = job.cfg.number.is_fixed();
         let job_id = job.cfg.id;
         let mut out = Vec::new();
         for (server, mut pairs) in per_server.into_iter().enumerate() {
             pairs.sort_unstable_by_key(|p| p.0);
-            let data_parts = pairs.len().div_ceil(per_part).max(1);
+            let chunks = aggregate::split_parts(&pairs, budget);
+            let data_parts = chunks.len();
             let parts = (data_parts + coverage.len()) as u16;
             let total = pairs.len() as u32;
             let mut payloads = Vec::with_capacity(parts as usize);
-            for d in 0..data_parts {
-                let chunk =
-                    &pairs[(d * per_part).min(pairs.len())..((d + 1) * per_part).min(pairs.len())];
+            for (d, chunk) in chunks.into_iter().enumerate() {
                 payloads.push(
                     AggregateRepr {
                         job: job_id,
