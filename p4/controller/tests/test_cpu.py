@@ -51,8 +51,9 @@ class Store(unittest.TestCase):
             self.assertEqual(out, [], "nothing before it is due")
             out = s.poll(t)
             due.append((t, len(out)))
-        # rto, then rto * 2^min(retries, 4): 2, 4, 8, 16, 32, 32 ms later; the 7th time it is given up.
-        self.assertEqual([d for d, _ in due], [2000, 6000, 14000, 30000, 62000, 94000, 126000])
+        # The first timeout (2 ms) doubles the server's timeout to 4 ms; then
+        # resend n waits 4 * 2^min(n, 4) ms: 8, 16, 32, 64, 64, 64; the 7th time it is given up.
+        self.assertEqual([d for d, _ in due], [2000, 10000, 26000, 58000, 122000, 186000, 250000])
         self.assertEqual([n for _, n in due], [1, 1, 1, 1, 1, 1, 0])
         self.assertEqual((s.retransmits, s.abandoned, len(s.pending)), (6, 1, 0))
 
@@ -60,13 +61,36 @@ class Store(unittest.TestCase):
         s = AggregateStore(2000, 50)
         s.add(0, 7, 1, 0, 0, b"a")
         s.add(0, 7, 1, 0, 1, b"b")
-        self.assertTrue(s.ack(7, 0, 1, 1))
-        self.assertFalse(s.ack(7, 0, 1, 1), "a duplicate ACK changes nothing")
-        self.assertFalse(s.ack(7, 0, 2, 0), "an ACK for a part never sent")
+        self.assertTrue(s.ack(10, 7, 0, 1, 1))
+        self.assertFalse(s.ack(10, 7, 0, 1, 1), "a duplicate ACK changes nothing")
+        self.assertFalse(s.ack(10, 7, 0, 2, 0), "an ACK for a part never sent")
         out = s.poll(2000)
         self.assertEqual([a.payload for a in out], [b"a"])
         self.assertTrue(out[0].retransmit)
         self.assertEqual((s.parts, s.acked), (2, 1))
+
+
+    def test_timeout_learns_a_slow_server(self):
+        """As aggregate_timeout_learns_a_slow_server in zebra-proto: a server
+        10 ms away, a 1 ms first timeout; later rounds are sent once."""
+        s = AggregateStore(1000, 50)
+        t, resent = 0, []
+        for round_ in range(1, 11):
+            before = s.retransmits
+            s.add(t, 1, round_, 0, 0, b"p")
+            in_net = [t + 10_000]
+            while s.pending:
+                nxt = min(in_net + [s.poll_at()])
+                t = nxt
+                if nxt in in_net:
+                    in_net.remove(nxt)
+                    s.ack(t, 1, 0, round_, 0)
+                else:
+                    in_net += [t + 10_000 for _ in s.poll(t)]
+            resent.append(s.retransmits - before)
+        self.assertGreater(resent[0], 0, resent)
+        self.assertEqual(resent[4:], [0] * 6, resent)
+        self.assertGreaterEqual(s.rtt_to(1, 0).srtt_us, 10_000)
 
 
 class Parts(unittest.TestCase):

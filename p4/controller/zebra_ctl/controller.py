@@ -124,7 +124,7 @@ class Controller:
         msg = parse_datagram(f.payload)
         if isinstance(msg, AggregateAck):
             if msg.job == self.plan.job.id:
-                self.store.ack(msg.job, msg.server, msg.round, msg.part)
+                self.store.ack(now, msg.job, msg.server, msg.round, msg.part)
         elif isinstance(msg, Register):
             reply = self.servers.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac)
             if reply is None:

@@ -10,7 +10,8 @@ state, and sends what it returns.
   build_parts      a closed round as AGGREGATE and COVERAGE parts, exactly as
                    zebra-proto's Switch::close builds them.
   AggregateStore   keeps every part until its server acknowledges it,
-                   resending after aggregate_rto (doubling, at most 16x) up to
+                   resending on a timeout learned per server from the
+                   acknowledgements (rto.py; doubling, at most 16x) up to
                    aggregate_max_retries times (Switch::poll).
   ServerDirectory  REGISTER: where each server's parts go.
 """
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 
 from . import consts
 from .lns import sum_to_f32_bits
+from .rto import RttEstimator
 from .wire import Ctl, encode_aggregate, encode_coverage, encode_register_ack, readout_request, split_parts
 
 # ---- actions for the controller ----
@@ -98,6 +100,7 @@ class ServerDirectory:
 @dataclass
 class _Pending:
     payload: bytes
+    sent: int
     next: int
     retries: int = 0
 
@@ -107,20 +110,28 @@ class AggregateStore:
         self.rto_us = rto_us
         self.max_retries = max_retries
         self.pending = {}
+        self.rtt = {}
         self.parts = 0
         self.retransmits = 0
         self.acked = 0
         self.abandoned = 0
 
+    def rtt_to(self, job, server):
+        """The round-trip estimator of (job, server) (Switch::rtt_to)."""
+        return self.rtt.setdefault((job, server), RttEstimator(self.rto_us))
+
     def add(self, now, job, round_, server, part, payload):
         self.parts += 1
-        self.pending[(job, round_, server, part)] = _Pending(payload, now + self.rto_us)
+        self.pending[(job, round_, server, part)] = _Pending(payload, now, now + self.rtt_to(job, server).rto())
 
-    def ack(self, job, server, round_, part):
-        if self.pending.pop((job, round_, server, part), None) is not None:
-            self.acked += 1
-            return True
-        return False
+    def ack(self, now, job, server, round_, part):
+        p = self.pending.pop((job, round_, server, part), None)
+        if p is None:
+            return False
+        self.acked += 1
+        if p.retries == 0:
+            self.rtt_to(job, server).sample(now - p.sent)
+        return True
 
     def poll(self, now):
         """Parts due for a resend (ToServer, retransmit=True); parts past the
@@ -134,10 +145,13 @@ class AggregateStore:
                 del self.pending[key]
                 self.abandoned += 1
                 continue
-            p.retries += 1
-            p.next = now + self.rto_us * (1 << min(p.retries, 4))
-            self.retransmits += 1
             job, _, server, _ = key
+            est = self.rtt_to(job, server)
+            if p.retries == 0:
+                est.on_timeout()
+            p.retries += 1
+            p.next = now + est.backoff(p.retries)
+            self.retransmits += 1
             out.append(ToServer(job, server, p.payload, retransmit=True))
         return out
 

@@ -967,7 +967,7 @@ fn exact_when_the_switch_dies_and_when_acks_are_lost() {
     let (_, z) = check(
         "noacks",
         &Scenario {
-            dead_acks: Some((100_000, 200_000)),
+            dead_acks: Some((100_000, 400_000)),
             ..Scenario::new(5, 0.0)
         },
     );
@@ -1009,8 +1009,8 @@ fn server_bytes_against_vanilla() {
     };
     let (v, z) = check("dense", &s);
     assert!(
-        hot_bytes(&z) * 10 < v.hot_entry_bytes * 7,
-        "hot bytes fall by 30 % or more"
+        hot_bytes(&z) * 2 < v.hot_entry_bytes,
+        "hot bytes fall by half or more (one aggregate of 4-byte values for four pushes)"
     );
     assert!(z.zmq_bytes + z.udp_bytes < v.zmq_bytes);
 }

@@ -57,6 +57,7 @@ pub mod layout;
 pub mod number;
 pub mod packing;
 pub mod rng;
+pub mod rto;
 pub mod server;
 pub mod stats;
 pub mod switch;

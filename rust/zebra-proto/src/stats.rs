@@ -88,6 +88,9 @@ pub struct WorkerStats {
     pub bad_packets: u64,
     /// Recirculations the packing leaves (what the switch will spend).
     pub planned_recirculations: u64,
+    /// Smoothed round trip to the switch in microseconds (0 until measured),
+    /// which sets the retransmission timeout (`rto.rs`).
+    pub srtt_us: u64,
 }
 
 /// Server counters.

@@ -59,6 +59,7 @@ use std::fmt;
 use crate::config::{Config, ConfigError, JobConfig};
 use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
 use crate::layout::Layout;
+use crate::rto::RttEstimator;
 use crate::stats::SwitchStats;
 use crate::time::Timestamp;
 use crate::wire::{
@@ -197,6 +198,7 @@ struct JobState {
 #[derive(Debug)]
 struct Pending {
     payload: Vec<u8>,
+    sent: Timestamp,
     next: Timestamp,
     retries: u32,
 }
@@ -209,6 +211,8 @@ pub struct Switch {
     registers: Vec<Vec<Slot>>,
     jobs: Vec<JobState>,
     pending: BTreeMap<PartKey, Pending>,
+    /// Round trips to each `(job, server)`: the aggregate resend timeout.
+    rtt: BTreeMap<(u16, u16), RttEstimator>,
     stats: SwitchStats,
 }
 
@@ -258,6 +262,7 @@ impl Switch {
             registers,
             jobs,
             pending: BTreeMap::new(),
+            rtt: BTreeMap::new(),
             stats: SwitchStats::default(),
         })
     }
@@ -303,7 +308,7 @@ impl Switch {
         match Message::parse(bytes) {
             Ok(Message::Hot(h)) => self.on_hot(now, &h, bytes.len()),
             Ok(Message::AggregateAck(a)) => {
-                self.on_aggregate_ack(a);
+                self.on_aggregate_ack(now, a);
                 Vec::new()
             }
             Ok(other) => {
@@ -340,8 +345,16 @@ impl Switch {
                 abandoned.push((job, round, server, part));
                 continue;
             }
+            let initial = self.config.aggregate_rto;
+            let est = self
+                .rtt
+                .entry((job, server))
+                .or_insert_with(|| RttEstimator::new(initial));
+            if p.retries == 0 {
+                est.on_timeout();
+            }
             p.retries += 1;
-            p.next = now + self.config.aggregate_rto * (1u32 << p.retries.min(4));
+            p.next = now + est.backoff(p.retries);
             self.stats.aggregate_retransmits += 1;
             out.push(SwitchAction::Aggregate {
                 job,
@@ -653,6 +666,7 @@ impl Switch {
                     .to_bytes(),
                 );
             }
+            let rto = self.rtt_to(job_id, server as u16).rto();
             for (part, payload) in payloads.into_iter().enumerate() {
                 let (server, part) = (server as u16, part as u16);
                 self.stats.aggregate_parts += 1;
@@ -660,7 +674,8 @@ impl Switch {
                     (job_id, round, server, part),
                     Pending {
                         payload: payload.clone(),
-                        next: now + self.config.aggregate_rto,
+                        sent: now,
+                        next: now + rto,
                         retries: 0,
                     },
                 );
@@ -681,14 +696,26 @@ impl Switch {
         out
     }
 
-    fn on_aggregate_ack(&mut self, a: AggregateAckRepr) {
-        if self
-            .pending
-            .remove(&(a.job, a.round, a.server, a.part))
-            .is_some()
-        {
+    fn on_aggregate_ack(&mut self, now: Timestamp, a: AggregateAckRepr) {
+        if let Some(p) = self.pending.remove(&(a.job, a.round, a.server, a.part)) {
             self.stats.aggregate_acked += 1;
+            if p.retries == 0 {
+                self.rtt_to(a.job, a.server).sample(now - p.sent);
+            }
         }
+    }
+
+    /// The round-trip estimator of aggregates to `(job, server)`.
+    fn rtt_to(&mut self, job: u16, server: u16) -> &mut RttEstimator {
+        let initial = self.config.aggregate_rto;
+        self.rtt
+            .entry((job, server))
+            .or_insert_with(|| RttEstimator::new(initial))
+    }
+
+    /// The smoothed round trip of aggregates to `(job, server)`, once measured.
+    pub fn aggregate_srtt(&self, job: u16, server: u16) -> Option<std::time::Duration> {
+        self.rtt.get(&(job, server)).and_then(|e| e.srtt())
     }
 }
 

@@ -24,6 +24,7 @@ use crate::config::{Config, ConfigError, JobConfig};
 use crate::fallback::{Fallback, FallbackCause};
 use crate::layout::Layout;
 use crate::packing::{pack, passes};
+use crate::rto::RttEstimator;
 use crate::stats::WorkerStats;
 use crate::time::Timestamp;
 use crate::wire::hot::{self, flags};
@@ -87,7 +88,12 @@ type Body = (Vec<(u32, f32)>, Option<u32>);
 #[derive(Debug, Clone, Copy)]
 enum TxState {
     Unsent,
-    InFlight { deadline: Timestamp, retries: u32 },
+    InFlight {
+        /// When the first copy left.
+        first_sent: Timestamp,
+        deadline: Timestamp,
+        retries: u32,
+    },
     Settled,
 }
 
@@ -117,6 +123,7 @@ pub struct Worker {
     queued: VecDeque<(u32, Vec<(u32, f32)>)>,
     active: BTreeMap<u32, RoundTx>,
     in_flight: usize,
+    rtt: RttEstimator,
     stats: WorkerStats,
 }
 
@@ -138,6 +145,7 @@ impl Worker {
             queued: VecDeque::new(),
             active: BTreeMap::new(),
             in_flight: 0,
+            rtt: RttEstimator::new(config.worker_rto),
             stats: WorkerStats::default(),
         })
     }
@@ -204,9 +212,26 @@ impl Worker {
             self.stats.stale_responses += 1;
             return Vec::new();
         };
-        if !matches!(p.state, TxState::InFlight { .. }) {
+        let TxState::InFlight {
+            first_sent,
+            retries,
+            ..
+        } = p.state
+        else {
             self.stats.stale_responses += 1;
             return Vec::new();
+        };
+        // The switch's first answer for a packet (not marked DUP) answers its
+        // first copy to arrive: a round trip of the first copy unless that
+        // one was lost, and then an overestimate, never an underestimate.
+        let first_answer = match resp.kind {
+            ResponseKind::Ack { duplicate } | ResponseKind::Fallback { duplicate, .. } => {
+                !duplicate
+            }
+        };
+        if retries == 0 || first_answer {
+            self.rtt.sample(now - first_sent);
+            self.stats.srtt_us = self.rtt.srtt().map_or(0, |d| d.as_micros() as u64);
         }
         p.state = TxState::Settled;
         self.in_flight -= 1;
@@ -246,7 +271,12 @@ impl Worker {
         let mut done = Vec::new();
         for (&round, tx) in self.active.iter_mut() {
             for (seq, p) in tx.packets.iter_mut().enumerate() {
-                let TxState::InFlight { deadline, retries } = p.state else {
+                let TxState::InFlight {
+                    first_sent,
+                    deadline,
+                    retries,
+                } = p.state
+                else {
                     continue;
                 };
                 if deadline > now {
@@ -268,7 +298,8 @@ impl Worker {
                     }));
                 } else {
                     p.state = TxState::InFlight {
-                        deadline: now + self.config.worker_rto,
+                        first_sent,
+                        deadline: now + self.rtt.backoff(retries + 1),
                         retries: retries + 1,
                     };
                     let mut view = hot::Packet::new_unchecked(&mut p.bytes[..]);
@@ -324,7 +355,8 @@ impl Worker {
             while self.in_flight < max && tx.next_unsent < tx.packets.len() {
                 let p = &mut tx.packets[tx.next_unsent];
                 p.state = TxState::InFlight {
-                    deadline: now + self.config.worker_rto,
+                    first_sent: now,
+                    deadline: now + self.rtt.rto(),
                     retries: 0,
                 };
                 out.push(WorkerAction::Send(p.bytes.clone()));
@@ -442,6 +474,7 @@ impl Worker {
 mod tests {
     use super::*;
     use crate::wire::{FallbackReason, ResponseRepr};
+    use std::time::Duration;
 
     fn config() -> Config {
         let mut c = Config::new(vec![JobConfig::new(1, 2, 64, 1)]);
@@ -536,12 +569,11 @@ mod tests {
             )
             .is_empty());
         assert_eq!(w.stats().stale_responses, 1);
-        let rto = c.worker_rto;
-        let mut t = Timestamp::ZERO;
         let mut retx = 0;
         let mut given = None;
-        for _ in 0..3 {
-            t = t + rto;
+        let mut deadlines = Vec::new();
+        while let Some(t) = w.poll_at() {
+            deadlines.push(t);
             for a in w.poll(t) {
                 match a {
                     WorkerAction::Send(b) => {
@@ -562,10 +594,58 @@ mod tests {
             }
         }
         assert_eq!(retx, 2);
+        // Packet 2 left with the configured first timeout (2 ms); the answers
+        // after 1 and 2 us then measured the round trip, so its resends wait
+        // the floor (1 ms), doubled for each resend.
+        let ms = |n: u64| Timestamp::from_millis(n);
+        assert_eq!(deadlines, vec![ms(2), ms(2 + 2), ms(2 + 2 + 4)]);
         let f = given.unwrap();
         assert!(!f.is_certain());
         assert_eq!(f.pairs.len(), 1);
         assert!(w.is_idle());
+    }
+
+    /// A switch 10 ms away (a loaded host) and a first timeout of 2 ms: the
+    /// first round is resent until the switch's first answer measures the
+    /// path; later rounds wait long enough and are sent once.
+    #[test]
+    fn learns_a_path_slower_than_the_first_timeout() {
+        let rtt = Duration::from_millis(10);
+        let mut w = Worker::new(&config(), 1, 0).unwrap();
+        let mut in_net: Vec<(Timestamp, HotRepr)> = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut now = Timestamp::ZERO;
+        let mut resent_in_round = Vec::new();
+        for round in 1..=8u32 {
+            let before = w.stats().retransmits;
+            let sent = sends(
+                &w.push(now, round, vec![(0, 1.0), (1, 2.0), (5, 3.0)])
+                    .unwrap(),
+            );
+            in_net.extend(sent.into_iter().map(|h| (now + rtt, h)));
+            while !w.is_idle() {
+                let answer_at = in_net.iter().map(|x| x.0).min();
+                let t = answer_at.into_iter().chain(w.poll_at()).min().unwrap();
+                now = t;
+                if answer_at == Some(t) {
+                    let i = in_net.iter().position(|x| x.0 == t).unwrap();
+                    let (_, h) = in_net.remove(i);
+                    let duplicate = !seen.insert((h.round, h.seq));
+                    w.handle_packet(now, &answer(&h, ResponseKind::Ack { duplicate }));
+                } else {
+                    let again = sends(&w.poll(now));
+                    in_net.extend(again.into_iter().map(|h| (now + rtt, h)));
+                }
+            }
+            resent_in_round.push(w.stats().retransmits - before);
+            in_net.clear();
+        }
+        assert!(resent_in_round[0] > 0, "{resent_in_round:?}");
+        assert!(
+            resent_in_round[2..].iter().all(|&n| n == 0),
+            "after the first rounds nothing is resent: {resent_in_round:?}"
+        );
+        assert!(w.stats().srtt_us >= 10_000, "{:?}", w.stats());
     }
 
     #[test]

@@ -506,7 +506,7 @@ fn exact_when_the_switch_dies_and_comes_back() {
     let all = sweep(
         "outage",
         |seed, loss| Scenario {
-            dead_switch: Some((30_000, 90_000)),
+            dead_switch: Some((30_000, 330_000)),
             ..Scenario::new(seed, loss)
         },
         4,
@@ -566,7 +566,7 @@ fn exact_when_packets_are_added_but_never_acknowledged() {
     let all = sweep(
         "noacks",
         |seed, loss| Scenario {
-            dead_acks: Some((20_000, 70_000)),
+            dead_acks: Some((20_000, 220_000)),
             ..Scenario::new(seed, loss)
         },
         3,

@@ -338,6 +338,61 @@ fn aggregate_parts_are_kept_until_acked_then_given_up() {
     assert_eq!(s.poll_at(), None);
 }
 
+/// A server 10 ms away (a slow link) and a first timeout of 1 ms: parts of
+/// the first rounds are resent and the timeout backs off until an answer is
+/// measured; later rounds' parts are sent once.
+#[test]
+fn aggregate_timeout_learns_a_slow_server() {
+    let mut c = config(1, 1);
+    c.aggregate_max_retries = 50;
+    let mut s = Switch::new(c).unwrap();
+    let rtt = 10_000;
+    let mut t = 0;
+    let mut resent = Vec::new();
+    for round in 1..=10u32 {
+        let before = s.stats().aggregate_retransmits;
+        let mut in_net: Vec<(u64, u16)> = Vec::new();
+        let out = send(&mut s, t, &hot(0, round, 0, true, &[(1, 1.0)]));
+        let parts = |out: &[SwitchAction], t: u64| -> Vec<(u64, u16)> {
+            out.iter()
+                .filter_map(|a| match a {
+                    SwitchAction::Aggregate { part, .. } => Some((t + rtt, *part)),
+                    _ => None,
+                })
+                .collect()
+        };
+        in_net.extend(parts(&out, t));
+        while s.pending_parts() > 0 {
+            let ack_at = in_net.iter().map(|x| x.0).min();
+            let next = ack_at
+                .into_iter()
+                .chain(s.poll_at().map(|x| x.0))
+                .min()
+                .unwrap();
+            t = next;
+            if ack_at == Some(t) {
+                let i = in_net.iter().position(|x| x.0 == t).unwrap();
+                let (_, part) = in_net.remove(i);
+                let ack = AggregateAckRepr {
+                    job: 1,
+                    server: 0,
+                    round,
+                    part,
+                };
+                s.handle_packet(Timestamp(t), &ack.to_bytes());
+            } else {
+                let out = s.poll(Timestamp(t));
+                in_net.extend(parts(&out, t));
+            }
+        }
+        resent.push(s.stats().aggregate_retransmits - before);
+    }
+    assert!(resent[0] > 0, "{resent:?}");
+    assert!(resent[4..].iter().all(|&n| n == 0), "{resent:?}");
+    assert!(s.aggregate_srtt(1, 0).unwrap() >= Duration::from_millis(10));
+    assert_eq!(s.stats().aggregate_abandoned, 0);
+}
+
 #[test]
 fn coverage_with_holes_is_a_bitmap() {
     let mut s = Switch::new(config(2, 1)).unwrap();
