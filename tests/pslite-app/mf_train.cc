@@ -469,6 +469,9 @@ class Trainer {
     if (dump_.failed()) return 1;
     started_ = Clock::now();
     if (rank_ == 0) Evaluate(0, 0);
+    // Every worker starts once worker 0 has measured the initial rows, so the initial
+    // test RMSE is that of the untrained model whatever the scheduling.
+    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
     long long step = 0;
     int epoch = 0;
     bool stop = false;
