@@ -117,26 +117,27 @@ class Parts(unittest.TestCase):
 
         parts = build_parts(p, closed, read_coverage)
         self.assertEqual(asked, [(1, 1, 9)], "only the incomplete worker's words are read")
-        cov = [(0, 0, 3, None), (1, 0, 3, bytes([0b101])), (3, 0, 1, None)]
+        # Workers 0 and 3 are complete: their bits say so, no coverage part.
+        cov = [(1, 0, 3, bytes([0b101]))]
         for server, pairs in [(0, [(0, 5), (499, 3)]), (1, [(500, 0xFFFFFFFE), (999, 0x80000000)])]:
-            want = [encode_aggregate(7, server, 9, 0, 4, 0b1011, 0b1001, True, True, 2, pairs)]
-            want += [encode_coverage(7, server, 9, 1 + i, 4, w, f, n, b) for i, (w, f, n, b) in enumerate(cov)]
+            want = [encode_aggregate(7, server, 9, 0, 2, 0b1011, 0b1001, True, True, 2, pairs)]
+            want += [encode_coverage(7, server, 9, 1 + i, 2, w, f, n, b) for i, (w, f, n, b) in enumerate(cov)]
             self.assertEqual(parts[server], want, f"server {server}")
 
     def test_parts_split_at_the_packet_size(self):
         p = plan()
         closed = ClosedRound(7, 2, 0, False, {r: r for r in range(0, 90, 2)}, {0: (1, 1)})
         parts = build_parts(p, closed, None)
-        self.assertEqual(len(parts[0]), 3 + 1, "45 lone values in 15-value parts, one coverage part")
+        self.assertEqual(len(parts[0]), 3, "45 lone values in 15-value parts (worker 0 complete: no coverage)")
         counts = [struct.unpack_from(">H", x, 34)[0] for x in parts[0][:3]]
         totals = {struct.unpack_from(">I", x, 36)[0] for x in parts[0][:3]}
         self.assertEqual((counts, totals), ([15, 15, 15], {45}))
         closed = ClosedRound(7, 2, 0, False, {r: r for r in range(45)}, {0: (1, 1)})
         parts = build_parts(p, closed, None)
-        self.assertEqual(len(parts[0]), 2 + 1, "45 consecutive values: one run of 36, then 9")
+        self.assertEqual(len(parts[0]), 2, "45 consecutive values: one run of 36, then 9")
         counts = [struct.unpack_from(">H", x, 34)[0] for x in parts[0][:2]]
         self.assertEqual(counts, [36, 9])
-        self.assertEqual(len(parts[1]), 1 + 1, "an empty data part, then coverage")
+        self.assertEqual(len(parts[1]), 1, "an empty data part")
 
     def test_lns_sums_go_back_to_f32(self):
         s = Settings.load(data("tofino.conf"))
@@ -246,25 +247,25 @@ class ControllerLoop(unittest.TestCase):
         self.c.step(100)
         sent = sent_datagrams(self.b)
         to_server1 = [x for x in sent if x[:2] == (0x0A000002, 9951)]
-        self.assertEqual(len(to_server1), 1 + 4, "one data part, four coverage parts, to the pinned server")
+        self.assertEqual(len(to_server1), 1, "one data part (every worker complete: no coverage), to the pinned server")
         agg = to_server1[0][2]
         self.assertEqual(struct.unpack_from(">IHI", agg, 40), (600, 1, 20))
         self.assertEqual(agg[16:32], (0b1111).to_bytes(8, "big") * 2, "contributed and complete")
         self.assertIn((consts.CtlKind.RELEASE, 1, None), sent)
-        self.assertEqual(self.c.unroutable, 5, "server 0 has not registered: its parts wait")
+        self.assertEqual(self.c.unroutable, 1, "server 0 has not registered: its part waits")
 
         self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
         self.c.step(200)
         self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))])
 
         acks = [to_cpu(struct.pack(">HBBHHIHH", 0x5A42, 1, 7, 7, 1, 1, part, 0), (0x0A000002, 9951, SERVER1_MAC))
-                for part in range(5)]
+                for part in range(1)]
         self.b.inbox = acks
         self.c.step(2_100)
         resent = sent_datagrams(self.b)
         self.assertEqual({(ip, port) for ip, port, _ in resent}, {SERVER0[:2]}, "acked parts are not resent")
-        self.assertEqual(len(resent), 5)
-        self.assertEqual(self.c.store.acked, 5)
+        self.assertEqual(len(resent), 1)
+        self.assertEqual(self.c.store.acked, 1)
 
     def test_flushed_round_reads_coverage_of_incomplete_workers(self):
         self.b.register_write(P.ROUNDS, P.round_state_index(0, 0), {"lo": consts.ROUND_BUSY, "hi": 2})
@@ -284,8 +285,8 @@ class ControllerLoop(unittest.TestCase):
         self.c.step(21_500)
         sent = sent_datagrams(self.b)
         cov = [p for ip, port, p in sent if ip == 0x0A000002 and p[3] == consts.PacketType.COVERAGE]
-        self.assertEqual([(c[17], c[22]) for c in cov], [(0, 1), (1, 0)], "worker 0 ALL, worker 1 a bitmap")
-        self.assertEqual(cov[1][24:], bytes([0b1011]), "only the words of round 2")
+        self.assertEqual([(c[17], c[22]) for c in cov], [(1, 0)], "worker 0 complete (no part), worker 1 a bitmap")
+        self.assertEqual(cov[0][24:], bytes([0b1011]), "only the words of round 2")
         agg = next(p for ip, port, p in sent if ip == 0x0A000002 and p[3] == consts.PacketType.AGGREGATE)
         self.assertEqual(agg[32], consts.AGGREGATE_FLAG_FIXED | consts.AGGREGATE_FLAG_FLUSHED)
         self.assertIn((consts.CtlKind.RELEASE, 2, None), sent)

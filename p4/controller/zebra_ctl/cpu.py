@@ -249,14 +249,6 @@ def coverage_parts(worker, words, chunk_bits):
     return out
 
 
-def complete_coverage_words(total, words_len):
-    """The coverage words of a worker whose packets 0..total-1 were all added."""
-    words = [0] * words_len
-    for i in range(total):
-        words[i // consts.COVER_WORD_BITS] |= 1 << (i % consts.COVER_WORD_BITS)
-    return words
-
-
 def build_parts(plan, closed, read_coverage):
     """{server: [payload, ...]} for a closed round (Switch::close).
     read_coverage(worker, copy, round) gives the coverage words of a worker
@@ -280,11 +272,11 @@ def build_parts(plan, closed, read_coverage):
         total, added = closed.progress[w]
         contributed |= 1 << w
         if total != 0 and total == added:
+            # Every packet up to its DONE was added: the complete bit says so,
+            # no coverage part is sent.
             complete |= 1 << w
-            words = complete_coverage_words(total, proto.cover_words())
-        else:
-            words = read_coverage(w, closed.copy, closed.round)
-        coverage.extend(coverage_parts(w, words, chunk))
+            continue
+        coverage.extend(coverage_parts(w, read_coverage(w, closed.copy, closed.round), chunk))
     budget = proto.aggregate_run_bytes_per_packet()
     fixed = job.is_fixed()
     out = {}

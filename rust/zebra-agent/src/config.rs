@@ -63,13 +63,19 @@ pub struct AgentConfig {
     /// Server side: rounds remembered behind the newest one, for late
     /// aggregates and fallbacks.
     pub history: u32,
+    /// Worker side: a push with more hot values than this may leave pairs
+    /// over at the switch (more packets than its `max_seqs`; a packet holds
+    /// at least one value), so its trailer promises a SETTLE whatever
+    /// happens. The hot path's `max_seqs`.
+    pub max_clean_values: u32,
 }
 
 impl AgentConfig {
     /// The defaults for a job of `workers` workers and `servers` servers:
     /// zebra-proto jobs `job_base..job_base + servers`, app 0 customer 0,
     /// format detection, `OTHER` values as `f32`, per-worker delivery, a
-    /// 10 s settle timeout, 4096 rounds of history.
+    /// 10 s settle timeout, 4096 rounds of history, the hot path's default
+    /// `max_seqs`.
     pub fn new(job_base: u16, workers: u16, servers: u16) -> AgentConfig {
         AgentConfig {
             job_base,
@@ -82,6 +88,7 @@ impl AgentConfig {
             delivery: Delivery::PerWorker,
             settle_timeout: Duration::from_secs(10),
             history: 4096,
+            max_clean_values: u32::from(zebra_proto::consts::DEFAULT_MAX_SEQS),
         }
     }
 

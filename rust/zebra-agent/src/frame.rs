@@ -37,8 +37,11 @@ pub mod frame_type {
 pub mod push_flags {
     /// The push carried a lens frame.
     pub const LENS: u8 = 0x01;
+    /// A SETTLE follows for this round whatever happens (the round may
+    /// leave pairs over); without it a clean round has no SETTLE.
+    pub const SETTLES: u8 = 0x02;
     /// Bits that must be zero.
-    pub const RESERVED: u8 = !LENS;
+    pub const RESERVED: u8 = !(LENS | SETTLES);
 }
 /// PUSH trailer header length.
 pub const PUSH_HEADER_LEN: usize = 20;
@@ -119,6 +122,9 @@ pub struct PushTrailer {
     pub val_type: DataType,
     /// Whether the push had a lens frame.
     pub lens: bool,
+    /// Whether a SETTLE follows whatever happens (else only when the round
+    /// is not clean: a packet refused or unanswered).
+    pub settles: bool,
     /// The hot keys the worker took out, in the push's key order, each as
     /// its first hot index in the server's job (the hot set says which key
     /// and how many values).
@@ -239,6 +245,7 @@ impl PushTrailer {
             round: u32_at(b, 12),
             val_type,
             lens: b[6] & push_flags::LENS != 0,
+            settles: b[6] & push_flags::SETTLES != 0,
             hot,
         })
     }
@@ -268,7 +275,8 @@ impl PushTrailer {
             count: self.hot.len(),
         })?;
         let mut out = Vec::with_capacity(self.len());
-        let flags = if self.lens { push_flags::LENS } else { 0 };
+        let flags = (if self.lens { push_flags::LENS } else { 0 })
+            | (if self.settles { push_flags::SETTLES } else { 0 });
         header(
             &mut out,
             frame_type::PUSH,
@@ -425,6 +433,7 @@ mod tests {
             round: 70_000,
             val_type: DataType::Other,
             lens: true,
+            settles: true,
             hot: vec![7, 0x0102_0304],
         }
     }
@@ -461,7 +470,7 @@ mod tests {
         let t = trailer();
         let b = t.to_bytes().unwrap();
         assert_eq!(b.len(), t.len());
-        assert_eq!(&b[..8], b"ZBPS\x01\x01\x01\x0b");
+        assert_eq!(&b[..8], b"ZBPS\x01\x01\x03\x0b", "LENS | SETTLES");
         assert_eq!(&b[8..20], &[0, 3, 0, 2, 0, 1, 0x11, 0x70, 0, 0, 0, 2]);
         assert_eq!(&b[20..28], &[0, 0, 0, 7, 1, 2, 3, 4]);
         assert_eq!(PushTrailer::parse(&b), Ok(t));
@@ -495,7 +504,7 @@ mod tests {
         ));
         assert_eq!(with(&p, 4, 2), Err(FrameError::Version(2)));
         assert_eq!(with(&p, 5, 9), Err(FrameError::Type(9)));
-        assert_eq!(with(&p, 6, 3), Err(FrameError::Reserved("PUSH trailer")));
+        assert_eq!(with(&p, 6, 7), Err(FrameError::Reserved("PUSH trailer")));
         assert_eq!(with(&p, 7, 12), Err(FrameError::ValueType(12)));
         assert!(matches!(
             ZebraFrame::parse(&p[..p.len() - 1]),

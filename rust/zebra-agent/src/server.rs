@@ -12,7 +12,8 @@
 //! It is at the head of `w`'s queue (messages of one sender are delivered
 //! in arrival order), and either its trailer lists no hot key, or:
 //!
-//! 1. `w`'s SETTLE for `r` has arrived;
+//! 1. `w`'s SETTLE for `r` has arrived, or round `r`'s aggregate marks `w`
+//!    complete (every packet added: a clean round, which has no SETTLE);
 //! 2. if the switch added any of `w`'s packets, round `r`'s aggregate has
 //!    arrived;
 //! 3. every fallback batch of the SETTLE is accounted for: applied
@@ -119,6 +120,7 @@ struct SettleState {
 #[derive(Debug)]
 struct AggSeen {
     contributed: u64,
+    complete: u64,
     coverage: Coverage,
 }
 
@@ -517,6 +519,7 @@ impl ServerAgent {
         }
         rs.agg = Some(AggSeen {
             contributed: agg.contributed,
+            complete: agg.complete,
             coverage: agg.coverage,
         });
         self.newest = self.newest.max(agg.round);
@@ -639,7 +642,13 @@ impl ServerAgent {
             return true;
         };
         let Some(st) = rs.settles.get(&w) else {
-            return false;
+            // No SETTLE: ready once the aggregate marks the worker complete
+            // (a clean round, for which the worker sends none), unless the
+            // trailer promised one.
+            return !h.trailer.settles
+                && rs.agg.as_ref().is_some_and(|a| {
+                    w < 64 && a.complete >> w & 1 == 1 && self.agg_gate(r, a.contributed)
+                });
         };
         if st.added > 0 && rs.agg.is_none() {
             return false;

@@ -49,6 +49,9 @@ pub struct WorkerAgentStats {
     pub settles: u64,
     /// Their bytes.
     pub settle_bytes: u64,
+    /// Rounds that listed a hot key and needed no SETTLE: every packet
+    /// added, nothing left over (the aggregate's complete bit settles them).
+    pub clean_rounds: u64,
     /// Fallback batches (packets) carried by SETTLE messages.
     pub fallback_batches: u64,
     /// Fallback pairs carried.

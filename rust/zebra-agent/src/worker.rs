@@ -64,6 +64,8 @@ struct OpenRound {
     /// Whether the trailer listed a hot key (else the server does not wait
     /// for a SETTLE).
     listed: bool,
+    /// Whether the trailer promised a SETTLE whatever happens.
+    settles: bool,
     batches: Vec<Fallback>,
 }
 
@@ -244,6 +246,7 @@ impl WorkerAgent {
             round,
             val_type: view.val_type(),
             lens: view.has_lens(),
+            settles: pairs.len() > self.config.max_clean_values as usize,
             hot: listed,
         };
         let trailer_bytes = trailer.to_bytes().map_err(|_| Skip::Malformed)?;
@@ -269,6 +272,7 @@ impl WorkerAgent {
             round,
             OpenRound {
                 listed: !trailer.hot.is_empty(),
+                settles: trailer.settles,
                 batches: Vec::new(),
             },
         );
@@ -340,7 +344,10 @@ impl WorkerAgent {
 
     /// A `WorkerAction::RoundDone` of the zebra-proto worker of `job`: the
     /// SETTLE message for the server, if the round's trailer listed a hot
-    /// key (otherwise the server does not wait for one).
+    /// key (otherwise the server does not wait for one) and the round is
+    /// not clean. A clean round, every packet added and no pair left over,
+    /// needs none: the switch marks the worker complete in the round's
+    /// aggregate, which tells the server the same.
     pub fn on_round_done(
         &mut self,
         job: u16,
@@ -358,6 +365,12 @@ impl WorkerAgent {
                 round: summary.round,
             })?;
         if !open.listed {
+            return Ok(None);
+        }
+        let clean =
+            summary.added == summary.packets && summary.overflow == 0 && open.batches.is_empty();
+        if clean && !open.settles {
+            self.stats.clean_rounds += 1;
             return Ok(None);
         }
         let settle = Settle {

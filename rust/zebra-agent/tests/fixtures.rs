@@ -23,8 +23,12 @@ fn hot(keys: &[(u64, u32)]) -> Arc<HotSet> {
     Arc::new(HotSet::new(keys.iter().copied(), KeyRanges::pslite(1)).unwrap())
 }
 
+/// Every trailer promises a SETTLE (`max_clean_values` 0), so that these
+/// tests drive the SETTLE path; `a_clean_round_needs_no_settle` the other.
 fn config(workers: u16) -> AgentConfig {
-    AgentConfig::new(JOB, workers, 1)
+    let mut c = AgentConfig::new(JOB, workers, 1);
+    c.max_clean_values = 0;
+    c
 }
 
 fn split(agent: &mut WorkerAgent, body: &[Vec<u8>]) -> SplitPush {
@@ -571,4 +575,51 @@ fn a_contribution_through_fallback_joins_the_aggregate() {
             );
         }
     }
+}
+
+/// A clean round (every packet added) has no SETTLE: the server releases
+/// the push once the aggregate marks the worker complete, and not before.
+#[test]
+fn a_clean_round_needs_no_settle() {
+    let c = captured("byteps/push-sent");
+    let hot = hot(&[(0x100_0006, 2), (0x100_0000, 2)]);
+    let cfg = AgentConfig::new(JOB, 1, 1);
+    let mut w = WorkerAgent::new(cfg.clone(), hot.clone(), 0).unwrap();
+    let mut s = ServerAgent::new(cfg, hot.clone(), 0).unwrap();
+    let sp = split(&mut w, c.body());
+    let trailer = zebra_agent::frame::PushTrailer::parse(sp.frames.last().unwrap()).unwrap();
+    assert!(!trailer.settles);
+    let clean = RoundSummary {
+        round: 1,
+        packets: 1,
+        added: 1,
+        ..RoundSummary::default()
+    };
+    assert_eq!(w.on_round_done(JOB, &clean).unwrap(), None);
+    assert_eq!((w.stats().settles, w.stats().clean_rounds), (0, 1));
+    assert!(s
+        .on_recv(T0, with_identity(b"ps9", &sp.frames))
+        .deliver
+        .is_empty());
+    let incomplete = RoundAggregate {
+        complete: 0,
+        ..aggregate(1, 1, sp.pairs.clone())
+    };
+    let mut waiting = ServerAgent::new(AgentConfig::new(JOB, 1, 1), hot.clone(), 0).unwrap();
+    assert!(waiting
+        .on_recv(T0, with_identity(b"ps9", &sp.frames))
+        .deliver
+        .is_empty());
+    assert!(
+        waiting.on_round(incomplete).is_empty(),
+        "an aggregate without the complete bit waits for a SETTLE"
+    );
+    assert_eq!(waiting.held(), 1);
+    let got = s.on_round(aggregate(1, 1, sp.pairs.clone()));
+    assert_eq!(
+        got,
+        vec![c.received_from(b"ps9")],
+        "released, merged back byte for byte"
+    );
+    assert_eq!(s.held(), 0);
 }

@@ -150,6 +150,7 @@ impl Scenario {
         let mut c = AgentConfig::new(JOB_BASE, self.workers, self.servers);
         c.delivery = self.delivery;
         c.settle_timeout = Duration::from_secs(5);
+        c.max_clean_values = 64;
         c
     }
 

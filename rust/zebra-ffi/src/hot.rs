@@ -196,6 +196,7 @@ impl Aggregation {
         };
         agent.format = flavor(config.flavor);
         agent.settle_timeout = built.settle_timeout;
+        agent.max_clean_values = u32::from(built.proto.max_seqs);
         agent.validate().map_err(|e| vec![e.to_string()])?;
         let switch = built
             .switch

@@ -40,6 +40,9 @@ pub enum ServerAction {
 /// Which worker packets a round's aggregate holds.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Coverage {
+    /// Workers whose every packet is in the sum (the aggregate's complete
+    /// bits): the switch sends them no coverage part.
+    complete: u64,
     ranges: BTreeMap<u16, Vec<(u16, u16, CoverBits)>>,
 }
 
@@ -53,6 +56,9 @@ impl Coverage {
 
     /// Whether packet `seq` of `worker` is in the sum.
     pub fn covers(&self, worker: u16, seq: u16) -> bool {
+        if worker < 64 && self.complete >> worker & 1 == 1 {
+            return true;
+        }
         self.ranges.get(&worker).is_some_and(|rs| {
             rs.iter().any(|(first, nbits, bits)| {
                 let Some(i) = seq.checked_sub(*first).map(usize::from) else {
@@ -65,11 +71,6 @@ impl Coverage {
                     }
             })
         })
-    }
-
-    /// Workers with at least one covered packet.
-    pub fn workers(&self) -> impl Iterator<Item = u16> + '_ {
-        self.ranges.keys().copied()
     }
 }
 
@@ -336,6 +337,7 @@ impl Server {
                 Part::Cover(c) => coverage.add(&c),
             }
         }
+        coverage.complete = complete;
         if seen != total {
             log::warn!(
                 "server {}: round {round}: {seen} pairs, the parts announced {total}",

@@ -606,7 +606,10 @@ impl Switch {
             }
             contributed |= 1 << wk;
             if wr.total != 0 && wr.handled == wr.total {
+                // Every packet up to its DONE was added: the aggregate's
+                // complete bit says so, no coverage part is needed.
                 complete |= 1 << wk;
+                continue;
             }
             let at = (wk * w + copy) * words;
             let bits: Vec<u32> = job.cover[at..at + words]

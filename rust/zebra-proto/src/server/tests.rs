@@ -101,8 +101,9 @@ fn reassembles_out_of_order_acks_everything_reports_once() {
     let parts = parts_for_server0(3);
     assert_eq!(
         parts.len(),
-        5,
-        "9 pairs at 3 per 64-byte part, and one coverage part per worker"
+        4,
+        "9 consecutive indices as runs of at most 4 values in 64-byte parts, and a \
+         coverage part for worker 0 only (worker 1 is complete)"
     );
     let mut srv = Server::new(&config(), 1, 0).unwrap();
     let mut reports = Vec::new();
@@ -135,8 +136,11 @@ fn reassembles_out_of_order_acks_everything_reports_once() {
         (3, 0b11, 0b10, true)
     );
     assert!(r.coverage.covers(0, 0) && !r.coverage.covers(0, 1) && r.coverage.covers(0, 2));
-    assert!(r.coverage.covers(1, 0) && !r.coverage.covers(1, 1));
-    assert_eq!(srv.stats().duplicate_parts, 5);
+    assert!(
+        r.coverage.covers(1, 0) && r.coverage.covers(1, 1),
+        "a complete worker: every packet is in the sum"
+    );
+    assert_eq!(srv.stats().duplicate_parts, 4);
 }
 
 #[test]
@@ -166,12 +170,23 @@ fn uncertain_fallbacks_wait_for_coverage() {
         .unwrap();
     assert!(late.is_empty(), "covered after the report too");
     let late = srv
-        .add_fallback(t, fallback(1, 3, 1, FallbackCause::NoResponse, &[(4, 1.0)]))
+        .add_fallback(
+            t,
+            fallback(1, 3, 0, FallbackCause::NoResponse, &[(0, 10.0)]),
+        )
         .unwrap();
-    assert_eq!(applied(&late).len(), 1);
+    assert!(late.is_empty(), "worker 1 is complete: covered");
+    let late = srv
+        .add_fallback(t, fallback(0, 3, 3, FallbackCause::NoResponse, &[(4, 1.0)]))
+        .unwrap();
+    assert_eq!(
+        applied(&late).len(),
+        1,
+        "seq 3 of worker 0 is not in the sum"
+    );
     assert_eq!(
         (srv.stats().uncertain_covered, srv.stats().uncertain_applied),
-        (2, 2)
+        (3, 2)
     );
 }
 

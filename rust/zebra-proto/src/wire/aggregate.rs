@@ -5,7 +5,7 @@
 //!  4..6  job          6..8 server   8..12 round
 //! 12..14 part        14..16 parts (aggregate and coverage parts of this round for this server)
 //! 16..24 contributed (bit w: worker w has at least one packet in the sum)
-//! 24..32 complete    (bit w: every packet of worker w up to its DONE is accounted for)
+//! 24..32 complete    (bit w: every packet of worker w up to its DONE was added)
 //! 32     flags (0x01 FIXED, 0x02 FLUSHED: closed by timeout)
 //! 33     reserved (0)
 //! 34..36 count        36..40 total (values for this server over all parts)
@@ -37,7 +37,7 @@ pub mod field {
     pub const PARTS: Field = 14..16;
     /// Workers with a packet in the sum.
     pub const CONTRIBUTED: Field = 16..24;
-    /// Workers whose round is complete at the switch.
+    /// Workers every packet of which, up to their DONE, was added.
     pub const COMPLETE: Field = 24..32;
     /// Flags.
     pub const FLAGS: usize = 32;
