@@ -280,12 +280,15 @@ control DenseCheck(inout header_t hdr, inout ingress_metadata_t ig_md) {
  * below round << 3 is from an older round: this packet is new and its
  * outcome is written; a record of this round means the packet was seen
  * (answer from the record, DUP); a later round means a stale copy (drop).
- * The outcome is decided by the round state before the record is written. */
+ * The outcome is decided by the round state before the record is written.
+ * A WindowFull outcome is not written (write = false): it means "not now",
+ * and the worker's resend is decided afresh once the copy is free. */
 control SeenRecords(
     in record_index_t index,
     in bit<32> key,
     in bit<32> record,
     in bool enabled,
+    in bool write,
     out bit<32> before) {
 
     Register<bit<32>, record_index_t>(RECORD_ENTRIES, 0) records;
@@ -299,8 +302,18 @@ control SeenRecords(
         }
     };
 
+    RegisterAction<bit<32>, record_index_t, bit<32>>(records) peek_record = {
+        void apply(inout bit<32> r, out bit<32> old) {
+            old = r;
+        }
+    };
+
     action check() {
         before = check_and_record.execute(index);
+    }
+
+    action peek() {
+        before = peek_record.execute(index);
     }
 
     action skip() {
@@ -310,16 +323,20 @@ control SeenRecords(
     table op {
         key = {
             enabled : exact;
+            write   : exact;
         }
         actions = {
             check;
+            peek;
             skip;
         }
         const entries = {
-            true  : check();
-            false : skip();
+            (true, true)   : check();
+            (true, false)  : peek();
+            (false, true)  : skip();
+            (false, false) : skip();
         }
-        size = 2;
+        size = 4;
     }
 
     apply {

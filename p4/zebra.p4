@@ -236,7 +236,8 @@ control Ingress(
             record = ig_md.record_key | (bit<32>)(bit<8>)admission;
         }
         seen_records.apply(ig_md.rec_base + (record_index_t)hdr.hot.seq, ig_md.record_key, record,
-                           round_op == round_op_t.ADMIT, ig_md.record_before);
+                           round_op == round_op_t.ADMIT,
+                           admission != fallback_reason_t.WINDOW_FULL, ig_md.record_before);
 
         /* 7. The verdict on a HOT packet. */
         if (pass == pass_t.FAST || pass == pass_t.CHECK) {

@@ -88,6 +88,11 @@ pub struct WorkerStats {
     pub bad_packets: u64,
     /// Recirculations the packing leaves (what the switch will spend).
     pub planned_recirculations: u64,
+    /// WindowFull answers: a packet came before the switch's copy of its
+    /// round was free; it waits and is sent again (not a fallback).
+    pub busy: u64,
+    /// Packets sent again after such a wait.
+    pub busy_resends: u64,
     /// Smoothed round trip to the switch in microseconds (0 until measured),
     /// which sets the retransmission timeout (`rto.rs`).
     pub srtt_us: u64,

@@ -33,7 +33,8 @@
 //! repeat the recorded answer (DUP); later round → drop as stale. Else decide
 //! from the copy's round state: same round and open → add; same round
 //! closed, or the copy already holds a later round → FALLBACK `Late`; copy
-//! holds an older round still open → FALLBACK `WindowFull`; older round
+//! holds an older round still open → FALLBACK `WindowFull` (not recorded:
+//! "not now", the worker sends it again); older round
 //! closed (or empty) → open this round and add. Record the outcome. Adding
 //! touches each register array once per pass: a packet whose pairs share a
 //! register needs `max pairs per register` passes (the extra ones are
@@ -489,6 +490,12 @@ impl Switch {
         } else {
             FallbackReason::Late as u8
         };
+        if outcome == FallbackReason::WindowFull as u8 {
+            // Not now: the copy frees when the older round closes (at most
+            // round_timeout after it opened). Nothing is recorded, so the
+            // worker's retransmission is decided afresh.
+            return self.fallback(h, FallbackReason::WindowFull, false);
+        }
         self.jobs[j].records[ri] = Record {
             round: h.round,
             outcome,

@@ -28,7 +28,7 @@ use crate::rto::RttEstimator;
 use crate::stats::WorkerStats;
 use crate::time::Timestamp;
 use crate::wire::hot::{self, flags};
-use crate::wire::{HotBody, HotRepr, Message, ResponseKind};
+use crate::wire::{FallbackReason, HotBody, HotRepr, Message, ResponseKind};
 
 /// What the worker wants done.
 #[derive(Debug, Clone, PartialEq)]
@@ -92,7 +92,13 @@ enum TxState {
         /// When the first copy left.
         first_sent: Timestamp,
         deadline: Timestamp,
+        /// Resends after a timeout.
         retries: u32,
+        /// WindowFull answers: the switch's copy of the round still held an
+        /// older open round, nothing was added or recorded.
+        busy: u32,
+        /// Waiting, after a WindowFull answer, to send again at `deadline`.
+        parked: bool,
     },
     Settled,
 }
@@ -215,6 +221,8 @@ impl Worker {
         let TxState::InFlight {
             first_sent,
             retries,
+            busy,
+            parked,
             ..
         } = p.state
         else {
@@ -229,30 +237,66 @@ impl Worker {
                 !duplicate
             }
         };
-        if retries == 0 || first_answer {
+        if busy == 0 && !parked && (retries == 0 || first_answer) {
             self.rtt.sample(now - first_sent);
             self.stats.srtt_us = self.rtt.srtt().map_or(0, |d| d.as_micros() as u64);
         }
-        p.state = TxState::Settled;
-        self.in_flight -= 1;
-        tx.unsettled -= 1;
         let mut out = Vec::new();
-        match resp.kind {
-            ResponseKind::Ack { .. } => {
-                self.stats.acked += 1;
-                tx.summary.added += 1;
+        let busy_answer = matches!(
+            resp.kind,
+            ResponseKind::Fallback {
+                reason: FallbackReason::WindowFull,
+                ..
             }
-            ResponseKind::Fallback { reason, .. } => {
-                self.stats.fallback_packets += 1;
-                tx.summary.fallen_back += 1;
-                out.push(WorkerAction::Fallback(Fallback {
-                    job: self.job.id,
-                    round: resp.round,
-                    worker: self.rank,
-                    seq: resp.seq,
-                    cause: FallbackCause::Switch(reason),
-                    pairs: std::mem::take(&mut p.pairs),
-                }));
+        );
+        if busy_answer {
+            // Not added, not recorded: send again once the older round has
+            // had time to close, or give up (uncertain: an earlier copy may
+            // still be added) when even a flush should have freed the copy.
+            self.stats.busy += 1;
+            if now - first_sent < self.config.round_timeout * 2 {
+                let wait = self
+                    .rtt
+                    .backoff(busy + 1)
+                    .max(self.config.round_timeout / 16);
+                p.state = TxState::InFlight {
+                    first_sent,
+                    deadline: now + wait,
+                    retries,
+                    busy: busy + 1,
+                    parked: true,
+                };
+                return out;
+            }
+            self.in_flight -= 1;
+            out.push(WorkerAction::Fallback(give_up(
+                (self.job.id, self.rank),
+                resp.round,
+                resp.seq,
+                tx,
+                &mut self.stats,
+            )));
+        } else {
+            p.state = TxState::Settled;
+            self.in_flight -= 1;
+            tx.unsettled -= 1;
+            match resp.kind {
+                ResponseKind::Ack { .. } => {
+                    self.stats.acked += 1;
+                    tx.summary.added += 1;
+                }
+                ResponseKind::Fallback { reason, .. } => {
+                    self.stats.fallback_packets += 1;
+                    tx.summary.fallen_back += 1;
+                    out.push(WorkerAction::Fallback(Fallback {
+                        job: self.job.id,
+                        round: resp.round,
+                        worker: self.rank,
+                        seq: resp.seq,
+                        cause: FallbackCause::Switch(reason),
+                        pairs: std::mem::take(&mut p.pairs),
+                    }));
+                }
             }
         }
         if tx.unsettled == 0 {
@@ -270,11 +314,14 @@ impl Worker {
         let mut out = Vec::new();
         let mut done = Vec::new();
         for (&round, tx) in self.active.iter_mut() {
-            for (seq, p) in tx.packets.iter_mut().enumerate() {
+            for seq in 0..tx.packets.len() {
+                let p = &mut tx.packets[seq];
                 let TxState::InFlight {
                     first_sent,
                     deadline,
                     retries,
+                    busy,
+                    parked,
                 } = p.state
                 else {
                     continue;
@@ -282,25 +329,37 @@ impl Worker {
                 if deadline > now {
                     continue;
                 }
+                if parked {
+                    p.state = TxState::InFlight {
+                        first_sent,
+                        deadline: now + self.rtt.backoff(retries),
+                        retries,
+                        busy,
+                        parked: false,
+                    };
+                    let mut view = hot::Packet::new_unchecked(&mut p.bytes[..]);
+                    let f = view.flags();
+                    view.set_flags(f | flags::RETX);
+                    self.stats.busy_resends += 1;
+                    out.push(WorkerAction::Send(p.bytes.clone()));
+                    continue;
+                }
                 if retries >= self.config.worker_max_retries {
-                    p.state = TxState::Settled;
                     self.in_flight -= 1;
-                    tx.unsettled -= 1;
-                    tx.summary.given_up += 1;
-                    self.stats.given_up += 1;
-                    out.push(WorkerAction::Fallback(Fallback {
-                        job: self.job.id,
+                    out.push(WorkerAction::Fallback(give_up(
+                        (self.job.id, self.rank),
                         round,
-                        worker: self.rank,
-                        seq: seq as u16,
-                        cause: FallbackCause::NoResponse,
-                        pairs: std::mem::take(&mut p.pairs),
-                    }));
+                        seq as u16,
+                        tx,
+                        &mut self.stats,
+                    )));
                 } else {
                     p.state = TxState::InFlight {
                         first_sent,
                         deadline: now + self.rtt.backoff(retries + 1),
                         retries: retries + 1,
+                        busy,
+                        parked: false,
                     };
                     let mut view = hot::Packet::new_unchecked(&mut p.bytes[..]);
                     let f = view.flags();
@@ -358,6 +417,8 @@ impl Worker {
                     first_sent: now,
                     deadline: now + self.rtt.rto(),
                     retries: 0,
+                    busy: 0,
+                    parked: false,
                 };
                 out.push(WorkerAction::Send(p.bytes.clone()));
                 tx.next_unsent += 1;
@@ -470,10 +531,34 @@ impl Worker {
     }
 }
 
+/// Settles packet `seq` of `tx` as given up: its pairs go to the servers as
+/// an uncertain fallback (the switch may hold them; the coverage decides).
+fn give_up(
+    (job, rank): (u16, u16),
+    round: u32,
+    seq: u16,
+    tx: &mut RoundTx,
+    stats: &mut WorkerStats,
+) -> Fallback {
+    let p = &mut tx.packets[seq as usize];
+    p.state = TxState::Settled;
+    tx.unsettled -= 1;
+    tx.summary.given_up += 1;
+    stats.given_up += 1;
+    Fallback {
+        job,
+        round,
+        worker: rank,
+        seq,
+        cause: FallbackCause::NoResponse,
+        pairs: std::mem::take(&mut p.pairs),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::wire::{FallbackReason, ResponseRepr};
+    use crate::wire::ResponseRepr;
     use std::time::Duration;
 
     fn config() -> Config {
@@ -648,6 +733,64 @@ mod tests {
         assert!(w.stats().srtt_us >= 10_000, "{:?}", w.stats());
     }
 
+    /// WindowFull is "not now": the packet waits and is sent again (no
+    /// fallback); a packet still refused after twice the round timeout is
+    /// given up as uncertain (an earlier copy may yet be added).
+    #[test]
+    fn window_full_waits_and_resends_then_gives_up_uncertain() {
+        let c = config();
+        let busy = ResponseKind::Fallback {
+            reason: FallbackReason::WindowFull,
+            duplicate: false,
+        };
+        let mut w = Worker::new(&c, 1, 0).unwrap();
+        let h = sends(&w.push(Timestamp::ZERO, 1, vec![(0, 1.0)]).unwrap());
+        assert!(w
+            .handle_packet(Timestamp(10), &answer(&h[0], busy))
+            .is_empty());
+        let at = w.poll_at().unwrap();
+        assert!(at >= Timestamp::ZERO + c.round_timeout / 16, "{at:?}");
+        assert!(sends(&w.poll(Timestamp(at.0 - 1))).is_empty());
+        let again = sends(&w.poll(at));
+        assert_eq!(again.len(), 1);
+        assert!(again[0].retransmission && again[0].seq == 0);
+        let done = w.handle_packet(
+            at,
+            &answer(&again[0], ResponseKind::Ack { duplicate: false }),
+        );
+        assert!(
+            matches!(&done[..], [WorkerAction::RoundDone(s)] if s.added == 1 && s.given_up == 0)
+        );
+        assert_eq!(
+            (
+                w.stats().busy,
+                w.stats().busy_resends,
+                w.stats().retransmits
+            ),
+            (1, 1, 0)
+        );
+
+        let h = sends(&w.push(at, 2, vec![(1, 2.0)]).unwrap());
+        let mut t = at;
+        let mut given = None;
+        while given.is_none() {
+            let out = w.handle_packet(t, &answer(&h[0], busy));
+            for a in out {
+                if let WorkerAction::Fallback(f) = a {
+                    given = Some(f);
+                }
+            }
+            if given.is_none() {
+                t = w.poll_at().unwrap();
+                assert_eq!(sends(&w.poll(t)).len(), 1);
+            }
+        }
+        let f = given.unwrap();
+        assert!(!f.is_certain() && f.pairs == vec![(1, 2.0)]);
+        assert!(t - at >= c.round_timeout * 2);
+        assert!(w.is_idle());
+    }
+
     #[test]
     fn window_holds_round_r_plus_copies_until_r_settles() {
         let mut w = Worker::new(&config(), 1, 0).unwrap();
@@ -759,7 +902,7 @@ mod tests {
             &answer(
                 &hs[0],
                 ResponseKind::Fallback {
-                    reason: FallbackReason::WindowFull,
+                    reason: FallbackReason::Late,
                     duplicate: false,
                 },
             ),

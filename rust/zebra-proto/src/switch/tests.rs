@@ -172,7 +172,7 @@ fn timeout_flushes_partial_round_and_late_packets_fall_back() {
 }
 
 #[test]
-fn window_full_answer_is_kept_when_the_copy_frees() {
+fn window_full_is_not_recorded_so_a_resend_is_added_once_the_copy_frees() {
     let mut s = Switch::new(config(2, 1)).unwrap();
     send(&mut s, 0, &hot(0, 1, 0, true, &[(1, 1.0)]));
     let p3 = hot(1, 3, 0, true, &[(1, 1.0)]);
@@ -196,17 +196,28 @@ fn window_full_answer_is_kept_when_the_copy_frees() {
     );
     assert_eq!(
         response(&out[0]).kind,
-        ResponseKind::Fallback {
-            reason: FallbackReason::WindowFull,
-            duplicate: true
-        }
+        ResponseKind::Ack { duplicate: false },
+        "decided afresh: round 3 opens in the freed copy"
     );
-    let other = send(&mut s, 10_002, &hot(0, 3, 0, false, &[(1, 1.0)]));
+    let again = send(
+        &mut s,
+        10_002,
+        &HotRepr {
+            retransmission: true,
+            ..p3.clone()
+        },
+    );
+    assert_eq!(
+        response(&again[0]).kind,
+        ResponseKind::Ack { duplicate: true }
+    );
+    let other = send(&mut s, 10_003, &hot(0, 3, 0, true, &[(1, 1.0)]));
     assert_eq!(
         response(&other[0]).kind,
-        ResponseKind::Ack { duplicate: false },
-        "round 3 opens for others"
+        ResponseKind::Ack { duplicate: false }
     );
+    let (data, _) = aggregates(&other);
+    assert_eq!(sums(&data), vec![(1, 2.0)], "each added once");
 }
 
 #[test]
