@@ -38,6 +38,8 @@ CONFIGS = ("libzmq", "off", "on", "on+switch")
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
 WORKER = re.compile(r"^mf: worker rank=(\d+) steps=(\d+) .* time_s=([0-9.]+)", re.M)
 SUMMARY = re.compile(r"^mf: summary (.*)$", re.M)
+SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
+SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
 HOT = re.compile(r"hot_share=([0-9.]+)")
 
 
@@ -79,15 +81,18 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--net", args.net,
            "--servers", str(args.servers), "--workers", str(workers), "--timeout", str(args.timeout),
            "--quiet", "--logdir", logdir, "--subnet", args.subnet]
-    for flag, value in (("--server-rate", args.server_rate), ("--link-rate", args.link_rate),
+    server_flag = "--server-ingress-rate" if args.shape == "ingress" else "--server-rate"
+    for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
                         ("--link-delay", args.link_delay)):
         cmd += [flag, value] if value else []
     if config != "libzmq":
         cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
     if config == "on+switch":
-        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}} "
-                f"--workers {{workers}} --servers {{servers}} --hot-keys {hot_keys}",
-                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}"]
+        cmd += ["--service", f"switch={args.zebra} switch --config {args.hot_config} "
+                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}} "
+                f"--hot-keys {hot_keys}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}",
+                "--env", f"ZEBRA_HOT_CONFIG={args.hot_config}"]
     cmd += ["--", args.binary, f"--data={args.data}", f"--epochs={args.epochs}", f"--batch={args.batch}",
             f"--dim={args.dim}", f"--seed={args.seed}", f"--target-rmse={args.target_rmse}",
             f"--eval-every={args.eval_every}"]
@@ -112,6 +117,15 @@ def parse_run(logdir):
     if nets and all(nets):
         ingress = sum(n["rx_bytes"] for n in nets)
     total_steps = sum(s for s, _ in steps)
+    switch = {}
+    switch_log = os.path.join(logdir, "switch.log")
+    if os.path.exists(switch_log):
+        with open(switch_log, errors="replace") as f:
+            stats = f.read()
+        added, rounds = SWITCH_ADDED.search(stats), SWITCH_ROUNDS.search(stats)
+        if added and rounds:
+            switch = {"switch_pairs": int(added.group(2)), "rounds_completed": int(rounds.group(1)),
+                      "rounds_flushed": int(rounds.group(2))}
     ttt = summary.get("time_to_target_s", "none")
     return {
         "ok": report["ok"],
@@ -123,6 +137,7 @@ def parse_run(logdir):
         "server_ingress_bytes": ingress,
         "ingress_per_step": ingress / total_steps if ingress and total_steps else None,
         "elapsed_s": report["elapsed_s"],
+        **switch,
     }
 
 
@@ -135,29 +150,46 @@ def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
+def summarise(rs):
+    """Medians over the successful runs of one (N, config)."""
+    ok = [r for r in rs if r["ok"]]
+    pick = lambda key: median([r.get(key) for r in ok])  # noqa: E731
+    return {"ok": len(ok), "ttt": pick("time_to_target_s"), "steps_per_s": pick("steps_per_s"),
+            "ingress": pick("server_ingress_bytes"), "per_step": pick("ingress_per_step"),
+            "rmse": pick("final_rmse"), "pairs": pick("switch_pairs"), "completed": pick("rounds_completed"),
+            "flushed": pick("rounds_flushed")}
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
 def table(runs, configs, worker_counts, hot_share, args):
     lines = [
         f"mf_train on MovieLens-100k, {args.servers} server(s), testbed --net {args.net}, servers' links "
-        f"{args.server_rate or 'unshaped'}, target test RMSE {args.target_rmse}, medians of {args.repeats} "
-        "repetition(s).",
+        f"{args.server_rate or 'unshaped'}"
+        f"{' (what they receive only)' if args.server_rate and args.shape == 'ingress' else ' (each direction)'}, "
+        f"target test RMSE {args.target_rmse}, medians of {args.repeats} repetition(s).",
         "",
-        "| N | config | runs ok | time to target (s) | steps/s | server ingress (MB) | ingress/step (KB) | final RMSE |",
-        "|---|---|---|---|---|---|---|---|",
+        "| N | config | runs ok | time to target (s) | speed-up vs libzmq | steps/s | server ingress (MB) "
+        "| ingress/step (KB) | ingress/step vs libzmq | switch: pairs summed, rounds completed/flushed | final RMSE |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n in worker_counts:
+        base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
         for c in configs:
             rs = [r for r in runs if r["workers"] == n and r["config"] == c]
             if not rs:
                 continue
-            ok = [r for r in rs if r["ok"]]
-            ingress = median([r["server_ingress_bytes"] for r in ok])
-            per_step = median([r["ingress_per_step"] for r in ok])
+            m = summarise(rs)
+            speedup = ratio(base["ttt"], m["ttt"])
+            bytes_ratio = ratio(m["per_step"], base["per_step"])
+            switch = "-" if m["pairs"] is None else f"{m['pairs']:,.0f}, {m['completed']:.0f}/{m['flushed']:.0f}"
             lines.append(
-                f"| {n} | {c} | {len(ok)}/{len(rs)} | {fmt(median([r['time_to_target_s'] for r in ok]), '.2f')} | "
-                f"{fmt(median([r['steps_per_s'] for r in ok]), '.1f')} | "
-                f"{fmt(None if ingress is None else ingress / 1e6, '.1f')} | "
-                f"{fmt(None if per_step is None else per_step / 1e3, '.1f')} | "
-                f"{fmt(median([r['final_rmse'] for r in ok]), '.4f')} |")
+                f"| {n} | {c} | {m['ok']}/{len(rs)} | {fmt(m['ttt'], '.2f')} | {fmt(speedup, '.2f')}x | "
+                f"{fmt(m['steps_per_s'], '.1f')} | {fmt(None if m['ingress'] is None else m['ingress'] / 1e6, '.1f')} | "
+                f"{fmt(None if m['per_step'] is None else m['per_step'] / 1e3, '.1f')} | {fmt(bytes_ratio, '.2f')}x | "
+                f"{switch} | {fmt(m['rmse'], '.4f')} |")
     if hot_share is not None:
         lines += ["", f"Profiled hot share h = {hot_share:.4f} ({args.hot_count} hottest rows of the training "
                   "split); bound on the speed-up N/(N(1-h)+h): "
@@ -207,6 +239,9 @@ def main():
     p.add_argument("--server-rate", default="4mbit",
                    help="rate limit of the servers' links (default 4mbit: below what mf_train pushes on this "
                    "2-core machine, so the link is the bottleneck; empty: unshaped)")
+    p.add_argument("--shape", choices=("both", "ingress"), default="both",
+                   help="--server-rate limits both directions of the servers' links (default), or only what "
+                   "they receive (ingress: the pushes, as the bound N/(N(1-h)+h) assumes; pulls unshaped)")
     p.add_argument("--link-rate", default=None, help="rate limit of every other link (default: none)")
     p.add_argument("--link-delay", default=None, help="delay of every link (needs sch_netem)")
     p.add_argument("--target-rmse", type=float, default=0.93, help="stop when reached (default 0.93)")
@@ -217,6 +252,10 @@ def main():
     p.add_argument("--seed", type=int, default=1, help="mf_train --seed (default 1)")
     p.add_argument("--eval-every", type=int, default=5, help="worker 0 evaluates every N steps (default 5)")
     p.add_argument("--hot-count", type=int, default=1000, help="hot rows for on+switch (default 1000)")
+    p.add_argument("--hot-config", default=os.path.join(ROOT, "scripts/suites/hot.conf"),
+                   help="hot-path settings of on+switch for the switch and every process (ZEBRA_HOT_CONFIG; "
+                   "default scripts/suites/hot.conf: a round timeout longer than the workers' spread on "
+                   "a shaped 2-core testbed)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     p.add_argument("--data", default=os.path.join(ROOT, ".build/data/ml-100k.inter"))
     p.add_argument("--binary", default=os.path.join(ROOT, ".build/byteps-pslite/tests/mf_train"))

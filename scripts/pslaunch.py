@@ -107,18 +107,20 @@ class Loopback:
 class Shaping:
     """One link's tc settings: rate (tbf), delay and loss (netem)."""
 
-    def __init__(self, rate=None, delay=None, loss=None):
+    def __init__(self, rate=None, delay=None, loss=None, ingress_only=False):
         self.rate, self.delay, self.loss = rate, delay, loss
+        self.ingress_only = ingress_only
 
     def merged(self, other):
-        return Shaping(other.rate or self.rate, other.delay or self.delay, other.loss or self.loss)
+        return Shaping(other.rate or self.rate, other.delay or self.delay, other.loss or self.loss,
+                       other.ingress_only or self.ingress_only)
 
     def empty(self):
         return not (self.rate or self.delay or self.loss)
 
     def describe(self):
         parts = [f"{k} {v}" for k, v in (("rate", self.rate), ("delay", self.delay), ("loss", self.loss)) if v]
-        return ", ".join(parts) or "unshaped"
+        return (", ".join(parts) or "unshaped") + (" (what they receive only)" if parts and self.ingress_only else "")
 
 
 RATE_UNITS = {"bit": 1, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9, "tbit": 1e12,
@@ -171,7 +173,8 @@ class Netns:
             run_ip(["ip", "-n", ns, "link", "set", "lo", "up"])
             shaping = self.shaping_of(name)
             if not shaping.empty():
-                self._shape(ns, "eth0", shaping)  # what the node sends
+                if not shaping.ingress_only:
+                    self._shape(ns, "eth0", shaping)  # what the node sends
                 self._shape(bridge, port, shaping)  # what the node receives
             self.addr[name] = str(ip)
             self.port_of[name] = port
@@ -445,7 +448,8 @@ def make_network(args, attempt):
               file=sys.stderr)
         return Loopback()
     base = Shaping(args.link_rate, args.link_delay, args.link_loss)
-    server = base.merged(Shaping(args.server_rate, args.server_delay, args.server_loss))
+    server = base.merged(Shaping(args.server_rate or args.server_ingress_rate, args.server_delay, args.server_loss,
+                                 ingress_only=bool(args.server_ingress_rate)))
 
     def shaping_of(name):
         return server if name.startswith("server-") else base
@@ -501,6 +505,9 @@ def parse_args(argv=None):
                          help=f"netns: added delay of {what}, each direction (e.g. 0.1ms; needs sch_netem)")
         net.add_argument(f"--{who}-loss", default=None, metavar="PCT",
                          help=f"netns: random loss of {what}, each direction (e.g. 0.1%%; needs sch_netem)")
+    net.add_argument("--server-ingress-rate", default=None, metavar="RATE",
+                     help="netns: rate limit of what the servers receive only (pushes), their sending "
+                     "unshaped: the push direction as the bottleneck (instead of --server-rate)")
     p.add_argument("command", nargs=argparse.REMAINDER)
     args = p.parse_args(argv)
     if args.command and args.command[0] == "--":
@@ -510,7 +517,9 @@ def parse_args(argv=None):
     args.preload_names = {n for n in args.preload_names.split(",") if n}
     if args.servers < 1 or args.workers < 1:
         p.error("--servers and --workers must be at least 1")
-    for rate in (args.link_rate, args.server_rate):
+    if args.server_rate and args.server_ingress_rate:
+        p.error("--server-rate and --server-ingress-rate exclude each other")
+    for rate in (args.link_rate, args.server_rate, args.server_ingress_rate):
         if rate:
             rate_bits(rate)
     if args.logdir is None:

@@ -124,8 +124,10 @@ class Parts(unittest.TestCase):
             want += [encode_coverage(7, server, 9, 1 + i, 2, w, f, n, b) for i, (w, f, n, b) in enumerate(cov)]
             self.assertEqual(parts[server], want, f"server {server}")
 
-    def test_parts_split_at_the_packet_size(self):
+    def test_parts_split_at_the_aggregate_size(self):
         p = plan()
+        self.assertEqual(p.proto.aggregate_size, consts.MAX_PACKET_SIZE, "parts fill the MTU by default")
+        p.proto.aggregate_size = 192
         closed = ClosedRound(7, 2, 0, False, {r: r for r in range(0, 90, 2)}, {0: (1, 1)})
         parts = build_parts(p, closed, None)
         self.assertEqual(len(parts[0]), 3, "45 lone values in 15-value parts (worker 0 complete: no coverage)")

@@ -45,6 +45,9 @@ class Config:
     slots: int = consts.DEFAULT_SLOTS
     copies: int = consts.DEFAULT_COPIES
     packet_size: int = consts.DEFAULT_PACKET_SIZE
+    # Largest AGGREGATE part (Config::aggregate_size): the CPU builds them, so
+    # they fill the MTU whatever packet_size is. Not a setting of the file.
+    aggregate_size: int = consts.MAX_PACKET_SIZE
     max_seqs: int = consts.DEFAULT_MAX_SEQS
     packing: str = "strict"
     round_timeout_us: int = 50_000
@@ -74,7 +77,7 @@ class Config:
         )
 
     def aggregate_run_bytes_per_packet(self):
-        return self.packet_size - consts.AGGREGATE_HEADER_LEN
+        return self.aggregate_size - consts.AGGREGATE_HEADER_LEN
 
     def aggregate_values_per_packet_worst(self):
         return self.aggregate_run_bytes_per_packet() // (consts.RUN_HEADER_LEN + consts.VALUE_LEN)

@@ -100,8 +100,14 @@ pub struct Config {
     pub slots: u32,
     /// Copies of the slot memory `W`: rounds of one job the switch holds at once.
     pub copies: u8,
-    /// UDP payload size of every hot-path packet (the paper uses 192).
+    /// UDP payload size of every hot-path packet the pipeline parses (the
+    /// paper uses 192).
     pub packet_size: usize,
+    /// Largest AGGREGATE part. The switch CPU builds them, not the
+    /// pipeline, so they fill a 1500-byte MTU by default whatever
+    /// `packet_size` is: fewer headers and acknowledgements on the server's
+    /// link. Not a setting of the file; tests make it small.
+    pub aggregate_size: usize,
     /// Most packets one worker may send for one round (sequence numbers `0..max_seqs`).
     pub max_seqs: u16,
     /// How workers pack sparse pairs into packets.
@@ -138,6 +144,7 @@ impl Config {
             slots: consts::DEFAULT_SLOTS,
             copies: consts::DEFAULT_COPIES,
             packet_size: consts::DEFAULT_PACKET_SIZE,
+            aggregate_size: consts::MAX_PACKET_SIZE,
             max_seqs: consts::DEFAULT_MAX_SEQS,
             packing: Packing::Strict,
             round_timeout: Duration::from_millis(50),
@@ -170,8 +177,10 @@ impl Config {
                 copies: self.copies,
             });
         }
-        if !(consts::MIN_PACKET_SIZE..=consts::MAX_PACKET_SIZE).contains(&self.packet_size) {
-            return Err(E::PacketSize(self.packet_size));
+        for size in [self.packet_size, self.aggregate_size] {
+            if !(consts::MIN_PACKET_SIZE..=consts::MAX_PACKET_SIZE).contains(&size) {
+                return Err(E::PacketSize(size));
+            }
         }
         if self.max_seqs == 0 {
             return Err(E::MaxSeqs);
@@ -282,7 +291,7 @@ impl Config {
 
     /// Bytes of runs one aggregate part holds (after its header).
     pub fn aggregate_run_bytes_per_packet(&self) -> usize {
-        self.packet_size - consts::AGGREGATE_HEADER_LEN
+        self.aggregate_size - consts::AGGREGATE_HEADER_LEN
     }
 
     /// Values per aggregate part in the worst case, every value a run of
@@ -431,8 +440,8 @@ mod tests {
         c.validate().unwrap();
         assert_eq!(c.pairs_per_packet(), 22);
         assert_eq!(c.dense_values_per_packet(), 32);
-        assert_eq!(c.aggregate_run_bytes_per_packet(), 152);
-        assert_eq!(c.aggregate_values_per_packet_worst(), 15);
+        assert_eq!(c.aggregate_run_bytes_per_packet(), 1432);
+        assert_eq!(c.aggregate_values_per_packet_worst(), 143);
         assert_eq!(c.region_slots(&c.jobs[0]), 32);
         assert_eq!(c.cover_words(), 128);
     }

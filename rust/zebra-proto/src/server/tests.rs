@@ -9,6 +9,7 @@ fn config() -> Config {
     c.registers = 4;
     c.slots = 32;
     c.packet_size = 64;
+    c.aggregate_size = 64;
     c.max_seqs = 40;
     c.uncertain_timeout = Duration::from_millis(5);
     c.round_timeout = Duration::from_millis(10);

@@ -9,6 +9,7 @@ fn config(workers: u16, servers: u16) -> Config {
     c.registers = 4;
     c.slots = 32;
     c.packet_size = 64;
+    c.aggregate_size = 64;
     c.max_seqs = 40;
     c.round_timeout = Duration::from_millis(10);
     c.aggregate_rto = Duration::from_millis(1);
