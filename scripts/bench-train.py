@@ -197,6 +197,28 @@ def table(runs, configs, worker_counts, hot_share, args):
     return "\n".join(lines) + "\n"
 
 
+def what_changed(runs, worker_counts, hot_share, args):
+    """One paragraph per N: on+switch against libzmq, in words."""
+    lines = []
+    for n in worker_counts:
+        base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
+        zebra = summarise([r for r in runs if r["workers"] == n and r["config"] == "on+switch"])
+        if not base["ok"] or not zebra["ok"]:
+            continue
+        bound = None if hot_share is None else n / (n * (1 - hot_share) + hot_share)
+        speedup = ratio(base["ttt"], zebra["ttt"])
+        lines.append(
+            f"N={n}: to test RMSE {args.target_rmse}, libzmq took {fmt(base['ttt'], '.1f')} s and Zebra with the "
+            f"switch {fmt(zebra['ttt'], '.1f')} s: {fmt(speedup, '.2f')}x (bound {fmt(bound, '.2f')}x"
+            f"{'' if speedup is None or bound is None else f', {speedup / bound:.0%} of it'}). "
+            f"Server ingress per training step: {fmt(base['per_step'] and base['per_step'] / 1e3, '.1f')} KB "
+            f"-> {fmt(zebra['per_step'] and zebra['per_step'] / 1e3, '.1f')} KB "
+            f"({fmt(ratio(zebra['per_step'], base['per_step']), '.2f')}x). The switch summed "
+            f"{fmt(zebra['pairs'], ',.0f')} (hot index, value) pairs in {fmt(zebra['completed'], '.0f')} complete "
+            f"and {fmt(zebra['flushed'], '.0f')} flushed rounds.")
+    return "\n".join(lines)
+
+
 def plots(runs, worker_counts, out):
     try:
         import matplotlib
@@ -252,10 +274,10 @@ def main():
     p.add_argument("--seed", type=int, default=1, help="mf_train --seed (default 1)")
     p.add_argument("--eval-every", type=int, default=5, help="worker 0 evaluates every N steps (default 5)")
     p.add_argument("--hot-count", type=int, default=1000, help="hot rows for on+switch (default 1000)")
-    p.add_argument("--hot-config", default=os.path.join(ROOT, "scripts/suites/hot.conf"),
+    p.add_argument("--hot-config", default=os.path.join(ROOT, "scripts/bench-hot.conf"),
                    help="hot-path settings of on+switch for the switch and every process (ZEBRA_HOT_CONFIG; "
-                   "default scripts/suites/hot.conf: a round timeout longer than the workers' spread on "
-                   "a shaped 2-core testbed)")
+                   "default scripts/bench-hot.conf: full-MTU packets and a round timeout longer than the "
+                   "workers' spread on a shaped 2-core testbed)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     p.add_argument("--data", default=os.path.join(ROOT, ".build/data/ml-100k.inter"))
     p.add_argument("--binary", default=os.path.join(ROOT, ".build/byteps-pslite/tests/mf_train"))
@@ -310,9 +332,12 @@ def main():
     with open(os.path.join(out, "runs.json"), "w") as f:
         json.dump({"args": vars(args), "hot_share": hot_share, "runs": runs}, f, indent=1)
     md = table(runs, configs, worker_counts, hot_share, args)
+    changed = what_changed(runs, worker_counts, hot_share, args)
+    if changed:
+        md += "\n" + changed + "\n"
+    print("\n" + md)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)
-    print("\n" + md)
     for path in plots(runs, worker_counts, out):
         log(f"plot: {path}")
     log(f"results in {out}")

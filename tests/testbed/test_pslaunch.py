@@ -119,15 +119,15 @@ class NetnsTestbed(unittest.TestCase):
             self.assertEqual(report["nodes"][name]["exit"], 0)
         self.assertNothingLeft(p.pid)
 
-    def test_server_link_rate_is_the_bottleneck(self):
-        # worker-0 sends 2.5 MB to server-0 over TCP; the server's link is 20 Mbit/s, so
-        # the transfer takes at least 1 s (and well under 1 s on an unshaped veth).
-        size = 2_500_000
+    def transfer(self, size, receiver, *shaping):
+        """Seconds the RECEIVER (server-0 or worker-0) took to get SIZE bytes from the other
+        over TCP on a 1-server, 1-worker testbed with SHAPING options."""
+        sender = "worker-0" if receiver == "server-0" else "server-0"
         prog = (
             "import os, socket, sys, time\n"
             "name, size = os.environ['PSLAUNCH_NAME'], int(sys.argv[1])\n"
             "addr = (os.environ['SINK_HOST'], int(os.environ['SINK_PORT']))\n"
-            "if name == 'server-0':\n"
+            f"if name == {receiver!r}:\n"
             "    s = socket.create_server(addr)\n"
             "    c, _ = s.accept(); got = 0; t0 = None\n"
             "    while got < size:\n"
@@ -135,22 +135,37 @@ class NetnsTestbed(unittest.TestCase):
             "        if not b: break\n"
             "        t0 = t0 or time.monotonic(); got += len(b)\n"
             "    print(f'received {got} bytes in {time.monotonic() - t0:.3f} s')\n"
-            "elif name == 'worker-0':\n"
+            f"elif name == {sender!r}:\n"
             "    for _ in range(100):\n"
             "        try:\n"
             "            c = socket.create_connection(addr); break\n"
             "        except OSError: time.sleep(0.1)\n"
             "    c.sendall(b'x' * size); c.close()\n"
         )
-        p = self.netns(1, 1, "--server-rate", "20mbit", "--env", "SINK_HOST={ip:server-0}", "--env",
+        p = self.netns(1, 1, *shaping, "--env", f"SINK_HOST={{ip:{receiver}}}", "--env",
                        "SINK_PORT={port:sink}", "--", sys.executable, "-c", prog, str(size))
         self.finish(p, 0)
-        with open(os.path.join(self.logdir, "server-0.log")) as f:
+        with open(os.path.join(self.logdir, f"{receiver}.log")) as f:
             m = re.search(r"received (\d+) bytes in ([0-9.]+) s", f.read())
-        self.assertIsNotNone(m, "server-0 did not report the transfer")
+        self.assertIsNotNone(m, f"{receiver} did not report the transfer")
         self.assertEqual(int(m.group(1)), size)
-        self.assertGreater(float(m.group(2)), 0.8 * size * 8 / 20e6, "the 20mbit limit did not hold")
         self.assertNothingLeft(p.pid)
+        return float(m.group(2))
+
+    def test_server_link_rate_is_the_bottleneck(self):
+        # worker-0 sends 2.5 MB to server-0; the server's link is 20 Mbit/s, so the
+        # transfer takes at least 1 s (and well under 1 s on an unshaped veth).
+        size = 2_500_000
+        took = self.transfer(size, "server-0", "--server-rate", "20mbit")
+        self.assertGreater(took, 0.8 * size * 8 / 20e6, "the 20mbit limit did not hold")
+
+    def test_server_ingress_rate_shapes_only_what_servers_receive(self):
+        size = 2_500_000
+        limit = 0.8 * size * 8 / 20e6
+        took = self.transfer(size, "server-0", "--server-ingress-rate", "20mbit")
+        self.assertGreater(took, limit, "what the server receives is limited")
+        took = self.transfer(size, "worker-0", "--server-ingress-rate", "20mbit")
+        self.assertLess(took, limit, "what the server sends is not")
 
     def test_failure_tears_down(self):
         marker = f"{os.getpid()}.25"

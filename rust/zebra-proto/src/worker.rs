@@ -344,7 +344,13 @@ impl Worker {
                     out.push(WorkerAction::Send(p.bytes.clone()));
                     continue;
                 }
-                if retries >= self.config.worker_max_retries {
+                // Give up after `worker_max_retries` resends, and not before the
+                // budget of the configured timeout (`worker_max_retries` times
+                // `worker_rto`) has passed: a learned short timeout resends
+                // sooner, it does not give up sooner (a switch descheduled on a
+                // loaded host is slow, not gone).
+                let budget = self.config.worker_rto * self.config.worker_max_retries;
+                if retries >= self.config.worker_max_retries && now - first_sent >= budget {
                     self.in_flight -= 1;
                     out.push(WorkerAction::Fallback(give_up(
                         (self.job.id, self.rank),
