@@ -314,3 +314,25 @@ impl<M: Machine> Drop for Node<M> {
         self.stop();
     }
 }
+
+/// Socket buffers of every hot-path socket: a round's burst from several
+/// workers must not overflow the switch's receive buffer while its thread
+/// waits for a core (the kernel caps this at `net.core.rmem_max` /
+/// `wmem_max`, and counts each datagram with its overhead).
+pub const SOCKET_BUFFER: usize = 4 << 20;
+
+/// A UDP socket bound to `addr` with [`SOCKET_BUFFER`]-byte buffers (or
+/// what the kernel allows).
+pub(crate) fn bind_udp(addr: std::net::SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
+    // Smaller buffers only cost throughput: an error here is not fatal.
+    if let Err(e) = socket.set_recv_buffer_size(SOCKET_BUFFER) {
+        log::debug!("hot path: SO_RCVBUF {SOCKET_BUFFER}: {e}");
+    }
+    if let Err(e) = socket.set_send_buffer_size(SOCKET_BUFFER) {
+        log::debug!("hot path: SO_SNDBUF {SOCKET_BUFFER}: {e}");
+    }
+    socket.bind(&addr.into())?;
+    Ok(socket.into())
+}

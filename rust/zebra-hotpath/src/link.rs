@@ -49,7 +49,7 @@ impl LinkConfig {
     }
 
     pub(crate) fn bind(&self, role: &str) -> Result<UdpSocket, StartError> {
-        UdpSocket::bind(self.bind).map_err(|source| StartError::Io {
+        crate::io::bind_udp(self.bind).map_err(|source| StartError::Io {
             what: format!(
                 "bind the {role} socket of job {} rank {} to {}",
                 self.job, self.rank, self.bind

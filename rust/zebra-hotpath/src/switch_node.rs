@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::net::{SocketAddr, UdpSocket};
+use std::net::SocketAddr;
 
 use zebra_config::HotLoss;
 use zebra_proto::consts::packet_type;
@@ -296,7 +296,7 @@ impl SwitchNode {
             }
             servers.insert((job, server), ServerAddr { addr, pinned: true });
         }
-        let socket = UdpSocket::bind(config.listen).map_err(|source| StartError::Io {
+        let socket = crate::io::bind_udp(config.listen).map_err(|source| StartError::Io {
             what: format!("bind the switch socket to {}", config.listen),
             source,
         })?;
