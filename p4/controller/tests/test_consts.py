@@ -37,6 +37,12 @@ class AgainstRust(unittest.TestCase):
         for name in ["HOT", "HOT_DENSE", "ACK", "FALLBACK", "AGGREGATE", "COVERAGE", "AGGREGATE_ACK", "REGISTER", "REGISTER_ACK"]:
             self.assertEqual(getattr(consts.PacketType, name), rs[name], name)
 
+    def test_cpu_timing(self):
+        from zebra_ctl import flow, rto
+        fl, rt = rust_consts("switch/flow.rs"), rust_consts("rto.rs")
+        self.assertEqual((flow.INITIAL_WINDOW, flow.MAX_WINDOW), (fl["INITIAL_WINDOW"], fl["MAX_WINDOW"]))
+        self.assertEqual(rto.MAX_BACKOFF_SHIFT, rt["MAX_BACKOFF_SHIFT"])
+
     def test_number_and_flags(self):
         self.assertEqual(consts.MAX_FRAC_BITS, rust_consts("number.rs")["MAX_FRAC_BITS"])
         agg = rust_consts("wire/aggregate.rs")

@@ -41,6 +41,7 @@ class Store(unittest.TestCase):
     def test_resend_doubling_capped_then_abandon(self):
         s = AggregateStore(rto_us=2000, max_retries=6)
         s.add(0, 7, 1, 0, 0, b"p")
+        self.assertEqual(len(s.drain(0)), 1)
         due = []
         t = 0
         for _ in range(10):
@@ -61,6 +62,7 @@ class Store(unittest.TestCase):
         s = AggregateStore(2000, 50)
         s.add(0, 7, 1, 0, 0, b"a")
         s.add(0, 7, 1, 0, 1, b"b")
+        self.assertEqual([a.payload for a in s.drain(0)], [b"a", b"b"])
         self.assertTrue(s.ack(10, 7, 0, 1, 1))
         self.assertFalse(s.ack(10, 7, 0, 1, 1), "a duplicate ACK changes nothing")
         self.assertFalse(s.ack(10, 7, 0, 2, 0), "an ACK for a part never sent")
@@ -78,19 +80,32 @@ class Store(unittest.TestCase):
         for round_ in range(1, 11):
             before = s.retransmits
             s.add(t, 1, round_, 0, 0, b"p")
-            in_net = [t + 10_000]
+            in_net = [t + 10_000 for _ in s.drain(t)]
             while s.pending:
                 nxt = min(in_net + [s.poll_at()])
                 t = nxt
                 if nxt in in_net:
                     in_net.remove(nxt)
                     s.ack(t, 1, 0, round_, 0)
+                    in_net += [t + 10_000 for _ in s.drain(t)]
                 else:
                     in_net += [t + 10_000 for _ in s.poll(t)]
             resent.append(s.retransmits - before)
         self.assertGreater(resent[0], 0, resent)
         self.assertEqual(resent[4:], [0] * 6, resent)
-        self.assertGreaterEqual(s.rtt_to(1, 0).srtt_us, 10_000)
+        self.assertGreaterEqual(s.flow(1, 0).rtt.srtt_us, 10_000)
+
+    def test_parts_leave_as_the_window_allows(self):
+        """As aggregate_parts_leave_as_the_window_allows in zebra-proto."""
+        s = AggregateStore(2000, 50)
+        for part in range(10):
+            s.add(0, 1, 1, 0, part, bytes([part]))
+        self.assertEqual([a.payload[0] for a in s.drain(0)], list(range(8)))
+        self.assertEqual(s.drain(0), [], "the window is full")
+        s.ack(50, 1, 0, 1, 0)
+        self.assertEqual([a.payload[0] for a in s.drain(50)], [8])
+        s.ack(60, 1, 0, 1, 1)
+        self.assertEqual([a.payload[0] for a in s.drain(60)], [9])
 
 
 class Parts(unittest.TestCase):

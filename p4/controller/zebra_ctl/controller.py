@@ -125,6 +125,8 @@ class Controller:
         if isinstance(msg, AggregateAck):
             if msg.job == self.plan.job.id:
                 self.store.ack(now, msg.job, msg.server, msg.round, msg.part)
+                for action in self.store.drain(now):
+                    self._do(action)
         elif isinstance(msg, Register):
             reply = self.servers.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac)
             if reply is None:
@@ -142,7 +144,8 @@ class Controller:
         for server, payloads in parts.items():
             for part, payload in enumerate(payloads):
                 self.store.add(now, closed.job, closed.round, server, part, payload)
-                self._do(ToServer(closed.job, server, payload))
+        for action in self.store.drain(now):
+            self._do(action)
         self.timer.forget(closed.round)
         self._do(release(closed.job, closed.round))
 

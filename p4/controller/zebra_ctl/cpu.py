@@ -9,8 +9,9 @@ state, and sends what it returns.
   ReadoutAssembler collects a closed round's rows; asks again for lost ones.
   build_parts      a closed round as AGGREGATE and COVERAGE parts, exactly as
                    zebra-proto's Switch::close builds them.
-  AggregateStore   keeps every part until its server acknowledges it,
-                   resending on a timeout learned per server from the
+  AggregateStore   keeps every part until its server acknowledges it, sends
+                   parts as each server's window allows (flow.py), resends
+                   on a timeout learned per server from the
                    acknowledgements (rto.py; doubling, at most 16x) up to
                    aggregate_max_retries times (Switch::poll).
   ServerDirectory  REGISTER: where each server's parts go.
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 
 from . import consts
 from .lns import sum_to_f32_bits
-from .rto import RttEstimator
+from .flow import Flow
 from .wire import Ctl, encode_aggregate, encode_coverage, encode_register_ack, readout_request, split_parts
 
 # ---- actions for the controller ----
@@ -100,37 +101,56 @@ class ServerDirectory:
 @dataclass
 class _Pending:
     payload: bytes
-    sent: int
-    next: int
+    sent: int = 0
+    next: int = 0
     retries: int = 0
+    queued: bool = True
 
 
 class AggregateStore:
+    """Parts kept until acknowledged (Switch::pending), sent as each server's
+    flow window allows (flow.py), resent on its learned timeout."""
+
     def __init__(self, rto_us, max_retries):
         self.rto_us = rto_us
         self.max_retries = max_retries
         self.pending = {}
-        self.rtt = {}
+        self.flows = {}
         self.parts = 0
         self.retransmits = 0
         self.acked = 0
         self.abandoned = 0
 
-    def rtt_to(self, job, server):
-        """The round-trip estimator of (job, server) (Switch::rtt_to)."""
-        return self.rtt.setdefault((job, server), RttEstimator(self.rto_us))
+    def flow(self, job, server):
+        """The aggregate flow to (job, server) (Switch::flow)."""
+        return self.flows.setdefault((job, server), Flow(self.rto_us))
 
     def add(self, now, job, round_, server, part, payload):
+        """Keeps a new part; it leaves through drain()."""
         self.parts += 1
-        self.pending[(job, round_, server, part)] = _Pending(payload, now, now + self.rtt_to(job, server).rto())
+        key = (job, round_, server, part)
+        self.pending[key] = _Pending(payload)
+        self.flow(job, server).enqueue(key)
+
+    def drain(self, now):
+        """Parts the windows let out now (ToServer, in order per server)."""
+        out = []
+        for (job, server), flow in sorted(self.flows.items()):
+            while (key := flow.next_to_send()) is not None:
+                p = self.pending.get(key)
+                if p is None:
+                    continue
+                p.queued, p.sent, p.next = False, now, now + flow.rtt.rto()
+                out.append(ToServer(job, server, p.payload))
+        return out
 
     def ack(self, now, job, server, round_, part):
         p = self.pending.pop((job, round_, server, part), None)
         if p is None:
             return False
         self.acked += 1
-        if p.retries == 0:
-            self.rtt_to(job, server).sample(now - p.sent)
+        if not p.queued:
+            self.flow(job, server).on_ack(now - p.sent if p.retries == 0 else None)
         return True
 
     def poll(self, now):
@@ -139,24 +159,25 @@ class AggregateStore:
         out = []
         for key in sorted(self.pending):
             p = self.pending[key]
-            if p.next > now:
-                continue
-            if p.retries >= self.max_retries:
-                del self.pending[key]
-                self.abandoned += 1
+            if p.queued or p.next > now:
                 continue
             job, _, server, _ = key
-            est = self.rtt_to(job, server)
+            flow = self.flow(job, server)
+            if p.retries >= self.max_retries:
+                del self.pending[key]
+                flow.on_abandon()
+                self.abandoned += 1
+                continue
             if p.retries == 0:
-                est.on_timeout()
+                flow.on_timeout(now)
             p.retries += 1
-            p.next = now + est.backoff(p.retries)
+            p.next = now + flow.rtt.backoff(p.retries)
             self.retransmits += 1
             out.append(ToServer(job, server, p.payload, retransmit=True))
-        return out
+        return out + self.drain(now)
 
     def poll_at(self):
-        return min((p.next for p in self.pending.values()), default=None)
+        return min((p.next for p in self.pending.values() if not p.queued), default=None)
 
 
 # ---- a closed round, as rows ----

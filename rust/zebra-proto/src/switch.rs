@@ -57,10 +57,10 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use self::flow::Flow;
 use crate::config::{Config, ConfigError, JobConfig};
 use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
 use crate::layout::Layout;
-use crate::rto::RttEstimator;
 use crate::stats::SwitchStats;
 use crate::time::Timestamp;
 use crate::wire::{
@@ -199,6 +199,8 @@ struct JobState {
 #[derive(Debug)]
 struct Pending {
     payload: Vec<u8>,
+    /// Still waiting for its flow's window (not sent yet).
+    queued: bool,
     sent: Timestamp,
     next: Timestamp,
     retries: u32,
@@ -212,8 +214,9 @@ pub struct Switch {
     registers: Vec<Vec<Slot>>,
     jobs: Vec<JobState>,
     pending: BTreeMap<PartKey, Pending>,
-    /// Round trips to each `(job, server)`: the aggregate resend timeout.
-    rtt: BTreeMap<(u16, u16), RttEstimator>,
+    /// Per `(job, server)`: round trips of aggregate parts (their resend
+    /// timeout) and the window of parts in flight.
+    flows: BTreeMap<(u16, u16), Flow>,
     stats: SwitchStats,
 }
 
@@ -263,7 +266,7 @@ impl Switch {
             registers,
             jobs,
             pending: BTreeMap::new(),
-            rtt: BTreeMap::new(),
+            flows: BTreeMap::new(),
             stats: SwitchStats::default(),
         })
     }
@@ -308,10 +311,7 @@ impl Switch {
         self.stats.packets += 1;
         match Message::parse(bytes) {
             Ok(Message::Hot(h)) => self.on_hot(now, &h, bytes.len()),
-            Ok(Message::AggregateAck(a)) => {
-                self.on_aggregate_ack(now, a);
-                Vec::new()
-            }
+            Ok(Message::AggregateAck(a)) => self.on_aggregate_ack(now, a),
             Ok(other) => {
                 log::debug!("switch: unexpected {other:?}");
                 self.stats.bad_packets += 1;
@@ -339,7 +339,7 @@ impl Switch {
         }
         let mut abandoned = Vec::new();
         for (&(job, round, server, part), p) in self.pending.iter_mut() {
-            if p.next > now {
+            if p.queued || p.next > now {
                 continue;
             }
             if p.retries >= self.config.aggregate_max_retries {
@@ -347,15 +347,15 @@ impl Switch {
                 continue;
             }
             let initial = self.config.aggregate_rto;
-            let est = self
-                .rtt
+            let flow = self
+                .flows
                 .entry((job, server))
-                .or_insert_with(|| RttEstimator::new(initial));
+                .or_insert_with(|| Flow::new(initial));
             if p.retries == 0 {
-                est.on_timeout();
+                flow.on_timeout(now);
             }
             p.retries += 1;
-            p.next = now + est.backoff(p.retries);
+            p.next = now + flow.rtt.backoff(p.retries);
             self.stats.aggregate_retransmits += 1;
             out.push(SwitchAction::Aggregate {
                 job,
@@ -368,6 +368,10 @@ impl Switch {
         }
         for key in abandoned {
             self.pending.remove(&key);
+            if let Some(flow) = self.flows.get_mut(&(key.0, key.2)) {
+                flow.on_abandon();
+            }
+            out.extend(self.drain(key.0, key.2, now));
             self.stats.aggregate_abandoned += 1;
             log::warn!(
                 "switch: job {} round {} part {} for server {} given up unacknowledged",
@@ -388,7 +392,8 @@ impl Switch {
             .flat_map(|j| &j.rounds)
             .filter(|r| r.open)
             .map(|r| r.opened_at + self.config.round_timeout);
-        rounds.chain(self.pending.values().map(|p| p.next)).min()
+        let parts = self.pending.values().filter(|p| !p.queued).map(|p| p.next);
+        rounds.chain(parts).min()
     }
 
     fn respond(h: &HotRepr, kind: ResponseKind) -> Vec<u8> {
@@ -676,28 +681,23 @@ impl Switch {
                     .to_bytes(),
                 );
             }
-            let rto = self.rtt_to(job_id, server as u16).rto();
+            let server = server as u16;
             for (part, payload) in payloads.into_iter().enumerate() {
-                let (server, part) = (server as u16, part as u16);
+                let key = (job_id, round, server, part as u16);
                 self.stats.aggregate_parts += 1;
                 self.pending.insert(
-                    (job_id, round, server, part),
+                    key,
                     Pending {
-                        payload: payload.clone(),
+                        payload,
+                        queued: true,
                         sent: now,
-                        next: now + rto,
+                        next: now,
                         retries: 0,
                     },
                 );
-                out.push(SwitchAction::Aggregate {
-                    job: job_id,
-                    server,
-                    round,
-                    part,
-                    retransmit: false,
-                    payload,
-                });
+                self.flow(job_id, server).enqueue(key);
             }
+            out.extend(self.drain(job_id, server, now));
         }
         log::debug!(
             "switch: job {job_id} round {round} {} (contributed {contributed:#x}, complete {complete:#x})",
@@ -706,26 +706,63 @@ impl Switch {
         out
     }
 
-    fn on_aggregate_ack(&mut self, now: Timestamp, a: AggregateAckRepr) {
-        if let Some(p) = self.pending.remove(&(a.job, a.round, a.server, a.part)) {
-            self.stats.aggregate_acked += 1;
-            if p.retries == 0 {
-                self.rtt_to(a.job, a.server).sample(now - p.sent);
-            }
+    fn on_aggregate_ack(&mut self, now: Timestamp, a: AggregateAckRepr) -> Vec<SwitchAction> {
+        let Some(p) = self.pending.remove(&(a.job, a.round, a.server, a.part)) else {
+            return Vec::new();
+        };
+        self.stats.aggregate_acked += 1;
+        if p.queued {
+            return Vec::new();
         }
+        let rtt = (p.retries == 0).then(|| now - p.sent);
+        self.flow(a.job, a.server).on_ack(rtt);
+        self.drain(a.job, a.server, now)
     }
 
-    /// The round-trip estimator of aggregates to `(job, server)`.
-    fn rtt_to(&mut self, job: u16, server: u16) -> &mut RttEstimator {
+    /// Sends the parts waiting for `(job, server)` that its window lets out.
+    fn drain(&mut self, job: u16, server: u16, now: Timestamp) -> Vec<SwitchAction> {
+        let mut out = Vec::new();
+        let flow = self.flow(job, server);
+        let rto = flow.rtt.rto();
+        let mut keys = Vec::new();
+        while let Some(key) = flow.next_to_send() {
+            keys.push(key);
+        }
+        for key in keys {
+            let Some(p) = self.pending.get_mut(&key) else {
+                continue;
+            };
+            p.queued = false;
+            p.sent = now;
+            p.next = now + rto;
+            out.push(SwitchAction::Aggregate {
+                job,
+                server,
+                round: key.1,
+                part: key.3,
+                retransmit: false,
+                payload: p.payload.clone(),
+            });
+        }
+        out
+    }
+
+    /// The aggregate flow to `(job, server)`.
+    fn flow(&mut self, job: u16, server: u16) -> &mut Flow {
         let initial = self.config.aggregate_rto;
-        self.rtt
+        self.flows
             .entry((job, server))
-            .or_insert_with(|| RttEstimator::new(initial))
+            .or_insert_with(|| Flow::new(initial))
     }
 
     /// The smoothed round trip of aggregates to `(job, server)`, once measured.
     pub fn aggregate_srtt(&self, job: u16, server: u16) -> Option<std::time::Duration> {
-        self.rtt.get(&(job, server)).and_then(|e| e.srtt())
+        self.flows.get(&(job, server)).and_then(|f| f.rtt.srtt())
+    }
+
+    /// Aggregate parts allowed in flight to `(job, server)` now.
+    pub fn aggregate_window(&self, job: u16, server: u16) -> Option<u32> {
+        self.flows.get(&(job, server)).map(|f| f.window())
     }
 }
 
@@ -760,6 +797,8 @@ fn coverage_parts(
         })
         .collect()
 }
+
+mod flow;
 
 #[cfg(test)]
 mod tests;

@@ -411,6 +411,57 @@ fn aggregate_timeout_learns_a_slow_server() {
     assert_eq!(s.stats().aggregate_abandoned, 0);
 }
 
+/// A round of many parts leaves at most a window's worth in flight; each
+/// acknowledgement lets the next part out, in order.
+#[test]
+fn aggregate_parts_leave_as_the_window_allows() {
+    let mut c = config(1, 1);
+    c.packet_size = 512;
+    let mut s = Switch::new(c).unwrap();
+    let pairs: Vec<(u32, f32)> = (0..20).map(|i| (2 * i, 1.0)).collect();
+    let out = send(&mut s, 0, &hot(0, 1, 0, true, &pairs));
+    let (data, _) = aggregates(&out);
+    assert_eq!(
+        data.len(),
+        8,
+        "20 lone values in 10 parts of two, 8 in flight"
+    );
+    assert_eq!(data[0].parts, 10);
+    assert_eq!(s.aggregate_window(1, 0), Some(8));
+    assert_eq!(s.pending_parts(), 10);
+    let ack = |part| {
+        AggregateAckRepr {
+            job: 1,
+            server: 0,
+            round: 1,
+            part,
+        }
+        .to_bytes()
+    };
+    let more = s.handle_packet(Timestamp(50), &ack(0));
+    assert!(
+        matches!(
+            &more[..],
+            [SwitchAction::Aggregate {
+                part: 8,
+                retransmit: false,
+                ..
+            }]
+        ),
+        "{more:?}"
+    );
+    let more = s.handle_packet(Timestamp(60), &ack(1));
+    assert!(matches!(
+        &more[..],
+        [SwitchAction::Aggregate { part: 9, .. }]
+    ));
+    assert!(
+        s.handle_packet(Timestamp(70), &ack(2)).is_empty(),
+        "nothing left to send"
+    );
+    assert_eq!(s.stats().aggregate_retransmits, 0);
+}
+
 #[test]
 fn coverage_with_holes_is_a_bitmap() {
     let mut s = Switch::new(config(2, 1)).unwrap();

@@ -1,0 +1,141 @@
+//! What the switch CPU keeps per `(job, server)` for its aggregate parts: the
+//! round trip ([`RttEstimator`]) and a congestion window over the parts in
+//! flight, additive increase and multiplicative decrease as in TCP (ATP
+//! paces its aggregates the same way). A round's aggregate can be hundreds of
+//! parts; sent at once onto a slow server link they would overflow its
+//! queue and come back as timeouts. Parts beyond the window wait here in
+//! order and leave as acknowledgements free the window.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use super::PartKey;
+use crate::rto::RttEstimator;
+use crate::time::Timestamp;
+
+/// Parts in flight to one server before any acknowledgement.
+pub const INITIAL_WINDOW: u32 = 8;
+/// The most parts in flight to one server.
+pub const MAX_WINDOW: u32 = 512;
+
+#[derive(Debug)]
+pub(super) struct Flow {
+    pub(super) rtt: RttEstimator,
+    window: u32,
+    /// Acknowledgements since the window last grew.
+    acked: u32,
+    in_flight: u32,
+    queue: VecDeque<PartKey>,
+    /// When the window was last halved (at most once per timeout).
+    cut_at: Option<Timestamp>,
+}
+
+impl Flow {
+    pub(super) fn new(initial_rto: Duration) -> Flow {
+        Flow {
+            rtt: RttEstimator::new(initial_rto),
+            window: INITIAL_WINDOW,
+            acked: 0,
+            in_flight: 0,
+            queue: VecDeque::new(),
+            cut_at: None,
+        }
+    }
+
+    /// A new part waits for the window.
+    pub(super) fn enqueue(&mut self, key: PartKey) {
+        self.queue.push_back(key);
+    }
+
+    /// The next waiting part the window lets out (counted in flight).
+    pub(super) fn next_to_send(&mut self) -> Option<PartKey> {
+        if self.in_flight >= self.window {
+            return None;
+        }
+        let key = self.queue.pop_front()?;
+        self.in_flight += 1;
+        Some(key)
+    }
+
+    /// A part in flight was acknowledged (`rtt`: its round trip if it was
+    /// sent once): one more part per window's worth of acknowledgements.
+    pub(super) fn on_ack(&mut self, rtt: Option<Duration>) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+        if let Some(rtt) = rtt {
+            self.rtt.sample(rtt);
+        }
+        self.acked += 1;
+        if self.acked >= self.window {
+            self.acked = 0;
+            self.window = (self.window + 1).min(MAX_WINDOW);
+        }
+    }
+
+    /// A part sent once timed out: the timeout backs off and the window
+    /// halves, at most once per timeout interval (a burst of losses is one
+    /// congestion event).
+    pub(super) fn on_timeout(&mut self, now: Timestamp) {
+        self.rtt.on_timeout();
+        if self.cut_at.is_none_or(|at| now - at >= self.rtt.rto()) {
+            self.window = (self.window / 2).max(1);
+            self.acked = 0;
+            self.cut_at = Some(now);
+        }
+    }
+
+    /// A part in flight was given up.
+    pub(super) fn on_abandon(&mut self) {
+        self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// Parts allowed in flight now.
+    pub(super) fn window(&self) -> u32 {
+        self.window
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(part: u16) -> PartKey {
+        (1, 1, 0, part)
+    }
+
+    #[test]
+    fn the_window_lets_parts_out_in_order_and_grows_with_acks() {
+        let mut f = Flow::new(Duration::from_millis(2));
+        for p in 0..20 {
+            f.enqueue(key(p));
+        }
+        let first: Vec<u16> = std::iter::from_fn(|| f.next_to_send())
+            .map(|k| k.3)
+            .collect();
+        assert_eq!(first, (0..8).collect::<Vec<_>>());
+        for _ in 0..8 {
+            f.on_ack(Some(Duration::from_millis(1)));
+        }
+        assert_eq!(
+            f.window(),
+            INITIAL_WINDOW + 1,
+            "one more per window of acks"
+        );
+        let next: Vec<u16> = std::iter::from_fn(|| f.next_to_send())
+            .map(|k| k.3)
+            .collect();
+        assert_eq!(next, (8..17).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn timeouts_halve_the_window_once_per_interval() {
+        let mut f = Flow::new(Duration::from_millis(2));
+        let t = Timestamp::from_millis(10);
+        f.on_timeout(t);
+        f.on_timeout(t);
+        assert_eq!(f.window(), INITIAL_WINDOW / 2, "one cut for a burst");
+        f.on_timeout(t + Duration::from_secs(1));
+        f.on_timeout(t + Duration::from_secs(2));
+        f.on_timeout(t + Duration::from_secs(3));
+        assert_eq!(f.window(), 1, "never below one part");
+    }
+}
