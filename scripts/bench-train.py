@@ -95,7 +95,7 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
                 "--env", f"ZEBRA_HOT_CONFIG={args.hot_config}"]
     cmd += ["--", args.binary, f"--data={args.data}", f"--epochs={args.epochs}", f"--batch={args.batch}",
             f"--dim={args.dim}", f"--seed={args.seed}", f"--target-rmse={args.target_rmse}",
-            f"--eval-every={args.eval_every}"]
+            f"--eval-every={args.eval_every}", f"--sync={1 if args.sync else 0}"]
     return cmd
 
 
@@ -166,7 +166,8 @@ def ratio(a, b):
 
 def table(runs, configs, worker_counts, hot_share, args):
     lines = [
-        f"mf_train on MovieLens-100k, {args.servers} server(s), testbed --net {args.net}, servers' links "
+        f"mf_train ({'synchronous' if args.sync else 'asynchronous'} SGD) on MovieLens-100k, {args.servers} "
+        f"server(s), testbed --net {args.net}, servers' links "
         f"{args.server_rate or 'unshaped'}"
         f"{' (what they receive only)' if args.server_rate and args.shape == 'ingress' else ' (each direction)'}, "
         f"target test RMSE {args.target_rmse}, medians of {args.repeats} repetition(s).",
@@ -273,6 +274,9 @@ def main():
     p.add_argument("--dim", type=int, default=16, help="mf_train --dim (default 16)")
     p.add_argument("--seed", type=int, default=1, help="mf_train --seed (default 1)")
     p.add_argument("--eval-every", type=int, default=5, help="worker 0 evaluates every N steps (default 5)")
+    p.add_argument("--sync", action="store_true",
+                   help="mf_train --sync=1: synchronous SGD (every worker waits for all after each step, "
+                   "as MXNet dist_sync); default asynchronous")
     p.add_argument("--hot-count", type=int, default=1000, help="hot rows for on+switch (default 1000)")
     p.add_argument("--hot-config", default=os.path.join(ROOT, "scripts/bench-hot.conf"),
                    help="hot-path settings of on+switch for the switch and every process (ZEBRA_HOT_CONFIG; "

@@ -56,6 +56,9 @@ const OptionSpec kOptions[] = {
     {"test-frac", "MF_TEST_FRAC", "0.1", "share of the ratings held out for the test RMSE"},
     {"eval-every", "MF_EVAL_EVERY", "0", "worker 0 evaluates every N of its steps (0: each epoch)"},
     {"target-rmse", "MF_TARGET_RMSE", "0", "stop every worker when the test RMSE reaches X (0: never)"},
+    {"sync", "MF_SYNC", "0",
+     "1: synchronous SGD as MXNet dist_sync: every worker makes the same steps per epoch (its shard "
+     "wrapped around) and waits for all after each step (a worker barrier; worker 0 evaluates before it)"},
     {"dump-grads", "MF_DUMP_GRADS", "", "write pushed gradient values (raw f32 LE) to FILE; %r = rank"},
     {"dump-count", "MF_DUMP_COUNT", "1048576", "at most N values per worker in --dump-grads"},
     {"dump-every", "MF_DUMP_EVERY", "10", "--dump-grads takes the gradients of every Nth step"},
@@ -78,6 +81,7 @@ struct Config {
   double test_frac = 0;
   long long eval_every = 0;
   double target_rmse = 0;
+  bool sync = false;
   std::string dump_grads;
   long long dump_count = 0;
   long long dump_every = 0;
@@ -118,6 +122,7 @@ bool Apply(const std::string& name, const std::string& v, Config* c) {
   if (name == "test-frac") return ToReal(v, 1e-6, 0.999, &c->test_frac);
   if (name == "eval-every") return ToInt(v, 0, INT64_MAX, &c->eval_every);
   if (name == "target-rmse") return ToReal(v, 0, 1e6, &c->target_rmse);
+  if (name == "sync") return ToInt(v, 0, 1, &i) && ((c->sync = i == 1), true);
   if (name == "dump-grads") return (c->dump_grads = v), true;
   if (name == "dump-count") return ToInt(v, 1, 1LL << 32, &c->dump_count);
   if (name == "dump-every") return ToInt(v, 1, INT64_MAX, &c->dump_every);
@@ -475,18 +480,31 @@ class Trainer {
     long long step = 0;
     int epoch = 0;
     bool stop = false;
+    const size_t batch = static_cast<size_t>(cfg_.batch);
+    // Synchronous: every worker the same steps per epoch, those of the largest shard.
+    const size_t largest = (train_count_ + workers_ - 1) / workers_;
+    const size_t sync_steps = (largest + batch - 1) / batch;
     for (epoch = 1; epoch <= cfg_.epochs && !stop; ++epoch) {
       std::vector<int> order = shard_;
       Shuffle(&order, cfg_.seed, {kEpoch, uint64_t(rank_), uint64_t(epoch)});
-      for (size_t at = 0; at < order.size() && !stop; at += cfg_.batch) {
-        size_t end = std::min(order.size(), at + static_cast<size_t>(cfg_.batch));
-        stop = Step(step, order, at, end);
-        ++step;
-        if (rank_ == 0 && cfg_.eval_every > 0 && step % cfg_.eval_every == 0 && !stop) {
-          stop = Evaluate(epoch, step);
+      if (cfg_.sync) {
+        for (size_t k = 0; order.size() < sync_steps * batch && !shard_.empty(); ++k) {
+          order.push_back(order[k]);
         }
       }
-      if (rank_ == 0 && cfg_.eval_every == 0 && !stop) stop = Evaluate(epoch, step);
+      for (size_t at = 0; at < order.size() && !stop; at += batch) {
+        size_t end = std::min(order.size(), at + batch);
+        stop = Step(step, order, at, end);
+        ++step;
+        bool last = end == order.size();
+        if (rank_ == 0 && !stop &&
+            (cfg_.eval_every > 0 ? step % cfg_.eval_every == 0 : last)) {
+          stop = Evaluate(epoch, step);
+        }
+        // A stop flag pushed before the barrier is in every worker's next pull, so all
+        // of them stop after the same step.
+        if (cfg_.sync) ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
+      }
     }
     double train_s = Seconds(started_);
     std::printf("mf: worker rank=%d steps=%lld epochs=%d pushed_rows=%lld pushed_values=%lld "
@@ -501,11 +519,11 @@ class Trainer {
     if (rank_ != 0) return 0;
     double rmse = Rmse();
     double total_s = Seconds(started_);
-    std::printf("mf: summary workers=%d servers=%zu dim=%d batch=%d opt=%s lr=%g steps_rank0=%lld "
+    std::printf("mf: summary workers=%d servers=%zu dim=%d batch=%d opt=%s lr=%g sync=%d steps_rank0=%lld "
                 "train_ratings=%zu test_ratings=%zu time_s=%.3f initial_rmse=%.4f final_rmse=%.4f "
                 "target_rmse=%g time_to_target_s=%s\n",
                 workers_, keys_.ranges.size(), cfg_.dim, cfg_.batch,
-                cfg_.opt == Opt::kAdagrad ? "adagrad" : "sgd", cfg_.lr, step, train_count_,
+                cfg_.opt == Opt::kAdagrad ? "adagrad" : "sgd", cfg_.lr, cfg_.sync ? 1 : 0, step, train_count_,
                 test_.size(), total_s, initial_rmse_, rmse, cfg_.target_rmse,
                 target_time_ < 0 ? "none" : std::to_string(target_time_).c_str());
     std::fflush(stdout);
