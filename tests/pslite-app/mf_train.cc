@@ -499,10 +499,11 @@ class Trainer {
         bool last = end == order.size();
         if (rank_ == 0 && !stop &&
             (cfg_.eval_every > 0 ? step % cfg_.eval_every == 0 : last)) {
-          stop = Evaluate(epoch, step);
+          bool reached = Evaluate(epoch, step);
+          // Synchronous: the stop flag, pushed before the barrier, is in every worker's
+          // next pull, worker 0's included, so all of them stop after that same step.
+          if (!cfg_.sync) stop = reached;
         }
-        // A stop flag pushed before the barrier is in every worker's next pull, so all
-        // of them stop after the same step.
         if (cfg_.sync) ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
       }
     }
