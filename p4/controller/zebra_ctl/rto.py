@@ -7,7 +7,7 @@ doubles the timeout of what is sent next, at most 2^MAX_BACKOFF_SHIFT times,
 until the next sample. Times are integer microseconds.
 """
 
-MIN_RTO_US = 1_000
+MIN_RTO_US = 5_000
 MAX_RTO_US = 1_000_000
 MAX_BACKOFF_SHIFT = 4
 

@@ -968,7 +968,7 @@ fn exact_when_the_switch_dies_and_when_acks_are_lost() {
     let (_, z) = check(
         "noacks",
         &Scenario {
-            dead_acks: Some((100_000, 400_000)),
+            dead_acks: Some((100_000, 900_000)),
             ..Scenario::new(5, 0.0)
         },
     );

@@ -687,9 +687,9 @@ mod tests {
         assert_eq!(retx, 2);
         // Packet 2 left with the configured first timeout (2 ms); the answers
         // after 1 and 2 us then measured the round trip, so its resends wait
-        // the floor (1 ms), doubled for each resend.
+        // the floor (5 ms), doubled for each resend.
         let ms = |n: u64| Timestamp::from_millis(n);
-        assert_eq!(deadlines, vec![ms(2), ms(2 + 2), ms(2 + 2 + 4)]);
+        assert_eq!(deadlines, vec![ms(2), ms(2 + 10), ms(2 + 10 + 20)]);
         let f = given.unwrap();
         assert!(!f.is_certain());
         assert_eq!(f.pairs.len(), 1);
