@@ -110,6 +110,17 @@ struct TxPacket {
     state: TxState,
 }
 
+impl TxPacket {
+    /// The packet again, flagged RETX, now in `state`.
+    fn resend(&mut self, state: TxState) -> WorkerAction {
+        self.state = state;
+        let mut view = hot::Packet::new_unchecked(&mut self.bytes[..]);
+        let f = view.flags();
+        view.set_flags(f | flags::RETX);
+        WorkerAction::Send(self.bytes.clone())
+    }
+}
+
 #[derive(Debug)]
 struct RoundTx {
     packets: Vec<TxPacket>,
@@ -330,18 +341,14 @@ impl Worker {
                     continue;
                 }
                 if parked {
-                    p.state = TxState::InFlight {
+                    self.stats.busy_resends += 1;
+                    out.push(p.resend(TxState::InFlight {
                         first_sent,
                         deadline: now + self.rtt.backoff(retries),
                         retries,
                         busy,
                         parked: false,
-                    };
-                    let mut view = hot::Packet::new_unchecked(&mut p.bytes[..]);
-                    let f = view.flags();
-                    view.set_flags(f | flags::RETX);
-                    self.stats.busy_resends += 1;
-                    out.push(WorkerAction::Send(p.bytes.clone()));
+                    }));
                     continue;
                 }
                 // Give up after `worker_max_retries` resends, and not before the
@@ -360,18 +367,14 @@ impl Worker {
                         &mut self.stats,
                     )));
                 } else {
-                    p.state = TxState::InFlight {
+                    self.stats.retransmits += 1;
+                    out.push(p.resend(TxState::InFlight {
                         first_sent,
                         deadline: now + self.rtt.backoff(retries + 1),
                         retries: retries + 1,
                         busy,
                         parked: false,
-                    };
-                    let mut view = hot::Packet::new_unchecked(&mut p.bytes[..]);
-                    let f = view.flags();
-                    view.set_flags(f | flags::RETX);
-                    self.stats.retransmits += 1;
-                    out.push(WorkerAction::Send(p.bytes.clone()));
+                    }));
                 }
             }
             if tx.unsettled == 0 {
