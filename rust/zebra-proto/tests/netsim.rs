@@ -566,7 +566,7 @@ fn exact_when_packets_are_added_but_never_acknowledged() {
     let all = sweep(
         "noacks",
         |seed, loss| Scenario {
-            dead_acks: Some((20_000, 220_000)),
+            dead_acks: Some((20_000, 820_000)),
             ..Scenario::new(seed, loss)
         },
         3,
