@@ -75,6 +75,7 @@ fn decision() -> &'static Decision {
         let _ = env_logger::Builder::new()
             .parse_filters(&filter)
             .format_target(false)
+            .format_timestamp_millis()
             .try_init();
         match parsed {
             Err(errors) => {
