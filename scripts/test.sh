@@ -38,7 +38,7 @@ run_part() {
 # cargo's own summary lines: "test result: ok. 12 passed; 0 failed; 1 ignored; ..."
 rust_tests() {
   local out=$logs/cargo-test.log
-  cargo test --release --workspace --manifest-path "$root/Cargo.toml" 2>&1 | tee "$out"
+  cargo test --release --workspace --no-fail-fast --manifest-path "$root/Cargo.toml" 2>&1 | tee "$out"
   local code=${PIPESTATUS[0]}
   local p f i
   p=$(grep -o '[0-9]* passed' "$out" | awk '{n += $1} END {print n + 0}')
