@@ -34,6 +34,18 @@ fn send(s: &mut Switch, t: u64, h: &HotRepr) -> Vec<SwitchAction> {
     s.handle_packet(Timestamp(t), &h.to_bytes())
 }
 
+/// `h` again, flagged as a retransmission.
+fn resend(s: &mut Switch, t: u64, h: &HotRepr) -> Vec<SwitchAction> {
+    send(
+        s,
+        t,
+        &HotRepr {
+            retransmission: true,
+            ..h.clone()
+        },
+    )
+}
+
 fn response(a: &SwitchAction) -> ResponseRepr {
     match Message::parse(a.payload()).unwrap() {
         Message::Response(r) => r,
@@ -109,14 +121,7 @@ fn retransmission_is_answered_never_added_twice() {
     let mut s = Switch::new(config(2, 1)).unwrap();
     let p = hot(0, 1, 0, true, &[(3, 1.0)]);
     send(&mut s, 0, &p);
-    let again = send(
-        &mut s,
-        1,
-        &HotRepr {
-            retransmission: true,
-            ..p.clone()
-        },
-    );
+    let again = resend(&mut s, 1, &p);
     assert_eq!(
         response(&again[0]).kind,
         ResponseKind::Ack { duplicate: true }
@@ -187,27 +192,13 @@ fn window_full_is_not_recorded_so_a_resend_is_added_once_the_copy_frees() {
     );
     s.poll(Timestamp(10_000));
     assert_eq!(s.open_rounds(), 0);
-    let out = send(
-        &mut s,
-        10_001,
-        &HotRepr {
-            retransmission: true,
-            ..p3.clone()
-        },
-    );
+    let out = resend(&mut s, 10_001, &p3);
     assert_eq!(
         response(&out[0]).kind,
         ResponseKind::Ack { duplicate: false },
         "decided afresh: round 3 opens in the freed copy"
     );
-    let again = send(
-        &mut s,
-        10_002,
-        &HotRepr {
-            retransmission: true,
-            ..p3.clone()
-        },
-    );
+    let again = resend(&mut s, 10_002, &p3);
     assert_eq!(
         response(&again[0]).kind,
         ResponseKind::Ack { duplicate: true }
