@@ -102,6 +102,7 @@ class Store(unittest.TestCase):
             s.add(0, 1, 1, 0, part, bytes([part]))
         self.assertEqual([a.payload[0] for a in s.drain(0)], list(range(8)))
         self.assertEqual(s.drain(0), [], "the window is full")
+        self.assertFalse(s.ack(40, 1, 0, 1, 9), "a part not sent yet cannot be acknowledged")
         s.ack(50, 1, 0, 1, 0)
         self.assertEqual([a.payload[0] for a in s.drain(50)], [8])
         s.ack(60, 1, 0, 1, 1)

@@ -145,12 +145,13 @@ class AggregateStore:
         return out
 
     def ack(self, now, job, server, round_, part):
-        p = self.pending.pop((job, round_, server, part), None)
-        if p is None:
+        """False for a part not in flight (an ACK of a part never sent is not genuine)."""
+        p = self.pending.get((job, round_, server, part))
+        if p is None or p.queued:
             return False
+        del self.pending[(job, round_, server, part)]
         self.acked += 1
-        if not p.queued:
-            self.flow(job, server).on_ack(now - p.sent if p.retries == 0 else None)
+        self.flow(job, server).on_ack(now - p.sent if p.retries == 0 else None)
         return True
 
     def poll(self, now):

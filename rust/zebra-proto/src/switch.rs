@@ -707,13 +707,18 @@ impl Switch {
     }
 
     fn on_aggregate_ack(&mut self, now: Timestamp, a: AggregateAckRepr) -> Vec<SwitchAction> {
-        let Some(p) = self.pending.remove(&(a.job, a.round, a.server, a.part)) else {
+        let key = (a.job, a.round, a.server, a.part);
+        // An acknowledgement of a part never sent (still waiting for the
+        // window) is not genuine: taking it would leave the part's place in
+        // the window's queue behind, and the window would shrink for good.
+        match self.pending.get(&key) {
+            Some(p) if !p.queued => {}
+            _ => return Vec::new(),
+        }
+        let Some(p) = self.pending.remove(&key) else {
             return Vec::new();
         };
         self.stats.aggregate_acked += 1;
-        if p.queued {
-            return Vec::new();
-        }
         let rtt = (p.retries == 0).then(|| now - p.sent);
         self.flow(a.job, a.server).on_ack(rtt);
         self.drain(a.job, a.server, now)

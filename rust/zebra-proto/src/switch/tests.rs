@@ -441,6 +441,11 @@ fn aggregate_parts_leave_as_the_window_allows() {
         ),
         "{more:?}"
     );
+    assert!(
+        s.handle_packet(Timestamp(55), &ack(9)).is_empty(),
+        "an acknowledgement of a part not sent yet is ignored"
+    );
+    assert_eq!(s.pending_parts(), 9);
     let more = s.handle_packet(Timestamp(60), &ack(1));
     assert!(matches!(
         &more[..],
