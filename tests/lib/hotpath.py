@@ -8,13 +8,12 @@ that a job really aggregated in the network.
   hotpath.py mxnet --servers S --key K:VALUES [--key ...] > hot.keys
       MXNet kvstore_dist's PS-lite key of a small dense array with int key K and VALUES
       float32 values (EncodeDefaultKey: server (K * 9973) mod S, key = its range start + K).
-  hotpath.py check [--bytes-report-only] LOGDIR
+  hotpath.py check LOGDIR
       Reads the switch's log (LOGDIR/switch.log) and the shim's statistics files
       (LOGDIR/stats/*): fails unless the switch added pairs, no server lost a value or
       forced an unsettled request, and the servers received fewer hot bytes (trailers
       listing the hot keys, SETTLE messages, aggregates over UDP) than the hot entries of
-      the same pushes whole (--bytes-report-only: print the bytes, do not require
-      fewer). Prints the numbers, and all bytes of the split pushes.
+      the same pushes whole. Prints the numbers, and all bytes of the split pushes.
 """
 
 import argparse
@@ -97,7 +96,7 @@ def check(args):
     print(f"switch: {pairs} pairs added; hot bytes at the servers: {hot_switch} with the switch "
           f"vs {hot_whole} in the whole pushes ({hot_ratio:.2f}x); all bytes of the split "
           f"pushes: {ingress} ({split} over ZeroMQ + {udp} over UDP) vs {whole} ({ratio:.2f}x)")
-    if hot_whole and hot_switch >= hot_whole and not args.bytes_report_only:
+    if hot_whole and hot_switch >= hot_whole:
         problems.append(f"the servers received {hot_switch} hot bytes, not fewer than {hot_whole} without the switch")
     for p in problems:
         print(f"hotpath check: {p}", file=sys.stderr)
@@ -115,7 +114,6 @@ def main():
     m.add_argument("--servers", type=int, required=True)
     m.add_argument("--key", action="append", required=True, help="K:VALUES")
     c = sub.add_parser("check")
-    c.add_argument("--bytes-report-only", action="store_true")
     c.add_argument("logdir")
     args = p.parse_args()
     if args.cmd == "exact-sums":

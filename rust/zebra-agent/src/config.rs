@@ -60,8 +60,8 @@ pub struct AgentConfig {
     /// timeouts (retransmission, fallback, `uncertain_timeout`) settle
     /// every round long before this unless a party died.
     pub settle_timeout: Duration,
-    /// Server side: rounds remembered behind the newest one, for late
-    /// aggregates and fallbacks.
+    /// Server side: rounds remembered (counted, not round numbers, which
+    /// jump at barriers), for late aggregates and fallbacks.
     pub history: u32,
     /// Worker side: a push with more hot values than this may leave pairs
     /// over at the switch (more packets than its `max_seqs`; a packet holds

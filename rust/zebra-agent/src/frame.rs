@@ -25,7 +25,7 @@ use zebra_pslite::DataType;
 /// First four bytes of both frames: "ZBPS".
 pub const MAGIC: [u8; 4] = *b"ZBPS";
 /// Frame format version.
-pub const VERSION: u8 = 1;
+pub const VERSION: u8 = 2;
 /// Frame types (byte 5).
 pub mod frame_type {
     /// PUSH trailer.
@@ -44,7 +44,7 @@ pub mod push_flags {
     pub const RESERVED: u8 = !(LENS | SETTLES);
 }
 /// PUSH trailer header length.
-pub const PUSH_HEADER_LEN: usize = 20;
+pub const PUSH_HEADER_LEN: usize = 24;
 /// Bytes per listed hot key: its first hot index, u32.
 pub const PUSH_ENTRY_LEN: usize = 4;
 /// SETTLE header length.
@@ -88,6 +88,14 @@ pub enum FrameError {
     /// A reserved bit or byte is set.
     #[error("Zebra {0}: reserved bits set")]
     Reserved(&'static str),
+    /// Round 0, or a previous round that is not before the round.
+    #[error("Zebra PUSH trailer: round {round} after previous round {previous}")]
+    Round {
+        /// Round.
+        round: u32,
+        /// Previous round.
+        previous: u32,
+    },
     /// A value type code PS-lite does not have.
     #[error("Zebra PUSH trailer: unknown value type {0}")]
     ValueType(u8),
@@ -118,6 +126,10 @@ pub struct PushTrailer {
     pub worker: u16,
     /// Round of this push in the server's job.
     pub round: u32,
+    /// The worker's previous round in this job (0 before its first): rounds
+    /// increase but jump after a barrier, and the server needs to know which
+    /// rounds of this worker come before this one.
+    pub previous: u32,
     /// PS-lite value type of the push (`FLOAT`, or `OTHER` holding f32).
     pub val_type: DataType,
     /// Whether the push had a lens frame.
@@ -230,19 +242,24 @@ impl PushTrailer {
         }
         let val_type =
             DataType::from_code(i32::from(b[7])).map_err(|_| FrameError::ValueType(b[7]))?;
-        let count = u32_at(b, 16) as usize;
+        let count = u32_at(b, 20) as usize;
         let expected = count
             .checked_mul(PUSH_ENTRY_LEN)
             .and_then(|n| n.checked_add(PUSH_HEADER_LEN))
             .unwrap_or(usize::MAX);
         exact(WHAT, b.len(), expected)?;
+        let (round, previous) = (u32_at(b, 12), u32_at(b, 16));
+        if previous >= round {
+            return Err(FrameError::Round { round, previous });
+        }
         let hot = (0..count)
             .map(|i| u32_at(b, PUSH_HEADER_LEN + i * PUSH_ENTRY_LEN))
             .collect();
         Ok(PushTrailer {
             job: u16_at(b, 8),
             worker: u16_at(b, 10),
-            round: u32_at(b, 12),
+            round,
+            previous,
             val_type,
             lens: b[6] & push_flags::LENS != 0,
             settles: b[6] & push_flags::SETTLES != 0,
@@ -286,6 +303,7 @@ impl PushTrailer {
             self.worker,
             self.round,
         );
+        out.extend_from_slice(&self.previous.to_be_bytes());
         out.extend_from_slice(&count.to_be_bytes());
         for index in &self.hot {
             out.extend_from_slice(&index.to_be_bytes());
@@ -431,6 +449,7 @@ mod tests {
             job: 3,
             worker: 2,
             round: 70_000,
+            previous: 65_537,
             val_type: DataType::Other,
             lens: true,
             settles: true,
@@ -470,9 +489,10 @@ mod tests {
         let t = trailer();
         let b = t.to_bytes().unwrap();
         assert_eq!(b.len(), t.len());
-        assert_eq!(&b[..8], b"ZBPS\x01\x01\x03\x0b", "LENS | SETTLES");
-        assert_eq!(&b[8..20], &[0, 3, 0, 2, 0, 1, 0x11, 0x70, 0, 0, 0, 2]);
-        assert_eq!(&b[20..28], &[0, 0, 0, 7, 1, 2, 3, 4]);
+        assert_eq!(&b[..8], b"ZBPS\x02\x01\x03\x0b", "LENS | SETTLES");
+        assert_eq!(&b[8..16], &[0, 3, 0, 2, 0, 1, 0x11, 0x70]);
+        assert_eq!(&b[16..24], &[0, 1, 0, 1, 0, 0, 0, 2]);
+        assert_eq!(&b[24..32], &[0, 0, 0, 7, 1, 2, 3, 4]);
         assert_eq!(PushTrailer::parse(&b), Ok(t));
     }
 
@@ -482,7 +502,7 @@ mod tests {
         let b = s.to_bytes().unwrap();
         assert_eq!(b.len(), s.len());
         assert_eq!(b.len(), 24 + (8 + 16) + 8 + (8 + 8));
-        assert_eq!(&b[..8], b"ZBPS\x01\x02\x00\x00");
+        assert_eq!(&b[..8], b"ZBPS\x02\x02\x00\x00");
         assert_eq!(&b[16..24], &[0, 4, 0, 1, 0, 3, 0, 0]);
         assert_eq!(&b[24..32], &[0, 1, 1, 1, 0, 0, 0, 2]);
         assert_eq!(Settle::parse(&b), Ok(s));
@@ -502,7 +522,7 @@ mod tests {
             ZebraFrame::parse(b"ZBPS\x01"),
             Err(FrameError::Length { .. })
         ));
-        assert_eq!(with(&p, 4, 2), Err(FrameError::Version(2)));
+        assert_eq!(with(&p, 4, 1), Err(FrameError::Version(1)));
         assert_eq!(with(&p, 5, 9), Err(FrameError::Type(9)));
         assert_eq!(with(&p, 6, 7), Err(FrameError::Reserved("PUSH trailer")));
         assert_eq!(with(&p, 7, 12), Err(FrameError::ValueType(12)));
@@ -517,9 +537,25 @@ mod tests {
             Err(FrameError::Length { .. })
         ));
         assert!(matches!(
-            with(&p, 19, 0xff),
-            Err(FrameError::Length { expected: 1040, .. })
+            with(&p, 23, 0xff),
+            Err(FrameError::Length { expected: 1044, .. })
         ));
+        assert_eq!(
+            with(&p, 17, 0x11),
+            Err(FrameError::Round {
+                round: 70_000,
+                previous: 0x0011_0001
+            })
+        );
+        let mut round_zero = p.clone();
+        round_zero[12..16].fill(0);
+        assert_eq!(
+            ZebraFrame::parse(&round_zero),
+            Err(FrameError::Round {
+                round: 0,
+                previous: 65_537
+            })
+        );
         assert_eq!(with(&s, 23, 1), Err(FrameError::Reserved("SETTLE")));
         assert_eq!(
             with(&s, 27, 99),

@@ -140,6 +140,8 @@ struct RoundState {
     /// Applied fallback values not yet delivered, by worker and hot index.
     applied: BTreeMap<u16, BTreeMap<u32, f32>>,
     settles: BTreeMap<u16, SettleState>,
+    /// Per worker whose push of this round arrived: its previous round.
+    previous: BTreeMap<u16, u32>,
     /// Held pushes of this round.
     holding: u32,
 }
@@ -180,13 +182,13 @@ pub struct ServerAgent {
     detector: Detector,
     queues: BTreeMap<SenderKey, VecDeque<Queued>>,
     rounds: BTreeMap<u32, RoundState>,
-    /// Per worker: newest round released (rounds are consecutive from 1).
+    /// Per worker: newest round released (a worker's rounds increase, with
+    /// jumps at barriers; each trailer names the round before it).
     released: Vec<u32>,
     /// Per worker: newest round whose trailer arrived.
     arrived: Vec<u32>,
     /// Rounds below are forgotten.
     floor: u32,
-    newest: u32,
     stats: ServerAgentStats,
 }
 
@@ -224,7 +226,6 @@ impl ServerAgent {
             released: vec![0; workers],
             arrived: vec![0; workers],
             floor: 1,
-            newest: 0,
             stats: ServerAgentStats::default(),
         })
     }
@@ -380,16 +381,16 @@ impl ServerAgent {
             return;
         }
         let r = trailer.round;
-        let expected = self.arrived[w as usize] + 1;
-        if r != expected {
+        let last = self.arrived[w as usize];
+        if trailer.previous != last {
             self.stats.round_gaps += 1;
             log::warn!(
-                "server {}: worker {w} round {r} arrived, expected round {expected}",
-                self.server
+                "server {}: worker {w} round {r} (after its round {}) arrived after its round {last}",
+                self.server,
+                trailer.previous
             );
         }
-        self.arrived[w as usize] = self.arrived[w as usize].max(r);
-        self.newest = self.newest.max(r);
+        self.arrived[w as usize] = last.max(r);
         if r < self.floor {
             self.stats.late += 1;
             log::error!(
@@ -397,7 +398,9 @@ impl ServerAgent {
                 self.server
             );
         } else {
-            self.rounds.entry(r).or_default().holding += 1;
+            let rs = self.rounds.entry(r).or_default();
+            rs.holding += 1;
+            rs.previous.insert(w, trailer.previous);
         }
         self.stats.held += 1;
         self.queues
@@ -522,7 +525,6 @@ impl ServerAgent {
             complete: agg.complete,
             coverage: agg.coverage,
         });
-        self.newest = self.newest.max(agg.round);
         self.release(&mut deliver);
         deliver
     }
@@ -618,11 +620,19 @@ impl ServerAgent {
             .min()
     }
 
-    /// Whether worker `w'`s pushes before round `r` have all been released.
+    /// Whether worker `w'`s pushes before round `r` have all been released:
+    /// its newest released round is `r - 1`, or the round its round-`r`
+    /// trailer names as its previous one.
     fn caught_up(&self, w: u16, r: u32) -> bool {
-        self.released
-            .get(w as usize)
-            .is_some_and(|&done| done + 1 >= r)
+        let Some(&done) = self.released.get(w as usize) else {
+            return false;
+        };
+        done.saturating_add(1) >= r
+            || self
+                .rounds
+                .get(&r)
+                .and_then(|rs| rs.previous.get(&w))
+                .is_some_and(|&previous| done >= previous)
     }
 
     /// Whether the values of round `r`'s aggregate may reach the app: every
@@ -868,12 +878,13 @@ impl ServerAgent {
     }
 
     /// Forgets the oldest rounds once nothing more can be delivered for
-    /// them: nothing held, and every worker released them (or they are
-    /// `history` rounds behind the newest).
+    /// them: nothing held, and every worker released them (or more than
+    /// `history` rounds are remembered: rounds counted, not round numbers,
+    /// which jump at barriers).
     fn forget(&mut self) {
         while let Some((&r, rs)) = self.rounds.first_key_value() {
             let all_released = self.released.iter().all(|&done| done >= r);
-            let too_old = r.saturating_add(self.config.history) <= self.newest;
+            let too_old = self.rounds.len() > self.config.history as usize;
             if rs.holding > 0 || !(all_released || too_old) {
                 break;
             }

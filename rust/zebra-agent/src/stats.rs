@@ -25,6 +25,8 @@ pub struct PassThrough {
 pub struct WorkerAgentStats {
     /// Messages seen.
     pub messages: u64,
+    /// BARRIER requests seen (each starts a new epoch of round numbers).
+    pub barriers: u64,
     /// Messages sent unchanged, by why.
     pub passed: PassThrough,
     /// Pushes split (each one round of its server's job).

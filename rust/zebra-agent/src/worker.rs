@@ -2,18 +2,31 @@
 //! into a cold message (with the PUSH trailer) and hot pairs, and turn each
 //! settled round into a SETTLE message.
 //!
-//! Per server `s` (one zebra-proto job each), the `k`-th push this worker
-//! sends to `s` for the aggregated application and customer is round `k`
-//! of job `job_base + s`. Every such push is a round, also one without a
-//! hot key: the switch closes a round when every worker's DONE has
-//! arrived, so every worker pushes every round (`Worker::push` with no
-//! pairs sends an empty DONE packet).
+//! Per server `s` (one zebra-proto job each), every push this worker sends
+//! to `s` for the aggregated application and customer is a round of job
+//! `job_base + s`, also one without a hot key: the switch closes a round
+//! when every worker's DONE has arrived, so every worker pushes every round
+//! (`Worker::push` with no pairs sends an empty DONE packet).
+//!
+//! # Round numbers
+//!
+//! Workers aggregate when they give the same push the same round number,
+//! so the numbering restarts at every PS-lite barrier: after the `b`-th
+//! BARRIER request this worker sent (to the scheduler, on another DEALER),
+//! its next push to `s` is round `b · EPOCH_ROUNDS + 1`, the one after
+//! `b · EPOCH_ROUNDS + 2`, and so on. Workers that pushed different counts
+//! before a barrier (MXNet's worker 0 alone pushes every key's initial
+//! value in `kv.init`) line up again after it. Rounds only increase: a
+//! worker that pushed more than `EPOCH_ROUNDS` times since the barrier
+//! goes on from its previous round + 1 (exact still, aligned only with
+//! workers that pushed as often). Each PUSH trailer carries the worker's
+//! previous round, so the server knows which of its rounds come first.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use zebra_proto::{Fallback, FallbackCause, RoundSummary};
-use zebra_pslite::{with_kv, Detector, KvData, Message};
+use zebra_pslite::{with_kv, Command, Detector, KvData, Message};
 
 use crate::config::{AgentConfig, AgentError};
 use crate::frame::{PushTrailer, Settle};
@@ -21,6 +34,10 @@ use crate::hotset::HotSet;
 use crate::stats::WorkerAgentStats;
 use crate::values::{self, F32_BYTES};
 use crate::Frames;
+
+/// Rounds each barrier epoch starts apart (module docs). A round must stay
+/// below 2^29 for the P4 switch (`P4.md`): 8192 barriers.
+pub const EPOCH_ROUNDS: u32 = 1 << 16;
 
 /// What to do with a message the worker's DEALER is sending.
 #[derive(Debug, Clone, PartialEq)]
@@ -83,6 +100,8 @@ pub struct WorkerAgent {
     rank: u16,
     detector: Detector,
     streams: Vec<Stream>,
+    /// BARRIER requests sent so far.
+    barriers: u32,
     stats: WorkerAgentStats,
 }
 
@@ -129,6 +148,7 @@ impl WorkerAgent {
         Ok(WorkerAgent {
             detector: Detector::new(config.format),
             streams: (0..config.servers).map(|_| Stream::default()).collect(),
+            barriers: 0,
             config,
             hot,
             rank,
@@ -191,6 +211,10 @@ impl WorkerAgent {
             .detector
             .parse(meta_frame)
             .map_err(|_| Skip::UnknownFormat)?;
+        if meta.control.cmd == Command::Barrier && meta.request {
+            self.barriers = self.barriers.saturating_add(1);
+            self.stats.barriers += 1;
+        }
         if !meta.is_push_request() {
             return Err(Skip::NotPush);
         }
@@ -237,13 +261,14 @@ impl WorkerAgent {
             }
         }
 
-        let stream = &self.streams[server as usize];
-        let round = stream.last_round + 1;
+        let previous = self.streams[server as usize].last_round;
+        let round = self.next_round(previous);
         let job = self.config.job(server);
         let trailer = PushTrailer {
             job,
             worker: self.rank,
             round,
+            previous,
             val_type: view.val_type(),
             lens: view.has_lens(),
             settles: pairs.len() > self.config.max_clean_values as usize,
@@ -283,6 +308,16 @@ impl WorkerAgent {
             frames: out,
             pairs,
         })
+    }
+
+    /// The round after `previous` (module docs): the current barrier
+    /// epoch's next one.
+    fn next_round(&self, previous: u32) -> u32 {
+        let next = previous.saturating_add(1);
+        self.barriers
+            .checked_mul(EPOCH_ROUNDS)
+            .and_then(|base| base.checked_add(1))
+            .map_or(next, |first| first.max(next))
     }
 
     /// Whether entry `i` goes hot: a hot key of this server, pushed once in

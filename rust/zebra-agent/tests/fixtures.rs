@@ -143,7 +143,7 @@ fn byteps_cold_part_is_what_split_push_makes() {
     expect.sort_by_key(|p| p.0);
     assert_eq!(got, expect);
     let st = w.stats();
-    assert_eq!(st.bytes_before - st.bytes_after, 2 * (8 + 8) - (20 + 2 * 4));
+    assert_eq!(st.bytes_before - st.bytes_after, 2 * (8 + 8) - (24 + 2 * 4));
 }
 
 #[test]

@@ -27,8 +27,8 @@ use zebra_proto::{
     Config, Server, ServerAction, Switch, SwitchAction, Timestamp, Worker, WorkerAction,
 };
 use zebra_pslite::{
-    identity, node_id, rank_of, response, server_id, with_kv, worker_id, DataType, Format, KvData,
-    KvView, Message, Meta, Route,
+    identity, node_id, rank_of, response, server_id, with_kv, worker_id, Command, DataType, Format,
+    KvData, KvView, Message, Meta, Route,
 };
 
 const JOB_BASE: u16 = 40;
@@ -100,6 +100,10 @@ struct Scenario {
     /// Pushes outstanding per worker.
     window: usize,
     packet_size: usize,
+    /// Worker 0 alone first pushes this many times (MXNet's `kv.init`), and
+    /// then, if not zero, every worker passes a PS-lite barrier before its
+    /// first push of the plan (worker 0 once its init pushes are answered).
+    init_pushes: u32,
 }
 
 impl Scenario {
@@ -120,6 +124,7 @@ impl Scenario {
             dense: false,
             window: 2,
             packet_size: 192,
+            init_pushes: 0,
         }
     }
 
@@ -176,6 +181,8 @@ impl Scenario {
 #[derive(Debug, Clone)]
 struct Push {
     at: u64,
+    /// A barrier comes first.
+    barrier: bool,
     parts: Vec<(u16, KvData)>,
 }
 
@@ -185,8 +192,9 @@ fn plans(s: &Scenario) -> Vec<Vec<Push>> {
     let mut all = Vec::new();
     for w in 0..s.workers {
         let last = s.stops.iter().find(|x| x.0 == w).map_or(s.rounds, |x| x.1);
+        let init = if w == 0 { s.init_pushes } else { 0 };
         let mut plan = Vec::new();
-        for round in 1..=last {
+        for round in 1..=last + init {
             let mut at = u64::from(round) * 4_000 + rng.below(1_000);
             if s.straggler == Some(w) && rng.chance(0.3) {
                 at += 10_000 + rng.below(40_000);
@@ -230,7 +238,11 @@ fn plans(s: &Scenario) -> Vec<Vec<Push>> {
                 }
                 parts.push((server, kv));
             }
-            plan.push(Push { at, parts });
+            plan.push(Push {
+                at,
+                barrier: s.init_pushes > 0 && round == init + 1,
+                parts,
+            });
         }
         all.push(plan);
     }
@@ -249,6 +261,20 @@ enum Event {
     Udp(Node, Vec<u8>),
     /// A message a ROUTER receives (sender identity first).
     Zmq(Node, Frames),
+}
+
+/// A worker's BARRIER request to the scheduler (group: workers).
+fn barrier_request(format: Format) -> Frames {
+    let mut m = Meta::new();
+    m.request = true;
+    m.control.cmd = Command::Barrier;
+    m.control.barrier_group = 4;
+    Message {
+        meta: m,
+        data: Vec::new(),
+    }
+    .to_frames(format)
+    .unwrap()
 }
 
 fn meta(ts: i32, push: bool) -> Meta {
@@ -290,6 +316,8 @@ struct WorkerNode {
     /// (pull timestamp, server) → (key, pushes of it this worker sent).
     checks: BTreeMap<(i32, u16), Vec<(u64, u32)>>,
     sent: BTreeMap<(u16, u64), u32>,
+    /// Sent its BARRIER request.
+    at_barrier: bool,
 }
 
 struct ServerNode {
@@ -312,6 +340,7 @@ struct Outcome {
     hot_entry_bytes: u64,
     fallback_pairs: u64,
     flushed: u64,
+    completed: u64,
     late: u64,
     uncertain_covered: u64,
     end_ms: u64,
@@ -357,6 +386,7 @@ impl Sim {
                     outstanding: BTreeMap::new(),
                     checks: BTreeMap::new(),
                     sent: BTreeMap::new(),
+                    at_barrier: false,
                 }
             })
             .collect();
@@ -556,6 +586,7 @@ impl Sim {
                 other => {
                     if let ServerAction::Round(r) = &other {
                         self.out.flushed += u64::from(r.flushed);
+                        self.out.completed += u64::from(!r.flushed);
                     }
                     let agent = self.servers[i as usize].agent.as_mut().unwrap();
                     let d = agent.on_action(other);
@@ -661,6 +692,33 @@ impl Sim {
         }
     }
 
+    /// Whether worker `w` waits at the barrier before its next push: for
+    /// its earlier pushes' answers before it sends the BARRIER request, or
+    /// for the other workers' requests after.
+    fn at_barrier(&self, w: u16) -> bool {
+        let node = &self.workers[w as usize];
+        if !node.plan.front().is_some_and(|p| p.barrier) {
+            return false;
+        }
+        if node.at_barrier {
+            !self.workers.iter().all(|n| n.at_barrier)
+        } else {
+            !node.outstanding.is_empty()
+        }
+    }
+
+    /// Worker `w` sends its BARRIER request to the scheduler (a DEALER
+    /// whose peer the agent does not know).
+    fn enter_barrier(&mut self, w: u16) {
+        let frames = barrier_request(self.s.style.format());
+        let node = &mut self.workers[w as usize];
+        node.at_barrier = true;
+        if let Some(agent) = &mut node.agent {
+            let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            assert_eq!(agent.on_send_to_recver(&refs), Outgoing::Unchanged);
+        }
+    }
+
     fn next_time(&self) -> Option<u64> {
         let mut next = self.queue.peek().map(|Reverse((t, _))| *t);
         let mut consider = |t: Option<u64>| {
@@ -668,8 +726,8 @@ impl Sim {
                 next = Some(next.map_or(t, |n: u64| n.min(t)));
             }
         };
-        for node in &self.workers {
-            if node.outstanding.len() < self.s.window {
+        for (w, node) in self.workers.iter().enumerate() {
+            if node.outstanding.len() < self.s.window && !self.at_barrier(w as u16) {
                 consider(node.plan.front().map(|p| p.at.max(self.now)));
             }
             for hot in node.hot.values() {
@@ -746,9 +804,18 @@ impl Sim {
             for w in 0..self.s.workers {
                 loop {
                     let node = &self.workers[w as usize];
-                    let due = node.plan.front().is_some_and(|p| p.at <= self.now);
-                    if !due || node.outstanding.len() >= self.s.window {
+                    let Some(next) = node.plan.front() else {
                         break;
+                    };
+                    if next.at > self.now || node.outstanding.len() >= self.s.window {
+                        break;
+                    }
+                    if self.at_barrier(w) {
+                        break;
+                    }
+                    if next.barrier && !node.at_barrier {
+                        self.enter_barrier(w);
+                        continue;
                     }
                     self.send_push(w);
                 }
@@ -1014,4 +1081,42 @@ fn server_bytes_against_vanilla() {
         "hot bytes fall by half or more (one aggregate of 4-byte values for four pushes)"
     );
     assert!(z.zmq_bytes + z.udp_bytes < v.zmq_bytes);
+}
+
+/// MXNet's worker 0 alone pushes every key's initial value, then every
+/// worker passes a barrier: the round numbers start again after it, so the
+/// workers' pushes of the plan aggregate instead of meeting rounds that
+/// worker 0 passed long ago.
+#[test]
+fn rounds_line_up_after_a_barrier() {
+    for loss in [0.0, 0.01] {
+        let s = Scenario {
+            init_pushes: 5,
+            style: Style::Mxnet,
+            straggler: None,
+            stops: vec![],
+            rounds: 100,
+            dense: true,
+            packet_size: 1472,
+            ..Scenario::new(12, loss)
+        };
+        let (v, z) = check("barrier", &s);
+        let rounds = u64::from(s.rounds) * u64::from(s.servers);
+        assert!(
+            z.completed * 10 >= rounds * 9,
+            "loss {loss}: {} of {rounds} rounds after the barrier completed",
+            z.completed
+        );
+        assert_eq!(
+            (z.late, z.flushed),
+            (0, u64::from(s.init_pushes) * u64::from(s.servers)),
+            "loss {loss}: no packet meets a round that closed, and only worker 0's \
+             init rounds, its own, are flushed (without the barrier's new numbering \
+             worker 0 pushes its i-th push of the plan as others push their (i+5)-th)"
+        );
+        assert!(
+            hot_bytes(&z) * 2 < v.hot_entry_bytes,
+            "hot bytes fall by half or more"
+        );
+    }
 }

@@ -389,12 +389,22 @@ impl Server {
         out
     }
 
-    /// Forgets rounds more than `server_history` behind the newest
-    /// reported one; uncertain pairs still held for them are applied.
+    /// Forgets the oldest rounds older than the newest reported one while
+    /// more than `server_history` rounds are remembered (rounds counted, not
+    /// round numbers: a worker's rounds jump at barriers); uncertain pairs
+    /// still held for them are applied.
     fn prune(&mut self) -> Vec<ServerAction> {
-        let mark = self
-            .newest_reported
-            .saturating_sub(self.config.server_history);
+        let excess = self
+            .rounds
+            .len()
+            .saturating_sub(self.config.server_history as usize);
+        if excess == 0 {
+            return Vec::new();
+        }
+        let Some(&first_kept) = self.rounds.keys().nth(excess) else {
+            return Vec::new();
+        };
+        let mark = first_kept.min(self.newest_reported);
         if mark <= self.watermark {
             return Vec::new();
         }

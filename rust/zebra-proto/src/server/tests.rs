@@ -266,9 +266,36 @@ fn foreign_or_inconsistent_parts_are_not_acked() {
 }
 
 #[test]
-fn old_rounds_are_forgotten_after_the_history() {
+fn history_counts_rounds_not_round_numbers() {
     let mut c = config();
     c.server_history = 2;
+    let mut srv = Server::new(&c, 1, 0).unwrap();
+    srv.add_fallback(
+        Timestamp(0),
+        fallback(0, 1, 5, FallbackCause::NoResponse, &[(1, 1.0)]),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    for p in parts_for_server0(65_537) {
+        out.extend(srv.handle_packet(Timestamp(0), &p));
+    }
+    assert!(
+        applied(&out).is_empty(),
+        "two rounds remembered: round 1 still waits for its aggregate"
+    );
+    assert_eq!(srv.held_fallbacks(), 1);
+    for p in parts_for_server0(1) {
+        srv.handle_packet(Timestamp(0), &p);
+    }
+    assert_eq!(srv.held_fallbacks(), 0);
+    assert_eq!(srv.stats().uncertain_unverified, 0);
+    assert_eq!(srv.stats().stale_parts, 0);
+}
+
+#[test]
+fn old_rounds_are_forgotten_after_the_history() {
+    let mut c = config();
+    c.server_history = 1;
     let mut srv = Server::new(&c, 1, 0).unwrap();
     srv.add_fallback(
         Timestamp(0),
