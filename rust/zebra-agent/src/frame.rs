@@ -40,13 +40,17 @@ pub mod push_flags {
     /// A SETTLE follows for this round whatever happens (the round may
     /// leave pairs over); without it a clean round has no SETTLE.
     pub const SETTLES: u8 = 0x02;
+    /// The hot keys are a bitmap over hot indices, not a list.
+    pub const BITMAP: u8 = 0x04;
     /// Bits that must be zero.
-    pub const RESERVED: u8 = !(LENS | SETTLES);
+    pub const RESERVED: u8 = !(LENS | SETTLES | BITMAP);
 }
 /// PUSH trailer header length.
 pub const PUSH_HEADER_LEN: usize = 24;
 /// Bytes per listed hot key: its first hot index, u32.
 pub const PUSH_ENTRY_LEN: usize = 4;
+/// Longest bitmap of hot indices: 2^29 bytes cover every u32 index.
+const MAX_BITMAP_BYTES: usize = 1 << 29;
 /// SETTLE header length.
 pub const SETTLE_HEADER_LEN: usize = 24;
 /// SETTLE batch header length: seq u16, cause u8, reason u8, count u32.
@@ -96,6 +100,9 @@ pub enum FrameError {
         /// Previous round.
         previous: u32,
     },
+    /// Listed hot indices not strictly increasing.
+    #[error("Zebra PUSH trailer: hot index {0} listed after a larger or equal one")]
+    Unsorted(u32),
     /// A value type code PS-lite does not have.
     #[error("Zebra PUSH trailer: unknown value type {0}")]
     ValueType(u8),
@@ -137,9 +144,10 @@ pub struct PushTrailer {
     /// Whether a SETTLE follows whatever happens (else only when the round
     /// is not clean: a packet refused or unanswered).
     pub settles: bool,
-    /// The hot keys the worker took out, in the push's key order, each as
-    /// its first hot index in the server's job (the hot set says which key
-    /// and how many values).
+    /// The hot keys the worker took out, each as its first hot index in
+    /// the server's job (the hot set says which key and how many values),
+    /// strictly increasing. On the wire a list of u32 or a bitmap, whichever
+    /// is shorter.
     pub hot: Vec<u32>,
 }
 
@@ -242,19 +250,34 @@ impl PushTrailer {
         }
         let val_type =
             DataType::from_code(i32::from(b[7])).map_err(|_| FrameError::ValueType(b[7]))?;
+        let bitmap = b[6] & push_flags::BITMAP != 0;
         let count = u32_at(b, 20) as usize;
-        let expected = count
-            .checked_mul(PUSH_ENTRY_LEN)
-            .and_then(|n| n.checked_add(PUSH_HEADER_LEN))
-            .unwrap_or(usize::MAX);
-        exact(WHAT, b.len(), expected)?;
+        let body = if bitmap {
+            if count > MAX_BITMAP_BYTES {
+                return Err(FrameError::TooLarge { what: WHAT, count });
+            }
+            count
+        } else {
+            count.checked_mul(PUSH_ENTRY_LEN).unwrap_or(usize::MAX)
+        };
+        exact(WHAT, b.len(), body.saturating_add(PUSH_HEADER_LEN))?;
         let (round, previous) = (u32_at(b, 12), u32_at(b, 16));
         if previous >= round {
             return Err(FrameError::Round { round, previous });
         }
-        let hot = (0..count)
-            .map(|i| u32_at(b, PUSH_HEADER_LEN + i * PUSH_ENTRY_LEN))
-            .collect();
+        let rest = &b[PUSH_HEADER_LEN..];
+        let hot: Vec<u32> = if bitmap {
+            bits_set(rest).collect()
+        } else {
+            let hot: Vec<u32> = rest
+                .chunks_exact(PUSH_ENTRY_LEN)
+                .map(|c| u32_at(c, 0))
+                .collect();
+            if let Some(w) = hot.windows(2).find(|w| w[0] >= w[1]) {
+                return Err(FrameError::Unsorted(w[1]));
+            }
+            hot
+        };
         Ok(PushTrailer {
             job: u16_at(b, 8),
             worker: u16_at(b, 10),
@@ -275,9 +298,15 @@ impl PushTrailer {
         }
     }
 
+    /// Bytes of the bitmap encoding, if it is the shorter one.
+    fn bitmap_len(&self) -> Option<usize> {
+        let bytes = *self.hot.last()? as usize / 8 + 1;
+        (bytes < PUSH_ENTRY_LEN * self.hot.len()).then_some(bytes)
+    }
+
     /// Length of the frame.
     pub fn len(&self) -> usize {
-        PUSH_HEADER_LEN + PUSH_ENTRY_LEN * self.hot.len()
+        PUSH_HEADER_LEN + self.bitmap_len().unwrap_or(PUSH_ENTRY_LEN * self.hot.len())
     }
 
     /// Whether no hot key is listed.
@@ -287,13 +316,23 @@ impl PushTrailer {
 
     /// The frame.
     pub fn to_bytes(&self) -> Result<Vec<u8>, FrameError> {
-        let count = u32::try_from(self.hot.len()).map_err(|_| FrameError::TooLarge {
+        if let Some(w) = self.hot.windows(2).find(|w| w[0] >= w[1]) {
+            return Err(FrameError::Unsorted(w[1]));
+        }
+        let bitmap = self.bitmap_len();
+        let n = bitmap.unwrap_or(self.hot.len());
+        let count = u32::try_from(n).map_err(|_| FrameError::TooLarge {
             what: "PUSH trailer",
-            count: self.hot.len(),
+            count: n,
         })?;
         let mut out = Vec::with_capacity(self.len());
         let flags = (if self.lens { push_flags::LENS } else { 0 })
-            | (if self.settles { push_flags::SETTLES } else { 0 });
+            | (if self.settles { push_flags::SETTLES } else { 0 })
+            | (if bitmap.is_some() {
+                push_flags::BITMAP
+            } else {
+                0
+            });
         header(
             &mut out,
             frame_type::PUSH,
@@ -305,11 +344,32 @@ impl PushTrailer {
         );
         out.extend_from_slice(&self.previous.to_be_bytes());
         out.extend_from_slice(&count.to_be_bytes());
-        for index in &self.hot {
-            out.extend_from_slice(&index.to_be_bytes());
+        match bitmap {
+            Some(bytes) => {
+                let at = out.len();
+                out.resize(at + bytes, 0);
+                for &i in &self.hot {
+                    out[at + i as usize / 8] |= 1 << (i % 8);
+                }
+            }
+            None => {
+                for index in &self.hot {
+                    out.extend_from_slice(&index.to_be_bytes());
+                }
+            }
         }
         Ok(out)
     }
+}
+
+/// The set bits of a bitmap (bit `i` is bit `i mod 8` of byte `i / 8`),
+/// ascending. The caller keeps it below 2^29 bytes.
+fn bits_set(bitmap: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    bitmap.iter().enumerate().flat_map(|(at, &byte)| {
+        (0..8u32)
+            .filter(move |bit| byte >> bit & 1 == 1)
+            .map(move |bit| at as u32 * 8 + bit)
+    })
 }
 
 fn cause_bytes(c: FallbackCause) -> (u8, u8) {
@@ -497,6 +557,48 @@ mod tests {
     }
 
     #[test]
+    fn dense_hot_keys_go_as_a_bitmap() {
+        let mut t = trailer();
+        t.hot = vec![0, 3, 9, 10, 17];
+        assert_eq!(t.len(), 24 + 3, "3 bitmap bytes beat 5 indices of 4");
+        let b = t.to_bytes().unwrap();
+        assert_eq!(b.len(), t.len());
+        assert_eq!(b[6], 0x07, "LENS | SETTLES | BITMAP");
+        assert_eq!(
+            &b[20..],
+            &[0, 0, 0, 3, 0b0000_1001, 0b0000_0110, 0b0000_0010]
+        );
+        assert_eq!(PushTrailer::parse(&b), Ok(t.clone()));
+        t.hot = vec![8, 60];
+        assert_eq!(
+            t.len(),
+            24 + 8,
+            "two indices of 4 are no longer than 8 bitmap bytes"
+        );
+        assert_eq!(t.to_bytes().unwrap()[6], 0x03);
+        t.hot = vec![];
+        assert_eq!(PushTrailer::parse(&t.to_bytes().unwrap()), Ok(t));
+    }
+
+    #[test]
+    fn listed_indices_must_increase() {
+        let mut t = trailer();
+        t.hot = vec![7, 7];
+        assert_eq!(t.to_bytes(), Err(FrameError::Unsorted(7)));
+        let mut b = trailer().to_bytes().unwrap();
+        b[24..28].copy_from_slice(&0x0102_0304u32.to_be_bytes());
+        b[28..32].copy_from_slice(&7u32.to_be_bytes());
+        assert_eq!(PushTrailer::parse(&b), Err(FrameError::Unsorted(7)));
+        let mut huge = trailer().to_bytes().unwrap();
+        huge[6] |= push_flags::BITMAP;
+        huge[20..24].copy_from_slice(&u32::MAX.to_be_bytes());
+        assert!(matches!(
+            PushTrailer::parse(&huge),
+            Err(FrameError::TooLarge { .. })
+        ));
+    }
+
+    #[test]
     fn settle_round_trips_with_its_byte_table() {
         let s = settle();
         let b = s.to_bytes().unwrap();
@@ -524,7 +626,7 @@ mod tests {
         ));
         assert_eq!(with(&p, 4, 1), Err(FrameError::Version(1)));
         assert_eq!(with(&p, 5, 9), Err(FrameError::Type(9)));
-        assert_eq!(with(&p, 6, 7), Err(FrameError::Reserved("PUSH trailer")));
+        assert_eq!(with(&p, 6, 11), Err(FrameError::Reserved("PUSH trailer")));
         assert_eq!(with(&p, 7, 12), Err(FrameError::ValueType(12)));
         assert!(matches!(
             ZebraFrame::parse(&p[..p.len() - 1]),

@@ -796,7 +796,7 @@ impl ServerAgent {
         let server = self.server;
         let wanted: Vec<(u64, u32, u32)> = match self.config.delivery {
             Delivery::PerWorker => {
-                let wanted: Vec<(u64, u32, u32)> = h
+                let mut wanted: Vec<(u64, u32, u32)> = h
                     .trailer
                     .hot
                     .iter()
@@ -813,6 +813,7 @@ impl ServerAgent {
                          the first value of a hot key of this server; those keys are left out"
                     );
                 }
+                wanted.sort_unstable_by_key(|&(key, _, _)| key);
                 wanted
             }
             Delivery::Merged => {
@@ -835,7 +836,7 @@ impl ServerAgent {
                 let per_key = shape.entries.first().map(|e| e.1.len());
                 keys.into_iter()
                     .filter(|hk| {
-                        h.trailer.hot.contains(&hk.base)
+                        h.trailer.hot.binary_search(&hk.base).is_ok()
                             || (!shape.entries.iter().any(|c| c.0 == hk.key)
                                 && (shape.lens
                                     || per_key.is_none_or(|p| p == hk.len as usize * F32_BYTES)))

@@ -261,6 +261,7 @@ impl WorkerAgent {
             }
         }
 
+        listed.sort_unstable();
         let previous = self.streams[server as usize].last_round;
         let round = self.next_round(previous);
         let job = self.config.job(server);
