@@ -258,7 +258,7 @@ impl PushTrailer {
             }
             count
         } else {
-            count.checked_mul(PUSH_ENTRY_LEN).unwrap_or(usize::MAX)
+            count.saturating_mul(PUSH_ENTRY_LEN)
         };
         exact(WHAT, b.len(), body.saturating_add(PUSH_HEADER_LEN))?;
         let (round, previous) = (u32_at(b, 12), u32_at(b, 16));
