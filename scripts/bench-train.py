@@ -28,43 +28,21 @@ import argparse
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = ("libzmq", "off", "on", "on+switch")
+from benchlib import (ROOT, add_testbed_args, bound, clean_env, fmt, launch_cmd, median, parse_configs,
+                      pyplot, ratio, run_report, switch_unavailable, worker_logs)
+
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
 WORKER = re.compile(r"^mf: worker rank=(\d+) steps=(\d+) .* time_s=([0-9.]+)", re.M)
 SUMMARY = re.compile(r"^mf: summary (.*)$", re.M)
-SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
-SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
 HOT = re.compile(r"hot_share=([0-9.]+)")
 
 
 def log(msg):
     print(f"bench-train: {msg}", flush=True)
-
-
-def clean_env():
-    """This environment without ZEBRA_* (each configuration sets its own)."""
-    return {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
-
-
-def switch_unavailable(zebra, hot_keys, servers):
-    """Why on+switch cannot run with this build, or None."""
-    if not os.access(zebra, os.X_OK):
-        return f"{zebra} is missing (scripts/setup.sh builds it)"
-    res = subprocess.run([zebra, "switch", "--help"], capture_output=True, text=True)
-    if res.returncode != 0:
-        return f"`zebra switch --help` failed: {(res.stderr or res.stdout).strip()[:200]}"
-    env = dict(clean_env(), ZEBRA_ENABLE="1", ZEBRA_SWITCH="127.0.0.1:9", ZEBRA_HOT_KEYS=hot_keys,
-               DMLC_NUM_WORKER="2", DMLC_NUM_SERVER=str(servers))
-    res = subprocess.run([zebra, "config"], capture_output=True, text=True, env=env)
-    if res.returncode != 0:
-        return f"`zebra config` refuses ZEBRA_SWITCH/ZEBRA_HOT_KEYS: {(res.stderr or res.stdout).strip()[:300]}"
-    return None
 
 
 def write_hot_keys(args, path):
@@ -77,77 +55,33 @@ def write_hot_keys(args, path):
     return float(m.group(1)) if m else None
 
 
-def launch_cmd(args, config, workers, logdir, hot_keys):
-    cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--net", args.net,
-           "--servers", str(args.servers), "--workers", str(workers), "--timeout", str(args.timeout),
-           "--quiet", "--logdir", logdir, "--subnet", args.subnet]
-    server_flag = "--server-ingress-rate" if args.shape == "ingress" else "--server-rate"
-    for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
-                        ("--link-delay", args.link_delay)):
-        cmd += [flag, value] if value else []
-    if config != "libzmq":
-        cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
-    if config == "on+switch":
-        cmd += ["--service", f"switch={args.zebra} switch --config {args.hot_config} "
-                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}} "
-                f"--hot-keys {hot_keys}",
-                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}",
-                "--env", f"ZEBRA_HOT_CONFIG={args.hot_config}"]
-    cmd += ["--", args.binary, f"--data={args.data}", f"--epochs={args.epochs}", f"--batch={args.batch}",
-            f"--dim={args.dim}", f"--seed={args.seed}", f"--target-rmse={args.target_rmse}",
-            f"--eval-every={args.eval_every}", f"--sync={1 if args.sync else 0}"]
-    return cmd
+def mf_cmd(args, config, workers, logdir, hot_keys):
+    return launch_cmd(args, config, workers, logdir, hot_keys) + [
+        args.binary, f"--data={args.data}", f"--epochs={args.epochs}", f"--batch={args.batch}",
+        f"--dim={args.dim}", f"--seed={args.seed}", f"--target-rmse={args.target_rmse}",
+        f"--eval-every={args.eval_every}", f"--sync={1 if args.sync else 0}"]
 
 
 def parse_run(logdir):
     """The run's metrics from the worker logs and pslaunch.json."""
-    text = ""
-    for name in sorted(os.listdir(logdir)):
-        if name.startswith("worker-") and name.endswith(".log"):
-            with open(os.path.join(logdir, name), errors="replace") as f:
-                text += f.read()
+    text = worker_logs(logdir)
     curve = [(float(t), float(r)) for _, _, t, r in EVAL.findall(text)]
     steps = [(int(s), float(t)) for _, s, t in WORKER.findall(text)]
     m = SUMMARY.search(text)
     summary = dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
-    with open(os.path.join(logdir, "pslaunch.json")) as f:
-        report = json.load(f)
-    ingress = None
-    nets = [n["net"] for name, n in report["nodes"].items() if name.startswith("server-")]
-    if nets and all(nets):
-        ingress = sum(n["rx_bytes"] for n in nets)
+    out = run_report(logdir)
+    ingress = out["server_ingress_bytes"]
     total_steps = sum(s for s, _ in steps)
-    switch = {}
-    switch_log = os.path.join(logdir, "switch.log")
-    if os.path.exists(switch_log):
-        with open(switch_log, errors="replace") as f:
-            stats = f.read()
-        added, rounds = SWITCH_ADDED.search(stats), SWITCH_ROUNDS.search(stats)
-        if added and rounds:
-            switch = {"switch_pairs": int(added.group(2)), "rounds_completed": int(rounds.group(1)),
-                      "rounds_flushed": int(rounds.group(2))}
     ttt = summary.get("time_to_target_s", "none")
-    return {
-        "ok": report["ok"],
-        "curve": curve,
-        "time_to_target_s": None if ttt == "none" else float(ttt),
-        "final_rmse": float(summary["final_rmse"]) if "final_rmse" in summary else None,
-        "steps": total_steps,
-        "steps_per_s": sum(s / t for s, t in steps if t > 0),
-        "server_ingress_bytes": ingress,
-        "ingress_per_step": ingress / total_steps if ingress and total_steps else None,
-        "elapsed_s": report["elapsed_s"],
-        **switch,
-    }
-
-
-def median(values):
-    values = [v for v in values if v is not None]
-    return statistics.median(values) if values else None
-
-
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+    out.update(
+        curve=curve,
+        time_to_target_s=None if ttt == "none" else float(ttt),
+        final_rmse=float(summary["final_rmse"]) if "final_rmse" in summary else None,
+        steps=total_steps,
+        steps_per_s=sum(s / t for s, t in steps if t > 0),
+        ingress_per_step=ingress / total_steps if ingress and total_steps else None,
+    )
+    return out
 
 
 def summarise(rs):
@@ -158,10 +92,6 @@ def summarise(rs):
             "ingress": pick("server_ingress_bytes"), "per_step": pick("ingress_per_step"),
             "rmse": pick("final_rmse"), "pairs": pick("switch_pairs"), "completed": pick("rounds_completed"),
             "flushed": pick("rounds_flushed")}
-
-
-def ratio(a, b):
-    return None if a is None or b is None or b == 0 else a / b
 
 
 def table(runs, configs, worker_counts, hot_share, args):
@@ -194,7 +124,7 @@ def table(runs, configs, worker_counts, hot_share, args):
     if hot_share is not None:
         lines += ["", f"Profiled hot share h = {hot_share:.4f} ({args.hot_count} hottest rows of the training "
                   "split); bound on the speed-up N/(N(1-h)+h): "
-                  + ", ".join(f"N={n}: {n / (n * (1 - hot_share) + hot_share):.2f}" for n in worker_counts)]
+                  + ", ".join(f"N={n}: {bound(n, hot_share):.2f}" for n in worker_counts)]
     return "\n".join(lines) + "\n"
 
 
@@ -206,12 +136,12 @@ def what_changed(runs, worker_counts, hot_share, args):
         zebra = summarise([r for r in runs if r["workers"] == n and r["config"] == "on+switch"])
         if not base["ok"] or not zebra["ok"]:
             continue
-        bound = None if hot_share is None else n / (n * (1 - hot_share) + hot_share)
+        limit = bound(n, hot_share)
         speedup = ratio(base["ttt"], zebra["ttt"])
         lines.append(
             f"N={n}: to test RMSE {args.target_rmse}, libzmq took {fmt(base['ttt'], '.1f')} s and Zebra with the "
-            f"switch {fmt(zebra['ttt'], '.1f')} s: {fmt(speedup, '.2f')}x (bound {fmt(bound, '.2f')}x"
-            f"{'' if speedup is None or bound is None else f', {speedup / bound:.0%} of it'}). "
+            f"switch {fmt(zebra['ttt'], '.1f')} s: {fmt(speedup, '.2f')}x (bound {fmt(limit, '.2f')}x"
+            f"{'' if speedup is None or limit is None else f', {speedup / limit:.0%} of it'}). "
             f"Server ingress per training step: {fmt(base['per_step'] and base['per_step'] / 1e3, '.1f')} KB "
             f"-> {fmt(zebra['per_step'] and zebra['per_step'] / 1e3, '.1f')} KB "
             f"({fmt(ratio(zebra['per_step'], base['per_step']), '.2f')}x). The switch summed "
@@ -221,13 +151,8 @@ def what_changed(runs, worker_counts, hot_share, args):
 
 
 def plots(runs, worker_counts, out):
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        log("matplotlib is missing (scripts/setup.sh --clients installs it): no plots")
+    plt = pyplot(log)
+    if plt is None:
         return []
     written = []
     for n in worker_counts:
@@ -254,19 +179,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated (default 2,4,8)")
-    p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
-    p.add_argument("--repeats", type=int, default=2, help="repetitions of every configuration (default 2)")
     p.add_argument("--servers", type=int, default=1, help="PS-lite servers (default 1)")
-    p.add_argument("--net", choices=("netns", "loopback"), default="netns", help="pslaunch network (default netns)")
-    p.add_argument("--subnet", default="10.98.0.0/24", help="testbed addresses (default 10.98.0.0/24)")
-    p.add_argument("--server-rate", default="4mbit",
-                   help="rate limit of the servers' links (default 4mbit: below what mf_train pushes on this "
-                   "2-core machine, so the link is the bottleneck; empty: unshaped)")
-    p.add_argument("--shape", choices=("both", "ingress"), default="both",
-                   help="--server-rate limits both directions of the servers' links (default), or only what "
-                   "they receive (ingress: the pushes, as the bound N/(N(1-h)+h) assumes; pulls unshaped)")
-    p.add_argument("--link-rate", default=None, help="rate limit of every other link (default: none)")
-    p.add_argument("--link-delay", default=None, help="delay of every link (needs sch_netem)")
+    add_testbed_args(p, "4mbit")
     p.add_argument("--target-rmse", type=float, default=0.93, help="stop when reached (default 0.93)")
     p.add_argument("--epochs", type=int, default=10, help="mf_train --epochs, the bound if the target is "
                    "never reached (default 10)")
@@ -278,28 +192,18 @@ def main():
                    help="mf_train --sync=1: synchronous SGD (every worker waits for all after each step, "
                    "as MXNet dist_sync); default asynchronous")
     p.add_argument("--hot-count", type=int, default=1000, help="hot rows for on+switch (default 1000)")
-    p.add_argument("--hot-config", default=os.path.join(ROOT, "scripts/bench-hot.conf"),
-                   help="hot-path settings of on+switch for the switch and every process (ZEBRA_HOT_CONFIG; "
-                   "default scripts/bench-hot.conf: full-MTU packets and a round timeout longer than the "
-                   "workers' spread on a shaped 2-core testbed)")
-    p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     p.add_argument("--data", default=os.path.join(ROOT, ".build/data/ml-100k.inter"))
     p.add_argument("--binary", default=os.path.join(ROOT, ".build/byteps-pslite/tests/mf_train"))
-    p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
-    p.add_argument("--zebra", default=os.path.join(ROOT, "target/release/zebra"))
     p.add_argument("--out", default=None, help="output directory (default results/bench-train/<time>)")
     args = p.parse_args()
 
     worker_counts = [int(n) for n in args.workers.split(",") if n]
-    configs = [c for c in args.configs.split(",") if c]
-    unknown = set(configs) - set(CONFIGS)
-    if unknown or not configs or not worker_counts or min(worker_counts) < 1 or args.repeats < 1:
-        p.error(f"bad --configs/--workers/--repeats (configs: {', '.join(CONFIGS)})")
+    if not worker_counts or min(worker_counts) < 1:
+        p.error("bad --workers")
+    configs = parse_configs(p, args)
     for path, what in ((args.data, "scripts/setup.sh --clients"), (args.binary, "scripts/build-pslite.sh")):
         if not os.path.exists(path):
             p.error(f"{path} is missing; run {what}")
-    if any(c != "libzmq" for c in configs) and not os.path.exists(args.shim):
-        p.error(f"{args.shim} is missing; run scripts/setup.sh")
     out = args.out or os.path.join(ROOT, "results", "bench-train", time.strftime("%Y%m%d-%H%M%S"))
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
 
@@ -321,7 +225,7 @@ def main():
     for i, (rep, n, c) in enumerate(plan, 1):
         logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
         log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
-        res = subprocess.run(launch_cmd(args, c, n, logdir, hot_keys), env=env, capture_output=True, text=True)
+        res = subprocess.run(mf_cmd(args, c, n, logdir, hot_keys), env=env, capture_output=True, text=True)
         if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
             log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
             runs.append({"workers": n, "config": c, "repeat": rep, "ok": False, "curve": []})

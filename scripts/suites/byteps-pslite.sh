@@ -22,8 +22,8 @@ Tests (default: all; exact_sums_hot and trace_hot only with SUITE_SWITCH): ${TES
   exact_sums_negative   exact_sums --inject-wrong-expected must FAIL (the checker is alive)
   exact_sums_hot        exact_sums, 2 servers, 4 workers, val_len 32, 64 keys, 10 rounds:
                         the in-network aggregation workload (with SUITE_SWITCH, 1 % seeded
-                        loss on the hot path and tests/lib/hotpath.py check; the bytes
-                        are reported: its pipelined phases overrun the switch's window)
+                        loss on the hot path and tests/lib/hotpath.py check: aggregated,
+                        and fewer hot bytes at the servers)
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)

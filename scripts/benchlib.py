@@ -1,0 +1,149 @@
+"""What the testbed benchmarks (bench-train.py, bench-agg.py) share: the pslaunch command
+of one configuration, the metrics every run reports, and small formatting helpers."""
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIGS = ("libzmq", "off", "on", "on+switch")
+SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
+SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
+
+
+def clean_env():
+    """This environment without ZEBRA_* (each configuration sets its own)."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
+
+
+def switch_unavailable(zebra, hot_keys, servers):
+    """Why on+switch cannot run with this build, or None."""
+    if not os.access(zebra, os.X_OK):
+        return f"{zebra} is missing (scripts/setup.sh builds it)"
+    res = subprocess.run([zebra, "switch", "--help"], capture_output=True, text=True)
+    if res.returncode != 0:
+        return f"`zebra switch --help` failed: {(res.stderr or res.stdout).strip()[:200]}"
+    env = dict(clean_env(), ZEBRA_ENABLE="1", ZEBRA_SWITCH="127.0.0.1:9", ZEBRA_HOT_KEYS=hot_keys,
+               DMLC_NUM_WORKER="2", DMLC_NUM_SERVER=str(servers))
+    res = subprocess.run([zebra, "config"], capture_output=True, text=True, env=env)
+    if res.returncode != 0:
+        return f"`zebra config` refuses ZEBRA_SWITCH/ZEBRA_HOT_KEYS: {(res.stderr or res.stdout).strip()[:300]}"
+    return None
+
+
+def add_testbed_args(p, server_rate):
+    """The testbed options both benchmarks take."""
+    p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
+    p.add_argument("--repeats", type=int, default=2, help="repetitions of every configuration (default 2)")
+    p.add_argument("--net", choices=("netns", "loopback"), default="netns", help="pslaunch network (default netns)")
+    p.add_argument("--subnet", default="10.98.0.0/24", help="testbed addresses (default 10.98.0.0/24)")
+    p.add_argument("--server-rate", default=server_rate,
+                   help=f"rate limit of the servers' links (default {server_rate}: below what the job pushes "
+                   "on this 2-core machine, so the link is the bottleneck; empty: unshaped)")
+    p.add_argument("--shape", choices=("both", "ingress"), default="both",
+                   help="--server-rate limits both directions of the servers' links (default), or only what "
+                   "they receive (ingress: the pushes, as the bound N/(N(1-h)+h) assumes; pulls unshaped)")
+    p.add_argument("--link-rate", default=None, help="rate limit of every other link (default: none)")
+    p.add_argument("--link-delay", default=None, help="delay of every link (needs sch_netem)")
+    p.add_argument("--hot-config", default=os.path.join(ROOT, "scripts/bench-hot.conf"),
+                   help="hot-path settings of on+switch for the switch and every process (ZEBRA_HOT_CONFIG; "
+                   "default scripts/bench-hot.conf: full-MTU packets and a round timeout longer than the "
+                   "workers' spread on a shaped 2-core testbed)")
+    p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
+    p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
+    p.add_argument("--zebra", default=os.path.join(ROOT, "target/release/zebra"))
+
+
+def parse_configs(p, args):
+    configs = [c for c in args.configs.split(",") if c]
+    unknown = set(configs) - set(CONFIGS)
+    if unknown or not configs or args.repeats < 1:
+        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)})")
+    if any(c != "libzmq" for c in configs) and not os.path.exists(args.shim):
+        p.error(f"{args.shim} is missing; run scripts/setup.sh")
+    return configs
+
+
+def launch_cmd(args, config, workers, logdir, hot_keys):
+    """pslaunch.py for one run of `config` with `workers` workers, up to the job's own argv."""
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--net", args.net,
+           "--servers", str(args.servers), "--workers", str(workers), "--timeout", str(args.timeout),
+           "--quiet", "--logdir", logdir, "--subnet", args.subnet]
+    server_flag = "--server-ingress-rate" if args.shape == "ingress" else "--server-rate"
+    for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
+                        ("--link-delay", args.link_delay)):
+        cmd += [flag, value] if value else []
+    if config != "libzmq":
+        cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
+    if config == "on+switch":
+        cmd += ["--service", f"switch={args.zebra} switch --config {args.hot_config} "
+                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}} "
+                f"--hot-keys {hot_keys}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}",
+                "--env", f"ZEBRA_HOT_CONFIG={args.hot_config}"]
+    return cmd + ["--"]
+
+
+def run_report(logdir):
+    """What every run reports: success, server ingress bytes (the servers' veth counters,
+    which count libzmq's traffic as well as Zebra's) and, beside a switch, its sums."""
+    with open(os.path.join(logdir, "pslaunch.json")) as f:
+        report = json.load(f)
+    ingress = None
+    nets = [n["net"] for name, n in report["nodes"].items() if name.startswith("server-")]
+    if nets and all(nets):
+        ingress = sum(n["rx_bytes"] for n in nets)
+    out = {"ok": report["ok"], "server_ingress_bytes": ingress, "elapsed_s": report["elapsed_s"]}
+    switch_log = os.path.join(logdir, "switch.log")
+    if os.path.exists(switch_log):
+        with open(switch_log, errors="replace") as f:
+            stats = f.read()
+        added, rounds = SWITCH_ADDED.search(stats), SWITCH_ROUNDS.search(stats)
+        if added and rounds:
+            out.update(switch_pairs=int(added.group(2)), rounds_completed=int(rounds.group(1)),
+                       rounds_flushed=int(rounds.group(2)))
+    return out
+
+
+def worker_logs(logdir):
+    text = ""
+    for name in sorted(os.listdir(logdir)):
+        if name.startswith("worker-") and name.endswith(".log"):
+            with open(os.path.join(logdir, name), errors="replace") as f:
+                text += f.read()
+    return text
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt(v, spec):
+    return "-" if v is None else format(v, spec)
+
+
+def ratio(a, b):
+    return None if a is None or b is None or b == 0 else a / b
+
+
+def bound(n, h):
+    """The speed-up in-network aggregation can give N workers whose pushes hold a share h of
+    hot values at a server-bound job: N pushes' hot values arrive once (paper §II)."""
+    return None if h is None else n / (n * (1 - h) + h)
+
+
+def pyplot(log):
+    """matplotlib's pyplot with the Agg backend, or None (logged) when it is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        log("matplotlib is missing (scripts/setup.sh --clients installs it): no plots")
+        return None
+    return plt
