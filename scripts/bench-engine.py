@@ -20,6 +20,9 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SIZES = [64, 1024, 65536, 1 << 20, 4 << 20]
+# Messages a throughput run sends: about 1 GiB, within [50, 100000] (a 4 MiB run of 50
+# messages lasted under 0.1 s, too short to measure on a shared 2-core machine).
+RUN_BYTES = 1 << 30
 STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
 
@@ -78,8 +81,17 @@ def main():
     p.add_argument("--reps", type=int, default=3, help="repetitions per configuration (default 3)")
     p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
     p.add_argument("--pslite-bin", default=os.path.join(ROOT, ".build/byteps-pslite/tests/test_benchmark"))
+    p.add_argument("--sizes", default=",".join(map(str, SIZES)),
+                   help="message sizes of the perf pair, bytes, comma-separated (default all five)")
+    p.add_argument("--no-pslite", action="store_true", help="skip the PS-lite test_benchmark part")
     p.add_argument("--out", default=os.path.join(ROOT, "results/engine.md"))
     args = p.parse_args()
+    try:
+        sizes = [int(x) for x in args.sizes.split(",") if x]
+    except ValueError:
+        p.error(f"--sizes: not a list of byte counts: {args.sizes!r}")
+    if not sizes or min(sizes) < 1:
+        p.error("--sizes: give at least one positive size")
     if not os.path.exists(args.shim) or not os.path.exists(args.pslite_bin):
         p.error("run scripts/setup.sh --clients first")
     perf_bin = os.path.join(ROOT, ".build/perf/zmq_perf")
@@ -90,8 +102,8 @@ def main():
     header = ("| workload | real libzmq | Zebra engine | Zebra / libzmq (median) | range |\n"
               "|---|---|---|---|---|")
     rows = []
-    for size in SIZES:
-        count = max(50, min(100000, 400_000_000 // (size * 4 + 4000)))
+    for size in sizes:
+        count = max(50, min(100000, RUN_BYTES // size))
         for kind, unit, better in (("thr", "msg/s", True), ("lat", "us", False)):
             n = count if kind == "thr" else max(200, min(5000, count // 10))
             got = {"libzmq": [], "zebra": []}
@@ -101,7 +113,7 @@ def main():
             label = f"{'throughput' if kind == 'thr' else 'latency (one way)'} {size} B"
             rows.append(ratio_row(label, got["libzmq"], got["zebra"], unit, better))
             print(rows[-1], flush=True)
-    for size, rounds in ((1024, 40), (262144, 24)):
+    for size, rounds in () if args.no_pslite else ((1024, 40), (262144, 24)):
         got = {"libzmq": [], "zebra": []}
         for rep in range(args.reps):
             for mode in (["libzmq", "zebra"] if rep % 2 == 0 else ["zebra", "libzmq"]):
@@ -110,7 +122,7 @@ def main():
         rows.append(ratio_row(f"PS-lite test_benchmark goodput, {size} B values", got["libzmq"], got["zebra"], "Gbps"))
         print(rows[-1], flush=True)
     text = (f"Zebra's engine vs the real libzmq 4.3.4, loopback, {args.reps} repetitions alternating, "
-            f"measured {time.strftime('%Y-%m-%d')} with `scripts/bench-engine.py --reps {args.reps}`:\n\n"
+            f"measured {time.strftime('%Y-%m-%d')} with `{' '.join(['scripts/bench-engine.py'] + sys.argv[1:])}`:\n\n"
             + header + "\n" + "\n".join(rows) + "\n")
     os.makedirs(os.path.dirname(args.out), exist_ok=True)
     with open(args.out, "w") as f:

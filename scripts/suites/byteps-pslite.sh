@@ -133,7 +133,7 @@ run_job() {
 # KVServer on a loaded machine, "timeout (5 sec) to wait App 0 customer 0 ready at 0". Such a
 # run (and only such a run) is retried.
 STOCK_RACES='Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready'
-STOCK_ATTEMPTS=3
+STOCK_ATTEMPTS=5
 run_stock_job() {
   local name="$1" attempt
   for ((attempt = 1; attempt <= STOCK_ATTEMPTS; attempt++)); do
