@@ -40,16 +40,16 @@ pub mod push_flags {
     /// A SETTLE follows for this round whatever happens (the round may
     /// leave pairs over); without it a clean round has no SETTLE.
     pub const SETTLES: u8 = 0x02;
-    /// The hot keys are a bitmap over hot indices, not a list.
+    /// The hot keys are a bitmap over the server's hot keys, not a list.
     pub const BITMAP: u8 = 0x04;
     /// Bits that must be zero.
     pub const RESERVED: u8 = !(LENS | SETTLES | BITMAP);
 }
 /// PUSH trailer header length.
 pub const PUSH_HEADER_LEN: usize = 24;
-/// Bytes per listed hot key: its first hot index, u32.
+/// Bytes per listed hot key: its ordinal, u32.
 pub const PUSH_ENTRY_LEN: usize = 4;
-/// Longest bitmap of hot indices: 2^29 bytes cover every u32 index.
+/// Longest bitmap: 2^29 bytes cover every u32 ordinal.
 const MAX_BITMAP_BYTES: usize = 1 << 29;
 /// SETTLE header length.
 pub const SETTLE_HEADER_LEN: usize = 24;
@@ -100,8 +100,8 @@ pub enum FrameError {
         /// Previous round.
         previous: u32,
     },
-    /// Listed hot indices not strictly increasing.
-    #[error("Zebra PUSH trailer: hot index {0} listed after a larger or equal one")]
+    /// Listed hot keys not strictly increasing.
+    #[error("Zebra PUSH trailer: hot key {0} listed after a larger or equal one")]
     Unsorted(u32),
     /// A value type code PS-lite does not have.
     #[error("Zebra PUSH trailer: unknown value type {0}")]
@@ -144,10 +144,10 @@ pub struct PushTrailer {
     /// Whether a SETTLE follows whatever happens (else only when the round
     /// is not clean: a packet refused or unanswered).
     pub settles: bool,
-    /// The hot keys the worker took out, each as its first hot index in
-    /// the server's job (the hot set says which key and how many values),
-    /// strictly increasing. On the wire a list of u32 or a bitmap, whichever
-    /// is shorter.
+    /// The hot keys the worker took out, each as its ordinal among the
+    /// server's hot keys in hot-index order (the hot set says which key, its
+    /// first hot index and how many values), strictly increasing. On the
+    /// wire a list of u32 or a bitmap, whichever is shorter.
     pub hot: Vec<u32>,
 }
 

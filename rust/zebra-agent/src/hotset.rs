@@ -81,6 +81,9 @@ pub struct HotKey {
     pub rank: u32,
     /// Owning server rank.
     pub server: u16,
+    /// Its place among the server's hot keys, in hot-index order (what a
+    /// PUSH trailer lists).
+    pub ordinal: u32,
     /// First hot index in the server's job.
     pub base: u32,
     /// Values per push (`L`).
@@ -174,6 +177,7 @@ impl HotSet {
                 key,
                 rank,
                 server,
+                ordinal: per_server[server as usize].len() as u32,
                 base: base as u32,
                 len,
             };
@@ -219,6 +223,11 @@ impl HotSet {
             .get(server as usize)
             .and_then(|keys| keys.last())
             .map_or(0, |k| k.base + k.len)
+    }
+
+    /// Server `server`'s hot key number `ordinal` (in hot-index order).
+    pub fn key_at(&self, server: u16, ordinal: u32) -> Option<&HotKey> {
+        self.per_server.get(server as usize)?.get(ordinal as usize)
     }
 
     /// The hot key and value position of hot index `index` of server

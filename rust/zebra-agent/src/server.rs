@@ -800,17 +800,15 @@ impl ServerAgent {
                     .trailer
                     .hot
                     .iter()
-                    .filter_map(|&base| match hot.locate(server, base) {
-                        Some((hk, 0)) => Some((hk.key, hk.base, hk.len)),
-                        _ => None,
-                    })
+                    .filter_map(|&ordinal| hot.key_at(server, ordinal))
+                    .map(|hk| (hk.key, hk.base, hk.len))
                     .collect();
                 let bad = (h.trailer.hot.len() - wanted.len()) as u64;
                 if bad > 0 {
                     self.stats.bad_keys += bad;
                     log::error!(
-                        "server {server}: worker {w} round {r}: {bad} listed hot indices are not \
-                         the first value of a hot key of this server; those keys are left out"
+                        "server {server}: worker {w} round {r}: {bad} listed hot keys beyond this \
+                         server's; those keys are left out"
                     );
                 }
                 wanted.sort_unstable_by_key(|&(key, _, _)| key);
@@ -836,7 +834,7 @@ impl ServerAgent {
                 let per_key = shape.entries.first().map(|e| e.1.len());
                 keys.into_iter()
                     .filter(|hk| {
-                        h.trailer.hot.binary_search(&hk.base).is_ok()
+                        h.trailer.hot.binary_search(&hk.ordinal).is_ok()
                             || (!shape.entries.iter().any(|c| c.0 == hk.key)
                                 && (shape.lens
                                     || per_key.is_none_or(|p| p == hk.len as usize * F32_BYTES)))

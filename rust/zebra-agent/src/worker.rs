@@ -118,8 +118,8 @@ enum Skip {
 }
 
 enum Verdict {
-    /// Hot, first hot index.
-    Hot(u32),
+    /// Hot: the key's ordinal among the server's hot keys, its first hot index.
+    Hot(u32, u32),
     Cold,
 }
 
@@ -253,8 +253,8 @@ impl WorkerAgent {
         let mut pairs = Vec::new();
         for (i, &(key, bytes, _)) in entries.iter().enumerate() {
             match self.verdict(server, &entries, i) {
-                Verdict::Hot(base) => {
-                    listed.push(base);
+                Verdict::Hot(ordinal, base) => {
+                    listed.push(ordinal);
                     pairs.extend((base..).zip(values::decode(bytes)));
                 }
                 Verdict::Cold => cold.push_entry(key, bytes),
@@ -340,7 +340,7 @@ impl WorkerAgent {
             self.stats.cold_len += 1;
             Verdict::Cold
         } else {
-            Verdict::Hot(hk.base)
+            Verdict::Hot(hk.ordinal, hk.base)
         }
     }
 
