@@ -169,19 +169,31 @@ int send(Msg &m, Socket *s, int flags) {
 
 // BytePS's van polls zmq_msg_recv(ZMQ_DONTWAIT) in a loop on several threads per
 // process. Our empty check is one atomic load, so such a loop would spin at full speed
-// and starve the I/O threads that move the data (a job has more busy threads than this
-// machine has cores). After a streak of empty polls the thread yields its core, as a
-// system call in libzmq's empty path does in effect.
-constexpr int kSpinsBeforeYield = 32;
+// and starve the threads that move the data (a job has more busy threads than this
+// machine has cores; sched_yield alone left them runnable, most of the CPU going to
+// the kernel). A thread whose last kSpinsBeforeWait empty polls came within kTightLoop
+// is spinning: it sleeps until something arrives in the process, at most kWaitUs, and
+// then gets EAGAIN as before (or finds the part on its next call). A thread that polls
+// between other work is not held: its streak is slower than kTightLoop.
+constexpr int kSpinsBeforeWait = 32;
+constexpr std::chrono::microseconds kTightLoop{200};
+constexpr uint32_t kWaitUs = 1000;
 thread_local int empty_polls = 0;
+thread_local std::chrono::steady_clock::time_point streak_start;
 
 int recv(Msg &m, Socket *s, int flags) {
   const bool dontwait = (flags & ZMQ_DONTWAIT) != 0;
   // The spin-polling fast path: nothing queued means EAGAIN without allocating.
   if (dontwait && (bridge::socket_events(*s->handle) & ZMQ_POLLIN) == 0) {
-    if (++empty_polls >= kSpinsBeforeYield) {
+    const auto now = std::chrono::steady_clock::now();
+    if (empty_polls == 0) streak_start = now;
+    if (++empty_polls >= kSpinsBeforeWait) {
       empty_polls = 0;
-      sched_yield();
+      if (now - streak_start <= kTightLoop) {
+        bridge::socket_wait_in(*s->handle, kWaitUs);
+      } else {
+        sched_yield();
+      }
     }
     return fail(EAGAIN);
   }

@@ -102,7 +102,10 @@ fn init_logging() {
         .or_else(|| std::env::var("RUST_LOG").ok())
         .filter(|f| !f.trim().is_empty())
         .unwrap_or_else(|| "info".into());
-    env_logger::Builder::new().parse_filters(&filter).init();
+    env_logger::Builder::new()
+        .parse_filters(&filter)
+        .format_timestamp_millis()
+        .init();
 }
 
 fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {

@@ -71,7 +71,7 @@ mod transport;
 pub use bytes::Bytes;
 pub use context::Context;
 pub use error::{Error, Result};
-pub use poll::poll;
+pub use poll::{activity, notify_activity, poll, wait_activity};
 pub use socket::Part;
 pub use transport::{current_stack, use_stack};
 

@@ -7,6 +7,25 @@ use crate::error::Result;
 use crate::signal::ACTIVITY;
 use crate::Socket;
 
+/// The process-wide activity counter: it moves whenever any socket's
+/// readiness may have changed. Read it before checking a condition, then
+/// [`wait_activity`] with it.
+pub fn activity() -> u64 {
+    ACTIVITY.seq()
+}
+
+/// Blocks until [`activity`] moves past `seen` or `deadline` passes;
+/// `false` on timeout.
+pub fn wait_activity(seen: u64, deadline: Instant) -> bool {
+    ACTIVITY.wait(seen, Some(deadline))
+}
+
+/// Moves [`activity`] and wakes its waiters: for readiness that changes
+/// outside the engine's sockets (a hook's inbox).
+pub fn notify_activity() {
+    ACTIVITY.notify();
+}
+
 /// Waits until at least one `(socket, events)` item has one of its
 /// requested `ZMQ_POLLIN` / `ZMQ_POLLOUT` bits, or `timeout_ms` passes
 /// (-1: no limit; 0: look once). Returns each item's events, masked by what

@@ -725,6 +725,7 @@ impl RouterHook {
         }
         drop(inbox);
         self.ready.notify_all();
+        zebra_engine::notify_activity();
     }
 
     /// The next part for the app.

@@ -6,6 +6,7 @@
 //! spin loop, so `EAGAIN` must cost no more than a return.
 
 use std::sync::OnceLock;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use zebra_engine::consts::{opt, ZMQ_POLLIN};
@@ -39,6 +40,7 @@ mod bridge {
         fn socket_disconnect(socket: &SocketHandle, endpoint: &[u8]) -> i32;
         fn socket_monitor(socket: &SocketHandle, endpoint: &[u8], events: i32) -> i32;
         fn socket_events(socket: &SocketHandle) -> i32;
+        fn socket_wait_in(socket: &SocketHandle, timeout_us: u32);
 
         fn socket_send_copy(socket: &SocketHandle, data: &[u8], more: bool, dontwait: bool) -> i32;
         fn socket_send_part(
@@ -202,6 +204,19 @@ fn socket_events(socket: &SocketHandle) -> i32 {
     match &socket.2 {
         Hook::Router(r) if engine != 0 => (engine & !ZMQ_POLLIN) | r.events(),
         _ => engine,
+    }
+}
+
+/// Sleeps until the socket has a part to receive (`ZMQ_POLLIN`), or up to
+/// `timeout_us` microseconds: what a thread spinning on `ZMQ_DONTWAIT`
+/// receives does instead of spinning.
+fn socket_wait_in(socket: &SocketHandle, timeout_us: u32) {
+    let deadline = Instant::now() + Duration::from_micros(u64::from(timeout_us));
+    loop {
+        let seen = zebra_engine::activity();
+        if socket_events(socket) & ZMQ_POLLIN != 0 || !zebra_engine::wait_activity(seen, deadline) {
+            return;
+        }
     }
 }
 

@@ -357,6 +357,13 @@ impl Switch {
             p.retries += 1;
             p.next = now + flow.rtt.backoff(p.retries);
             self.stats.aggregate_retransmits += 1;
+            log::trace!(
+                "switch: job {job} round {round} part {part} for server {server} resent (retry {}, \
+                 sent {:?} ago, window {})",
+                p.retries,
+                now - p.sent,
+                flow.window()
+            );
             out.push(SwitchAction::Aggregate {
                 job,
                 server,
