@@ -168,35 +168,52 @@ int send(Msg &m, Socket *s, int flags) {
 }
 
 // BytePS's van polls zmq_msg_recv(ZMQ_DONTWAIT) in a loop on several threads per
-// process. Our empty check is one atomic load, so such a loop would spin at full speed
-// and starve the threads that move the data (a job has more busy threads than this
-// machine has cores; sched_yield alone left them runnable, most of the CPU going to
-// the kernel). A thread whose last kSpinsBeforeWait empty polls came within kTightLoop
-// is spinning: it sleeps until something arrives in the process, at most kWaitUs, and
-// then gets EAGAIN as before (or finds the part on its next call). A thread that polls
-// between other work is not held: its streak is slower than kTightLoop.
-constexpr int kSpinsBeforeWait = 32;
+// process, holding the van's mutex, which its sending thread needs too. Our empty check
+// is one atomic load, so such a loop would spin at full speed and starve the threads
+// that move the data (a job has more busy threads than this machine has cores). Every
+// kSpinsBeforeRest empty polls the thread rests: it yields its core; and if those polls
+// came within kTightLoop (a spin loop, not polls between other work) and nothing has
+// arrived for kIdleBeforeSleep, it sleeps until something arrives in the process, at
+// most kSleepUs. Sleeping at once would hold the app's mutex against its own sender in
+// a ping-pong; after a millisecond of silence the cost is bounded by kSleepUs, and the
+// idle threads of a job waiting for a round stop taking the CPU from those doing the
+// work.
+constexpr int kSpinsBeforeRest = 32;
 constexpr std::chrono::microseconds kTightLoop{200};
-constexpr uint32_t kWaitUs = 1000;
+constexpr std::chrono::microseconds kIdleBeforeSleep{1000};
+constexpr uint32_t kSleepUs = 100;
 thread_local int empty_polls = 0;
-thread_local std::chrono::steady_clock::time_point streak_start;
+thread_local bool idle = false;
+thread_local std::chrono::steady_clock::time_point idle_since;
+thread_local std::chrono::steady_clock::time_point rest_window;
+
+// rest_window: when the thread came back from its last rest, so that the window of the
+// next kSpinsBeforeRest polls does not count the rest itself.
+void rest(Socket *s) {
+  const auto now = std::chrono::steady_clock::now();
+  if (!idle) {
+    idle = true;
+    idle_since = now;
+    sched_yield();
+  } else if (now - rest_window <= kTightLoop && now - idle_since >= kIdleBeforeSleep) {
+    bridge::socket_wait_in(*s->handle, kSleepUs);
+  } else {
+    sched_yield();
+  }
+  rest_window = std::chrono::steady_clock::now();
+}
 
 int recv(Msg &m, Socket *s, int flags) {
   const bool dontwait = (flags & ZMQ_DONTWAIT) != 0;
   // The spin-polling fast path: nothing queued means EAGAIN without allocating.
   if (dontwait && (bridge::socket_events(*s->handle) & ZMQ_POLLIN) == 0) {
-    const auto now = std::chrono::steady_clock::now();
-    if (empty_polls == 0) streak_start = now;
-    if (++empty_polls >= kSpinsBeforeWait) {
+    if (++empty_polls >= kSpinsBeforeRest) {
       empty_polls = 0;
-      if (now - streak_start <= kTightLoop) {
-        bridge::socket_wait_in(*s->handle, kWaitUs);
-      } else {
-        sched_yield();
-      }
+      rest(s);
     }
     return fail(EAGAIN);
   }
+  idle = false;
   empty_polls = 0;
   int err = 0;
   rust::Box<bridge::RecvPart> part = bridge::socket_recv(*s->handle, dontwait, err);
