@@ -17,8 +17,9 @@ within each repetition:
 Metric: pushed pairs per second, all workers together (their pairs over the slowest
 worker's time in push and wait), as a speed-up against libzmq next to the bound
 N/(N(1-h)+h) that summing the hot values once gives a server-bound job; also the servers'
-ingress bytes and the switch's sums. Writes table.md, runs.json, throughput.png and logs/
-under --out.
+ingress bytes, the switch's sums, and (on+switch, from the shim's ZEBRA_STATS) what the
+pushes cost the servers against the same pushes whole, next to the (1-h)+h/N the profile
+predicts. Writes table.md, runs.json, throughput.png and logs/ under --out.
 
   scripts/bench-agg.py [--workers 2,4,8] [--configs libzmq,on+switch] [--repeats 2]
 """
@@ -33,6 +34,9 @@ import time
 
 from benchlib import (ROOT, add_testbed_args, bound, clean_env, fmt, launch_cmd, median, parse_configs,
                       pyplot, ratio, run_report, switch_unavailable, worker_logs)
+
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+from hotpath import push_bytes  # noqa: E402
 
 REPLAY = re.compile(r"^trace_replay: (OK|FAIL) worker rank (\d+) of \d+: \d+ rounds, (\d+) pairs \((\d+) values\) "
                     r"pushed, (\d+) values checked, (\d+) wrong; push [0-9.]+ pairs/s \(([0-9.]+) s in push\+wait\)",
@@ -69,6 +73,12 @@ def parse_run(logdir, workers):
     out.update(ok=out["ok"] and ok, pairs=pairs, values=sum(int(r[3]) for r in rows),
                checked=sum(int(r[4]) for r in rows), push_s=slowest,
                pairs_per_s=pairs / slowest if ok and slowest > 0 else None)
+    if os.path.isdir(os.path.join(logdir, "stats")):
+        b, problems = push_bytes(logdir)
+        if problems:
+            log(f"  {logdir}: {'; '.join(problems)}")
+            out["ok"] = False
+        out["push_bytes_ratio"] = ratio(b["split"] + b["udp"], b["whole"])
     return out
 
 
@@ -76,6 +86,7 @@ def summarise(rs):
     ok = [r for r in rs if r["ok"]]
     pick = lambda key: median([r.get(key) for r in ok])  # noqa: E731
     return {"ok": len(ok), "pps": pick("pairs_per_s"), "ingress": pick("server_ingress_bytes"),
+            "push_ratio": pick("push_bytes_ratio"),
             "push_s": pick("push_s"), "pairs": pick("switch_pairs"), "completed": pick("rounds_completed"),
             "flushed": pick("rounds_flushed"), "total": pick("pairs")}
 
@@ -89,12 +100,14 @@ def table(runs, configs, worker_counts, shares, args):
         f"medians of {args.repeats} repetition(s).",
         "",
         "| N | config | runs ok | pushed pairs/s | speed-up vs libzmq | bound N/(N(1-h)+h) | of the bound "
-        "| server ingress (MB) | vs libzmq | switch: pairs summed, rounds completed/flushed |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| server ingress (MB) | vs libzmq | push bytes vs whole | predicted (1-h)+h/N "
+        "| switch: pairs summed, rounds completed/flushed |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n in worker_counts:
         base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
         limit = bound(n, shares.get(n))
+        predicted = None if limit is None else 1 / limit
         for c in configs:
             rs = [r for r in runs if r["workers"] == n and r["config"] == c]
             if not rs:
@@ -107,7 +120,7 @@ def table(runs, configs, worker_counts, shares, args):
                 f"| {n} | {c} | {m['ok']}/{len(rs)} | {fmt(m['pps'], ',.0f')} | {fmt(speedup, '.2f')}x | "
                 f"{fmt(limit, '.2f')}x | {fmt(of_bound, '.0%')} | "
                 f"{fmt(m['ingress'] and m['ingress'] / 1e6, '.1f')} | {fmt(ratio(m['ingress'], base['ingress']), '.2f')}x "
-                f"| {switch} |")
+                f"| {fmt(m['push_ratio'], '.3f')} | {'-' if c != 'on+switch' else fmt(predicted, '.3f')} | {switch} |")
     lines += ["", "Hot share h of the pushed values, as `zebra profile` predicts it for each trace: "
               + ", ".join(f"N={n}: {fmt(shares.get(n), '.3f')}" for n in worker_counts) + "."]
     return "\n".join(lines) + "\n"
@@ -192,7 +205,11 @@ def main():
         logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
         trace, keys = traces[n]
         log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
-        cmd = launch_cmd(args, c, n, logdir, keys) + [args.binary, f"--trace={trace}", "--check=end"]
+        cmd = launch_cmd(args, c, n, logdir, keys)
+        if c == "on+switch":
+            os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
+            cmd[-1:-1] = ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
+        cmd += [args.binary, f"--trace={trace}", "--check=end"]
         res = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True)
         if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
             log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")

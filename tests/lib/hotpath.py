@@ -57,11 +57,12 @@ def field(text, name):
     return sum(int(v) for v in re.findall(FIELD.format(name), text))
 
 
-def check(args):
+def push_bytes(logdir):
+    """What the switch summed and what the pushes cost the servers, from LOGDIR/switch.log
+    and the shim's statistics files (LOGDIR/stats/*): a dict, and the problems found."""
     problems = []
-    switch_log = os.path.join(args.logdir, "switch.log")
     try:
-        with open(switch_log) as f:
+        with open(os.path.join(logdir, "switch.log")) as f:
             sw = f.read()
     except OSError as e:
         sw = ""
@@ -71,7 +72,7 @@ def check(args):
     if pairs == 0:
         problems.append("the switch added no pair: nothing was aggregated")
     stats = ""
-    for path in glob.glob(os.path.join(args.logdir, "stats", "*")):
+    for path in glob.glob(os.path.join(logdir, "stats", "*")):
         with open(path) as f:
             stats += f.read()
     workers = [l for l in stats.splitlines() if "WorkerAgentStats" in l]
@@ -90,6 +91,14 @@ def check(args):
     lost = sum(field(l, "lost_values") + field(l, "forced") for l in servers)
     if lost:
         problems.append(f"servers lost {lost} values or forced {lost} unsettled requests")
+    return {"pairs": pairs, "whole": whole, "split": split, "udp": udp, "hot_whole": hot_whole,
+            "hot_switch": hot_switch}, problems
+
+
+def check(args):
+    b, problems = push_bytes(args.logdir)
+    pairs, whole, split, udp = b["pairs"], b["whole"], b["split"], b["udp"]
+    hot_whole, hot_switch = b["hot_whole"], b["hot_switch"]
     ingress = split + udp
     ratio = ingress / whole if whole else float("nan")
     hot_ratio = hot_switch / hot_whole if hot_whole else float("nan")
