@@ -24,7 +24,6 @@ predicts. Writes table.md, runs.json, throughput.png and logs/ under --out.
   scripts/bench-agg.py [--workers 2,4,8] [--configs libzmq,on+switch] [--repeats 2]
 """
 
-import argparse
 import json
 import os
 import re
@@ -32,8 +31,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, add_testbed_args, bound, clean_env, fmt, launch_cmd, median, parse_configs,
-                      pyplot, ratio, run_report, switch_unavailable, worker_logs)
+from benchlib import (ROOT, bound, fmt, launch_cmd, median, parse_configs, parser, pyplot, ratio, run_plan,
+                      run_report, switch_unavailable, worker_counts, worker_logs)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 from hotpath import push_bytes  # noqa: E402
@@ -91,7 +90,7 @@ def summarise(rs):
             "flushed": pick("rounds_flushed"), "total": pick("pairs")}
 
 
-def table(runs, configs, worker_counts, shares, args):
+def table(runs, configs, counts, shares, args):
     lines = [
         f"trace_replay of OA-like traces ({args.keys:,} keys, ~{args.keys_per_push} keys a push, {args.values} "
         f"values a key, {args.rounds} rounds), {args.servers} servers, testbed --net {args.net}, servers' links "
@@ -104,7 +103,7 @@ def table(runs, configs, worker_counts, shares, args):
         "| switch: pairs summed, rounds completed/flushed |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for n in worker_counts:
+    for n in counts:
         base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
         limit = bound(n, shares.get(n))
         predicted = None if limit is None else 1 / limit
@@ -122,29 +121,29 @@ def table(runs, configs, worker_counts, shares, args):
                 f"{fmt(m['ingress'] and m['ingress'] / 1e6, '.1f')} | {fmt(ratio(m['ingress'], base['ingress']), '.2f')}x "
                 f"| {fmt(m['push_ratio'], '.3f')} | {'-' if c != 'on+switch' else fmt(predicted, '.3f')} | {switch} |")
     lines += ["", "Hot share h of the pushed values, as `zebra profile` predicts it for each trace: "
-              + ", ".join(f"N={n}: {fmt(shares.get(n), '.3f')}" for n in worker_counts) + "."]
+              + ", ".join(f"N={n}: {fmt(shares.get(n), '.3f')}" for n in counts) + "."]
     return "\n".join(lines) + "\n"
 
 
-def plot(runs, configs, worker_counts, shares, out):
+def plot(runs, configs, counts, shares, out):
     plt = pyplot(log)
     if plt is None:
         return None
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for c in configs:
         pts = [(n, summarise([r for r in runs if r["workers"] == n and r["config"] == c])["pps"])
-               for n in worker_counts]
+               for n in counts]
         pts = [(n, v) for n, v in pts if v is not None]
         if pts:
             ax.plot(*zip(*pts), marker="o", label=c)
     base = [(n, summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])["pps"])
-            for n in worker_counts]
+            for n in counts]
     upper = [(n, v * bound(n, shares[n])) for n, v in base if v is not None and shares.get(n) is not None]
     if upper:
         ax.plot(*zip(*upper), linestyle="--", color="grey", label="libzmq x bound N/(N(1-h)+h)")
     ax.set_xlabel("workers N")
     ax.set_ylabel("pushed pairs per second (all workers)")
-    ax.set_xticks(worker_counts)
+    ax.set_xticks(counts)
     ax.set_title("Aggregation throughput, OA-like traces, server links shaped")
     ax.grid(True, alpha=0.3)
     ax.legend(fontsize="small")
@@ -156,11 +155,7 @@ def plot(runs, configs, worker_counts, shares, out):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated (default 2,4,8)")
-    p.add_argument("--servers", type=int, default=2, help="PS-lite servers (default 2)")
-    add_testbed_args(p, "4mbit")
+    p = parser(__doc__, servers=2)
     p.add_argument("--keys", type=int, default=5_000_000, help="zebra trace gen --keys (default 5000000)")
     p.add_argument("--keys-per-push", type=int, default=1500,
                    help="zebra trace gen --keys-per-push (default 1500: a push holds about 3/4 of the 1000 hot "
@@ -174,9 +169,7 @@ def main():
     p.add_argument("--out", default=None, help="output directory (default results/bench-agg/<time>)")
     args = p.parse_args()
 
-    worker_counts = [int(n) for n in args.workers.split(",") if n]
-    if not worker_counts or min(worker_counts) < 1:
-        p.error("bad --workers")
+    counts = worker_counts(p, args)
     configs = parse_configs(p, args)
     if not os.path.exists(args.binary):
         p.error(f"{args.binary} is missing; run scripts/setup.sh --clients")
@@ -186,48 +179,39 @@ def main():
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
 
     traces, shares = {}, {}
-    for n in worker_counts:
+    for n in counts:
         trace, keys, share = make_trace(args, n, out)
         traces[n], shares[n] = (trace, keys), share
         log(f"N={n}: trace {trace}, hot keys {keys}, predicted hot share of values {fmt(share, '.3f')}")
     if "on+switch" in configs:
-        why = switch_unavailable(args.zebra, traces[worker_counts[0]][1], args.servers)
+        why = switch_unavailable(args.zebra, traces[counts[0]][1], args.servers)
         if why:
             log(f"SKIP on+switch: {why}")
             configs.remove("on+switch")
     if not configs:
         raise SystemExit("bench-agg: no configuration left to run")
 
-    plan = [(rep, n, c) for rep in range(1, args.repeats + 1) for n in worker_counts
-            for c in (configs if rep % 2 else list(reversed(configs)))]
-    runs = []
-    for i, (rep, n, c) in enumerate(plan, 1):
-        logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
-        trace, keys = traces[n]
-        log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
-        cmd = launch_cmd(args, c, n, logdir, keys)
+    def command(c, n, logdir):
+        cmd = launch_cmd(args, c, n, logdir, traces[n][1])
         if c == "on+switch":
             os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
             cmd[-1:-1] = ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
-        cmd += [args.binary, f"--trace={trace}", "--check=end"]
-        res = subprocess.run(cmd, env=clean_env(), capture_output=True, text=True)
-        if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
-            log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
-            runs.append({"workers": n, "config": c, "repeat": rep, "ok": False})
-            continue
-        r = parse_run(logdir, n)
-        r.update(workers=n, config=c, repeat=rep)
-        runs.append(r)
-        log(f"  {'ok' if r['ok'] else 'FAILED'}: {fmt(r['pairs_per_s'], ',.0f')} pairs/s, {r['checked']:,} values "
-            f"checked, server ingress {fmt(r['server_ingress_bytes'] and r['server_ingress_bytes'] / 1e6, '.1f')} MB")
+        return cmd + [args.binary, f"--trace={traces[n][0]}", "--check=end"]
+
+    def describe(r):
+        return (f"{'ok' if r['ok'] else 'FAILED'}: {fmt(r['pairs_per_s'], ',.0f')} pairs/s, {r['checked']:,} "
+                f"values checked, server ingress "
+                f"{fmt(r['server_ingress_bytes'] and r['server_ingress_bytes'] / 1e6, '.1f')} MB")
+
+    runs = run_plan(configs, counts, args.repeats, out, command, parse_run, describe, log)
 
     with open(os.path.join(out, "runs.json"), "w") as f:
         json.dump({"args": vars(args), "hot_share": shares, "runs": runs}, f, indent=1)
-    md = table(runs, configs, worker_counts, shares, args)
+    md = table(runs, configs, counts, shares, args)
     print("\n" + md)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)
-    path = plot(runs, configs, worker_counts, shares, out)
+    path = plot(runs, configs, counts, shares, out)
     if path:
         log(f"plot: {path}")
     log(f"results in {out}")

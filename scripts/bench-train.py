@@ -24,7 +24,6 @@ and logs/ (every process's log and pslaunch.json).
   scripts/bench-train.py [--workers 2,4,8] [--configs libzmq,off,on,on+switch] [--repeats 2]
 """
 
-import argparse
 import json
 import os
 import re
@@ -32,8 +31,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, add_testbed_args, bound, clean_env, fmt, launch_cmd, median, parse_configs,
-                      pyplot, ratio, run_report, switch_unavailable, worker_logs)
+from benchlib import (ROOT, bound, fmt, launch_cmd, median, parse_configs, parser, pyplot, ratio, run_plan,
+                      run_report, switch_unavailable, worker_counts, worker_logs)
 
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
 WORKER = re.compile(r"^mf: worker rank=(\d+) steps=(\d+) .* time_s=([0-9.]+)", re.M)
@@ -62,7 +61,7 @@ def mf_cmd(args, config, workers, logdir, hot_keys):
         f"--eval-every={args.eval_every}", f"--sync={1 if args.sync else 0}"]
 
 
-def parse_run(logdir):
+def parse_run(logdir, _workers=None):
     """The run's metrics from the worker logs and pslaunch.json."""
     text = worker_logs(logdir)
     curve = [(float(t), float(r)) for _, _, t, r in EVAL.findall(text)]
@@ -94,7 +93,7 @@ def summarise(rs):
             "flushed": pick("rounds_flushed")}
 
 
-def table(runs, configs, worker_counts, hot_share, args):
+def table(runs, configs, counts, hot_share, args):
     lines = [
         f"mf_train ({'synchronous' if args.sync else 'asynchronous'} SGD) on MovieLens-100k, {args.servers} "
         f"server(s), testbed --net {args.net}, servers' links "
@@ -106,7 +105,7 @@ def table(runs, configs, worker_counts, hot_share, args):
         "| ingress/step (KB) | ingress/step vs libzmq | switch: pairs summed, rounds completed/flushed | final RMSE |",
         "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for n in worker_counts:
+    for n in counts:
         base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
         for c in configs:
             rs = [r for r in runs if r["workers"] == n and r["config"] == c]
@@ -124,14 +123,14 @@ def table(runs, configs, worker_counts, hot_share, args):
     if hot_share is not None:
         lines += ["", f"Profiled hot share h = {hot_share:.4f} ({args.hot_count} hottest rows of the training "
                   "split); bound on the speed-up N/(N(1-h)+h): "
-                  + ", ".join(f"N={n}: {bound(n, hot_share):.2f}" for n in worker_counts)]
+                  + ", ".join(f"N={n}: {bound(n, hot_share):.2f}" for n in counts)]
     return "\n".join(lines) + "\n"
 
 
-def what_changed(runs, worker_counts, hot_share, args):
+def what_changed(runs, counts, hot_share, args):
     """One paragraph per N: on+switch against libzmq, in words."""
     lines = []
-    for n in worker_counts:
+    for n in counts:
         base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
         zebra = summarise([r for r in runs if r["workers"] == n and r["config"] == "on+switch"])
         if not base["ok"] or not zebra["ok"]:
@@ -150,12 +149,12 @@ def what_changed(runs, worker_counts, hot_share, args):
     return "\n".join(lines)
 
 
-def plots(runs, worker_counts, out):
+def plots(runs, counts, out):
     plt = pyplot(log)
     if plt is None:
         return []
     written = []
-    for n in worker_counts:
+    for n in counts:
         fig, ax = plt.subplots(figsize=(7, 4.5))
         for r in runs:
             if r["workers"] != n or not r["curve"]:
@@ -176,11 +175,7 @@ def plots(runs, worker_counts, out):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
-    p.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated (default 2,4,8)")
-    p.add_argument("--servers", type=int, default=1, help="PS-lite servers (default 1)")
-    add_testbed_args(p, "4mbit")
+    p = parser(__doc__, servers=1)
     p.add_argument("--target-rmse", type=float, default=0.93, help="stop when reached (default 0.93)")
     p.add_argument("--epochs", type=int, default=10, help="mf_train --epochs, the bound if the target is "
                    "never reached (default 10)")
@@ -197,9 +192,7 @@ def main():
     p.add_argument("--out", default=None, help="output directory (default results/bench-train/<time>)")
     args = p.parse_args()
 
-    worker_counts = [int(n) for n in args.workers.split(",") if n]
-    if not worker_counts or min(worker_counts) < 1:
-        p.error("bad --workers")
+    counts = worker_counts(p, args)
     configs = parse_configs(p, args)
     for path, what in ((args.data, "scripts/setup.sh --clients"), (args.binary, "scripts/build-pslite.sh")):
         if not os.path.exists(path):
@@ -218,35 +211,24 @@ def main():
     if not configs:
         raise SystemExit("bench-train: no configuration left to run")
 
-    plan = [(rep, n, c) for rep in range(1, args.repeats + 1) for n in worker_counts
-            for c in (configs if rep % 2 else list(reversed(configs)))]
-    runs = []
-    env = clean_env()
-    for i, (rep, n, c) in enumerate(plan, 1):
-        logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
-        log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
-        res = subprocess.run(mf_cmd(args, c, n, logdir, hot_keys), env=env, capture_output=True, text=True)
-        if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
-            log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
-            runs.append({"workers": n, "config": c, "repeat": rep, "ok": False, "curve": []})
-            continue
-        r = parse_run(logdir)
-        r.update(workers=n, config=c, repeat=rep)
-        runs.append(r)
-        log(f"  time to target {fmt(r['time_to_target_s'], '.2f')} s, {r['steps_per_s']:.1f} steps/s, "
-            f"server ingress {fmt(r['server_ingress_bytes'] and r['server_ingress_bytes'] / 1e6, '.1f')} MB, "
-            f"final RMSE {fmt(r['final_rmse'], '.4f')}")
+    def describe(r):
+        return (f"time to target {fmt(r['time_to_target_s'], '.2f')} s, {r['steps_per_s']:.1f} steps/s, server "
+                f"ingress {fmt(r['server_ingress_bytes'] and r['server_ingress_bytes'] / 1e6, '.1f')} MB, "
+                f"final RMSE {fmt(r['final_rmse'], '.4f')}")
+
+    runs = run_plan(configs, counts, args.repeats, out, lambda c, n, logdir: mf_cmd(args, c, n, logdir, hot_keys),
+                    parse_run, describe, log)
 
     with open(os.path.join(out, "runs.json"), "w") as f:
         json.dump({"args": vars(args), "hot_share": hot_share, "runs": runs}, f, indent=1)
-    md = table(runs, configs, worker_counts, hot_share, args)
-    changed = what_changed(runs, worker_counts, hot_share, args)
+    md = table(runs, configs, counts, hot_share, args)
+    changed = what_changed(runs, counts, hot_share, args)
     if changed:
         md += "\n" + changed + "\n"
     print("\n" + md)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)
-    for path in plots(runs, worker_counts, out):
+    for path in plots(runs, counts, out):
         log(f"plot: {path}")
     log(f"results in {out}")
     return 0 if all(r["ok"] for r in runs) else 1

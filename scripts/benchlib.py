@@ -1,6 +1,7 @@
 """What the testbed benchmarks (bench-train.py, bench-agg.py) share: the pslaunch command
 of one configuration, the metrics every run reports, and small formatting helpers."""
 
+import argparse
 import json
 import os
 import re
@@ -32,6 +33,23 @@ def switch_unavailable(zebra, hot_keys, servers):
     if res.returncode != 0:
         return f"`zebra config` refuses ZEBRA_SWITCH/ZEBRA_HOT_KEYS: {(res.stderr or res.stdout).strip()[:300]}"
     return None
+
+
+def parser(doc, servers):
+    """The options both benchmarks take: worker counts, servers and the testbed's."""
+    p = argparse.ArgumentParser(description=doc.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=doc)
+    p.add_argument("--workers", default="2,4,8", help="worker counts, comma-separated (default 2,4,8)")
+    p.add_argument("--servers", type=int, default=servers, help=f"PS-lite servers (default {servers})")
+    add_testbed_args(p, "4mbit")
+    return p
+
+
+def worker_counts(p, args):
+    counts = [int(n) for n in args.workers.split(",") if n]
+    if not counts or min(counts) < 1:
+        p.error("bad --workers")
+    return counts
 
 
 def add_testbed_args(p, server_rate):
@@ -85,6 +103,30 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
                 "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}",
                 "--env", f"ZEBRA_HOT_CONFIG={args.hot_config}"]
     return cmd + ["--"]
+
+
+def run_plan(configs, counts, repeats, out, command, parse, describe, log):
+    """Runs every configuration for every worker count, `repeats` times, the order of the
+    configurations alternating between repetitions so that a slow spell of the machine
+    hits them alike. `command(config, n, logdir)` is the pslaunch argv of one run,
+    `parse(logdir, n)` its metrics, `describe(metrics)` a line for the log. Returns the
+    runs, each with workers, config and repeat."""
+    plan = [(rep, n, c) for rep in range(1, repeats + 1) for n in counts
+            for c in (configs if rep % 2 else list(reversed(configs)))]
+    runs = []
+    for i, (rep, n, c) in enumerate(plan, 1):
+        logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
+        log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
+        res = subprocess.run(command(c, n, logdir), env=clean_env(), capture_output=True, text=True)
+        if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
+            log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
+            runs.append({"workers": n, "config": c, "repeat": rep, "ok": False, "curve": []})
+            continue
+        r = parse(logdir, n)
+        r.update(workers=n, config=c, repeat=rep)
+        runs.append(r)
+        log(f"  {describe(r)}")
+    return runs
 
 
 def run_report(logdir):
