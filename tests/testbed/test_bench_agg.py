@@ -11,34 +11,21 @@ the plot were written. Skipped with the reason without root or without the built
   python3 tests/testbed/test_bench_agg.py
 """
 
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_pslaunch import IS_ROOT, ROOT, LineResult  # noqa: E402
-
-BENCH = os.path.join(ROOT, "scripts", "bench-agg.py")
-NEEDED = [os.path.join(ROOT, p) for p in (".build/byteps-pslite/tests/trace_replay", "dist/lib/libzmq.so.5",
-                                           "target/release/zebra")]
+from benchtest import main, needs, run_bench  # noqa: E402
 
 
-@unittest.skipUnless(IS_ROOT, "the netns testbed needs root")
-@unittest.skipUnless(all(os.path.exists(p) for p in NEEDED), "clients not built (scripts/setup.sh --clients)")
+@needs(".build/byteps-pslite/tests/trace_replay", "dist/lib/libzmq.so.5", "target/release/zebra")
 class BenchAggSmoke(unittest.TestCase):
     def test_two_workers_libzmq_and_switch(self):
-        out = tempfile.mkdtemp(prefix="bench-agg-test.")
-        res = subprocess.run(
-            [sys.executable, BENCH, "--workers", "2", "--configs", "libzmq,on+switch", "--repeats", "1",
-             "--rounds", "4", "--keys", "500000", "--keys-per-push", "150", "--values", "4",
-             "--subnet", "10.96.0.0/24", "--timeout", "240", "--out", out],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-        self.assertEqual(res.returncode, 0, res.stdout[-3000:])
-        with open(os.path.join(out, "runs.json")) as f:
-            runs = {r["config"]: r for r in json.load(f)["runs"]}
+        out, runs = run_bench(self, "bench-agg.py", [
+            "--workers", "2", "--configs", "libzmq,on+switch", "--repeats", "1", "--rounds", "4",
+            "--keys", "500000", "--keys-per-push", "150", "--values", "4", "--subnet", "10.96.0.0/24",
+            "--timeout", "240"])
         for config in ("libzmq", "on+switch"):
             self.assertTrue(runs[config]["ok"], config)
             self.assertGreater(runs[config]["pairs_per_s"], 0)
@@ -48,12 +35,11 @@ class BenchAggSmoke(unittest.TestCase):
         self.assertGreater(zebra["switch_pairs"], 0, "the switch summed nothing")
         self.assertGreater(zebra["rounds_completed"], 0, "no round completed")
         self.assertLess(zebra["server_ingress_bytes"], base["server_ingress_bytes"])
+        self.assertLess(zebra["push_bytes_ratio"], 1.0, "the pushes cost the servers less than whole")
         self.assertTrue(os.path.exists(os.path.join(out, "throughput.png")))
         with open(os.path.join(out, "table.md")) as f:
             self.assertIn("| 2 | on+switch | 1/1 |", f.read())
-        print(res.stdout.strip().splitlines()[-1], file=sys.stderr)
 
 
 if __name__ == "__main__":
-    runner = unittest.TextTestRunner(resultclass=LineResult, verbosity=0, stream=sys.stderr)
-    sys.exit(not unittest.main(testRunner=runner, exit=False).result.wasSuccessful())
+    main()

@@ -10,34 +10,22 @@ with the reason without root or without the built clients (scripts/setup.sh --cl
   python3 tests/testbed/test_bench_train.py
 """
 
-import json
 import os
-import subprocess
 import sys
-import tempfile
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_pslaunch import IS_ROOT, ROOT, LineResult  # noqa: E402
-
-BENCH = os.path.join(ROOT, "scripts", "bench-train.py")
-NEEDED = [os.path.join(ROOT, p) for p in (".build/byteps-pslite/tests/mf_train", ".build/data/ml-100k.inter",
-                                           "dist/lib/libzmq.so.5", "target/release/zebra")]
+from benchtest import main, needs, run_bench  # noqa: E402
 
 
-@unittest.skipUnless(IS_ROOT, "the netns testbed needs root")
-@unittest.skipUnless(all(os.path.exists(p) for p in NEEDED), "clients not built (scripts/setup.sh --clients)")
+@needs(".build/byteps-pslite/tests/mf_train", ".build/data/ml-100k.inter", "dist/lib/libzmq.so.5",
+       "target/release/zebra")
 class BenchTrainSmoke(unittest.TestCase):
     def test_two_workers_libzmq_and_switch(self):
-        out = tempfile.mkdtemp(prefix="bench-train-test.")
-        res = subprocess.run(
-            [sys.executable, BENCH, "--workers", "2", "--configs", "libzmq,on+switch", "--repeats", "1",
-             "--epochs", "1", "--target-rmse", "1.04", "--eval-every", "2", "--server-rate", "20mbit",
-             "--shape", "ingress", "--subnet", "10.97.0.0/24", "--timeout", "240", "--out", out],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-        self.assertEqual(res.returncode, 0, res.stdout[-3000:])
-        with open(os.path.join(out, "runs.json")) as f:
-            runs = {r["config"]: r for r in json.load(f)["runs"]}
+        out, runs = run_bench(self, "bench-train.py", [
+            "--workers", "2", "--configs", "libzmq,on+switch", "--repeats", "1", "--epochs", "1",
+            "--target-rmse", "1.04", "--eval-every", "2", "--server-rate", "20mbit", "--shape", "ingress",
+            "--subnet", "10.97.0.0/24", "--timeout", "240"])
         for config in ("libzmq", "on+switch"):
             self.assertTrue(runs[config]["ok"], config)
             self.assertIsNotNone(runs[config]["time_to_target_s"], f"{config} did not reach RMSE 1.04")
@@ -49,9 +37,7 @@ class BenchTrainSmoke(unittest.TestCase):
             self.assertTrue(os.path.exists(os.path.join(out, name)), name)
         with open(os.path.join(out, "table.md")) as f:
             self.assertIn("N=2: to test RMSE 1.04", f.read())
-        print(res.stdout.strip().splitlines()[-1], file=sys.stderr)
 
 
 if __name__ == "__main__":
-    runner = unittest.TextTestRunner(resultclass=LineResult, verbosity=0, stream=sys.stderr)
-    sys.exit(not unittest.main(testRunner=runner, exit=False).result.wasSuccessful())
+    main()

@@ -265,10 +265,11 @@ fn foreign_or_inconsistent_parts_are_not_acked() {
     assert_eq!(srv.incomplete_rounds(), 1);
 }
 
-#[test]
-fn history_counts_rounds_not_round_numbers() {
+/// A server remembering `history` rounds that holds an uncertain fallback of
+/// round 1, then gets round `next`'s aggregate: the server and what it did.
+fn held_round_1_then(history: u32, next: u32) -> (Server, Vec<ServerAction>) {
     let mut c = config();
-    c.server_history = 2;
+    c.server_history = history;
     let mut srv = Server::new(&c, 1, 0).unwrap();
     srv.add_fallback(
         Timestamp(0),
@@ -276,9 +277,15 @@ fn history_counts_rounds_not_round_numbers() {
     )
     .unwrap();
     let mut out = Vec::new();
-    for p in parts_for_server0(65_537) {
+    for p in parts_for_server0(next) {
         out.extend(srv.handle_packet(Timestamp(0), &p));
     }
+    (srv, out)
+}
+
+#[test]
+fn history_counts_rounds_not_round_numbers() {
+    let (mut srv, out) = held_round_1_then(2, 65_537);
     assert!(
         applied(&out).is_empty(),
         "two rounds remembered: round 1 still waits for its aggregate"
@@ -294,18 +301,7 @@ fn history_counts_rounds_not_round_numbers() {
 
 #[test]
 fn old_rounds_are_forgotten_after_the_history() {
-    let mut c = config();
-    c.server_history = 1;
-    let mut srv = Server::new(&c, 1, 0).unwrap();
-    srv.add_fallback(
-        Timestamp(0),
-        fallback(0, 1, 5, FallbackCause::NoResponse, &[(1, 1.0)]),
-    )
-    .unwrap();
-    let mut out = Vec::new();
-    for p in parts_for_server0(4) {
-        out.extend(srv.handle_packet(Timestamp(0), &p));
-    }
+    let (mut srv, out) = held_round_1_then(1, 4);
     assert_eq!(
         applied(&out).len(),
         1,
