@@ -1,5 +1,7 @@
 //! `zebra precision`: the hot set of seeded samples of the traces against
-//! the hot set of all of them (the paper's Figure 9), in one pass.
+//! the hot set of all of them (the paper's Figure 9), in one pass; or, with
+//! `--first-rounds`, the hot set of each worker's first rounds against it
+//! (what an online ranking knows after them: the paper's Table II).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -32,13 +34,18 @@ pub struct PrecisionArgs {
     /// Seed of the first sample.
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Instead of sampling rates: the hot set of each worker's first T records (its first
+    /// T rounds), for each T given, against the hot set of all records.
+    #[arg(long, value_name = "T,...", value_delimiter = ',', conflicts_with_all = ["rates", "repeats"])]
+    first_rounds: Vec<u32>,
     /// Compare the top K keys; default: the k Principle 1 (--p, --c, --switch-mem) chooses
     /// on all the records.
     #[arg(long, value_name = "K")]
     k: Option<usize>,
     #[command(flatten)]
     principle: Principle1Args,
-    /// Also write the table as CSV: rate_percent,k,precision_mean,precision_min,tau_mean.
+    /// Also write the table as CSV: rate_percent,k,precision_mean,precision_min,tau_mean
+    /// (with --first-rounds: first_rounds,k,precision,tau).
     #[arg(long, value_name = "FILE.csv")]
     csv: Option<PathBuf>,
 }
@@ -54,9 +61,16 @@ fn measure(args: &PrecisionArgs) -> Result<(usize, Vec<SamplingPoint>, Vec<Strin
         .map(|&r| rate(r))
         .collect::<Result<_, _>>()?;
     let mut samples = vec![Sample::new(1.0, 0)];
-    for r in 0..u64::from(args.repeats) {
-        for &x in &rates {
-            samples.push(Sample::new(x, args.seed.wrapping_add(r)));
+    if !args.first_rounds.is_empty() {
+        if args.first_rounds.contains(&0) {
+            return Err("--first-rounds: every T must be at least 1".into());
+        }
+        samples.extend(args.first_rounds.iter().map(|&t| Sample::first_rounds(t)));
+    } else {
+        for r in 0..u64::from(args.repeats) {
+            for &x in &rates {
+                samples.push(Sample::new(x, args.seed.wrapping_add(r)));
+            }
         }
     }
     let (_, notes) = scan("zebra precision", &args.input, &mut samples)?;
@@ -83,16 +97,56 @@ pub fn run(args: PrecisionArgs) -> ExitCode {
     for n in notes {
         eprintln!("zebra precision: {n}");
     }
-    println!(
-        "top {k} keys of all records vs top {k} of each sample; {} samples a rate",
-        args.repeats
-    );
+    let csv = if args.first_rounds.is_empty() {
+        rate_table(k, &points, args.repeats)
+    } else {
+        window_table(k, &points)
+    };
+    if let Some(path) = &args.csv {
+        let written = create(path).and_then(|mut o| {
+            o.write_all(csv.as_bytes())?;
+            o.flush()
+        });
+        if let Err(e) = written {
+            eprintln!("zebra precision: {}: {e}", path.display());
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}
+
+/// Prints the first-rounds table; returns it as CSV.
+fn window_table(k: usize, points: &[SamplingPoint]) -> String {
+    println!("top {k} keys of all records vs top {k} of each worker's first T records");
+    println!("{:>8} {:>10} {:>13}", "T", "precision", "kendall tau");
+    let mut csv = String::from("first_rounds,k,precision,tau\n");
+    for p in points {
+        let t = p.first.unwrap_or(0);
+        println!(
+            "{:>8} {:>9.1}% {:>13.4}",
+            t,
+            100.0 * p.mean_precision(),
+            p.mean_tau()
+        );
+        csv.push_str(&format!(
+            "{t},{},{:.6},{:.6}\n",
+            p.k,
+            p.mean_precision(),
+            p.mean_tau()
+        ));
+    }
+    csv
+}
+
+/// Prints the sampling-rate table; returns it as CSV.
+fn rate_table(k: usize, points: &[SamplingPoint], repeats: u32) -> String {
+    println!("top {k} keys of all records vs top {k} of each sample; {repeats} samples a rate");
     println!(
         "{:>8} {:>10} {:>10} {:>13}",
         "rate %", "precision", "lowest", "kendall tau"
     );
     let mut csv = String::from("rate_percent,k,precision_mean,precision_min,tau_mean\n");
-    for p in &points {
+    for p in points {
         let percent = (p.rate * 100.0 * 1e6).round() / 1e6;
         println!(
             "{:>8} {:>9.1}% {:>9.1}% {:>13.4}",
@@ -110,15 +164,5 @@ pub fn run(args: PrecisionArgs) -> ExitCode {
             p.mean_tau()
         ));
     }
-    if let Some(path) = &args.csv {
-        let written = create(path).and_then(|mut o| {
-            o.write_all(csv.as_bytes())?;
-            o.flush()
-        });
-        if let Err(e) = written {
-            eprintln!("zebra precision: {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
-    }
-    ExitCode::SUCCESS
+    csv
 }

@@ -72,6 +72,8 @@ fn inversions(v: &mut [usize]) -> u64 {
 pub struct SamplingPoint {
     /// Share of the records sampled, `(0, 1]`.
     pub rate: f64,
+    /// Each worker's first this many records only (see [`Sample::first`]).
+    pub first: Option<u32>,
     /// Hot keys compared (`|H_g|`; `H_s` holds as many).
     pub k: usize,
     /// Precision of each sample.
@@ -98,7 +100,8 @@ impl SamplingPoint {
 }
 
 /// Compares the top `k` of each sample with the top `k` of `full`, one
-/// [`SamplingPoint`] per distinct rate (in the order first met).
+/// [`SamplingPoint`] per distinct rate and first-rounds window (in the
+/// order first met).
 pub fn sweep(full: &Ranking, k: usize, samples: &[Sample]) -> Vec<SamplingPoint> {
     let truth = full.top(k);
     let mut points: Vec<SamplingPoint> = Vec::new();
@@ -106,13 +109,17 @@ pub fn sweep(full: &Ranking, k: usize, samples: &[Sample]) -> Vec<SamplingPoint>
         let found = s.counts.rank().top(k);
         let tau = kendall_tau_distance(&truth, &found).map_or(f64::NAN, |t| t.0);
         let p = precision(&truth, &found);
-        match points.iter_mut().find(|x| x.rate == s.rate) {
+        match points
+            .iter_mut()
+            .find(|x| x.rate == s.rate && x.first == s.first)
+        {
             Some(x) => {
                 x.precision.push(p);
                 x.tau.push(tau);
             }
             None => points.push(SamplingPoint {
                 rate: s.rate,
+                first: s.first,
                 k: truth.len(),
                 precision: vec![p],
                 tau: vec![tau],
@@ -178,6 +185,7 @@ mod tests {
     fn sampling_point_statistics() {
         let p = SamplingPoint {
             rate: 0.04,
+            first: None,
             k: 10,
             precision: vec![0.9, 0.7],
             tau: vec![0.1, 0.3],

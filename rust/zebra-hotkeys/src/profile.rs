@@ -259,6 +259,9 @@ pub struct Sample {
     pub rate: f64,
     /// Seed of the sample.
     pub seed: u64,
+    /// Keep only each worker's first this many records (its first rounds: what
+    /// an online ranking has seen after them).
+    pub first: Option<u32>,
     /// Counts of the kept records.
     pub counts: Counts,
 }
@@ -269,8 +272,23 @@ impl Sample {
         Sample {
             rate,
             seed,
+            first: None,
             counts: Counts::default(),
         }
+    }
+
+    /// Every worker's first `rounds` records, all of them.
+    pub fn first_rounds(rounds: u32) -> Sample {
+        Sample {
+            first: Some(rounds),
+            ..Sample::new(1.0, 0)
+        }
+    }
+
+    /// Whether the record `index` of the scan, the worker's record number
+    /// `nth` (from 0), is in the sample.
+    fn takes(&self, index: u64, nth: u32) -> bool {
+        self.first.is_none_or(|n| nth < n) && keep(self.seed, index, self.rate)
     }
 }
 
@@ -298,6 +316,7 @@ pub fn scan(
     progress: &mut dyn FnMut(u64),
 ) -> Result<Vec<FileScan>, ProfileError> {
     let mut index = 0u64;
+    let mut per_worker: HashMap<u32, u32> = HashMap::new();
     let mut done = 0u64;
     let mut record = Record::default();
     let mut scans = Vec::with_capacity(paths.len());
@@ -323,11 +342,13 @@ pub fn scan(
                 }
                 Err(e) => return Err(err(e)),
             }
+            let nth = per_worker.entry(record.worker).or_insert(0);
             for s in samples.iter_mut() {
-                if keep(s.seed, index, s.rate) {
+                if s.takes(index, *nth) {
                     s.counts.add(&record);
                 }
             }
+            *nth = nth.saturating_add(1);
             index += 1;
             fs.records += 1;
             progress(done + reader.offset());

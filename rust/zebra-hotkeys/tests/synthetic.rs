@@ -81,3 +81,31 @@ fn same_seed_same_trace_other_seed_other_trace() {
     assert_eq!(read(&a), read(&b));
     assert_ne!(read(&a), read(&c));
 }
+
+/// A first-rounds sample keeps each worker's first records only, whatever
+/// their round numbers and however the workers' records interleave.
+#[test]
+fn first_rounds_keep_each_workers_first_records() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.trace");
+    let mut w = TraceWriter::create(&path, u64::MAX).unwrap();
+    for i in 0..4u32 {
+        for worker in [7u32, 2] {
+            let early = if i < 2 { 100 + u64::from(worker) } else { 200 };
+            w.record(worker, 1000 - i, &[(early, 1), (5, 3)]).unwrap();
+        }
+    }
+    drop(w);
+    let mut samples = [
+        Sample::new(1.0, 0),
+        Sample::first_rounds(2),
+        Sample::first_rounds(9),
+    ];
+    scan(&[path], &mut samples, &mut |_| {}).unwrap();
+    let [all, first2, first9] = samples.map(|s| s.counts.rank());
+    assert_eq!((all.records, first2.records, first9.records), (8, 4, 8));
+    let mut keys: Vec<u64> = first2.keys.iter().map(|k| k.0).collect();
+    keys.sort_unstable();
+    assert_eq!(keys, [5, 102, 107], "key 200 only comes in rounds 3 and 4");
+    assert_eq!(first9.keys, all.keys);
+}
