@@ -18,8 +18,9 @@ Metric: pushed pairs per second, all workers together (their pairs over the slow
 worker's time in push and wait), as a speed-up against libzmq next to the bound
 N/(N(1-h)+h) that summing the hot values once gives a server-bound job; also the servers'
 ingress bytes, the switch's sums, and (on+switch, from the shim's ZEBRA_STATS) what the
-pushes cost the servers against the same pushes whole, next to the (1-h)+h/N the profile
-predicts. Writes table.md, runs.json, throughput.png and logs/ under --out.
+pushes cost the servers against the same pushes whole (also without the aggregate parts the
+switch sent twice), next to what `zebra profile` predicts for them. Writes table.md,
+runs.json, throughput.png and logs/ under --out.
 
   scripts/bench-agg.py [--workers 2,4,8] [--configs libzmq,on+switch] [--repeats 2]
 """
@@ -41,6 +42,7 @@ REPLAY = re.compile(r"^trace_replay: (OK|FAIL) worker rank (\d+) of \d+: \d+ rou
                     r"pushed, (\d+) values checked, (\d+) wrong; push [0-9.]+ pairs/s \(([0-9.]+) s in push\+wait\)",
                     re.M)
 SHARE = re.compile(r"predicted hot share: ([0-9.]+) % of updates, ([0-9.]+) % of pushed values")
+BYTES = re.compile(r"predicted server bytes with aggregation: ([0-9.]+) %")
 
 
 def log(msg):
@@ -48,7 +50,8 @@ def log(msg):
 
 
 def make_trace(args, n, out):
-    """The OA-like trace of n workers and its hot keys; returns (trace, keys, hot share of values)."""
+    """The OA-like trace of n workers and its hot keys; returns (trace, keys, hot share of
+    values, the profile's prediction of the servers' bytes with aggregation)."""
     trace, keys = os.path.join(out, f"oa-N{n}.trace"), os.path.join(out, f"oa-N{n}.keys")
     gen = [args.zebra, "trace", "gen", "--out", trace, "--shape", "oa", "--keys", str(args.keys),
            "--keys-per-push", str(args.keys_per_push), "--workers", str(n), "--rounds", str(args.rounds),
@@ -59,8 +62,8 @@ def make_trace(args, n, out):
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:
             raise SystemExit(f"bench-agg: {' '.join(cmd[:3])} failed: {(res.stderr or res.stdout).strip()[-300:]}")
-    m = SHARE.search(res.stdout + res.stderr)
-    return trace, keys, float(m.group(2)) / 100 if m else None
+    m, b = SHARE.search(res.stdout + res.stderr), BYTES.search(res.stdout + res.stderr)
+    return trace, keys, float(m.group(2)) / 100 if m else None, float(b.group(1)) / 100 if b else None
 
 
 def parse_run(logdir, workers):
@@ -78,6 +81,7 @@ def parse_run(logdir, workers):
             log(f"  {logdir}: {'; '.join(problems)}")
             out["ok"] = False
         out["push_bytes_ratio"] = ratio(b["split"] + b["udp"], b["whole"])
+        out["push_bytes_first_ratio"] = ratio(b["split"] + b["udp_first"], b["whole"])
     return out
 
 
@@ -85,12 +89,12 @@ def summarise(rs):
     ok = [r for r in rs if r["ok"]]
     pick = lambda key: median([r.get(key) for r in ok])  # noqa: E731
     return {"ok": len(ok), "pps": pick("pairs_per_s"), "ingress": pick("server_ingress_bytes"),
-            "push_ratio": pick("push_bytes_ratio"),
+            "push_ratio": pick("push_bytes_ratio"), "push_first": pick("push_bytes_first_ratio"),
             "push_s": pick("push_s"), "pairs": pick("switch_pairs"), "completed": pick("rounds_completed"),
             "flushed": pick("rounds_flushed"), "total": pick("pairs")}
 
 
-def table(runs, configs, counts, shares, args):
+def table(runs, configs, counts, shares, predicted, args):
     lines = [
         f"trace_replay of OA-like traces ({args.keys:,} keys, ~{args.keys_per_push} keys a push, {args.values} "
         f"values a key, {args.rounds} rounds), {args.servers} servers, testbed --net {args.net}, servers' links "
@@ -99,14 +103,13 @@ def table(runs, configs, counts, shares, args):
         f"medians of {args.repeats} repetition(s).",
         "",
         "| N | config | runs ok | pushed pairs/s | speed-up vs libzmq | bound N/(N(1-h)+h) | of the bound "
-        "| server ingress (MB) | vs libzmq | push bytes vs whole | predicted (1-h)+h/N "
+        "| server ingress (MB) | vs libzmq | push bytes vs whole (without resent parts) | profile's prediction "
         "| switch: pairs summed, rounds completed/flushed |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n in counts:
         base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
         limit = bound(n, shares.get(n))
-        predicted = None if limit is None else 1 / limit
         for c in configs:
             rs = [r for r in runs if r["workers"] == n and r["config"] == c]
             if not rs:
@@ -119,7 +122,8 @@ def table(runs, configs, counts, shares, args):
                 f"| {n} | {c} | {m['ok']}/{len(rs)} | {fmt(m['pps'], ',.0f')} | {fmt(speedup, '.2f')}x | "
                 f"{fmt(limit, '.2f')}x | {fmt(of_bound, '.0%')} | "
                 f"{fmt(m['ingress'] and m['ingress'] / 1e6, '.1f')} | {fmt(ratio(m['ingress'], base['ingress']), '.2f')}x "
-                f"| {fmt(m['push_ratio'], '.3f')} | {'-' if c != 'on+switch' else fmt(predicted, '.3f')} | {switch} |")
+                f"| {fmt(m['push_ratio'], '.3f')} ({fmt(m['push_first'], '.3f')}) "
+                f"| {'-' if c != 'on+switch' else fmt(predicted.get(n), '.3f')} | {switch} |")
     lines += ["", "Hot share h of the pushed values, as `zebra profile` predicts it for each trace: "
               + ", ".join(f"N={n}: {fmt(shares.get(n), '.3f')}" for n in counts) + "."]
     return "\n".join(lines) + "\n"
@@ -178,10 +182,10 @@ def main():
     out = os.path.abspath(args.out or os.path.join(ROOT, "results", "bench-agg", time.strftime("%Y%m%d-%H%M%S")))
     os.makedirs(os.path.join(out, "logs"), exist_ok=True)
 
-    traces, shares = {}, {}
+    traces, shares, predicted = {}, {}, {}
     for n in counts:
-        trace, keys, share = make_trace(args, n, out)
-        traces[n], shares[n] = (trace, keys), share
+        trace, keys, share, bytes_ratio = make_trace(args, n, out)
+        traces[n], shares[n], predicted[n] = (trace, keys), share, bytes_ratio
         log(f"N={n}: trace {trace}, hot keys {keys}, predicted hot share of values {fmt(share, '.3f')}")
     if "on+switch" in configs:
         why = switch_unavailable(args.zebra, traces[counts[0]][1], args.servers)
@@ -206,8 +210,8 @@ def main():
     runs = run_plan(configs, counts, args.repeats, out, command, parse_run, describe, log)
 
     with open(os.path.join(out, "runs.json"), "w") as f:
-        json.dump({"args": vars(args), "hot_share": shares, "runs": runs}, f, indent=1)
-    md = table(runs, configs, counts, shares, args)
+        json.dump({"args": vars(args), "hot_share": shares, "predicted_bytes": predicted, "runs": runs}, f, indent=1)
+    md = table(runs, configs, counts, shares, predicted, args)
     print("\n" + md)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)

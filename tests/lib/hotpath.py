@@ -83,6 +83,10 @@ def push_bytes(logdir):
     whole = sum(field(l, "bytes_before") for l in workers)
     split = sum(field(l, "bytes_after") + field(l, "settle_bytes") for l in workers)
     udp = sum(field(l, "rx_bytes") for l in links)
+    # Aggregate parts the switch sent again although the first copy arrived (the server
+    # counts them as duplicates): their share of the datagrams, to show the bytes without.
+    parts, dups = sum(field(l, "parts") for l in links), sum(field(l, "duplicate_parts") for l in links)
+    udp_first = round(udp * (parts - dups) / parts) if parts else udp
     # Hot bytes: the hot entries the pushes carried whole, against what replaced them
     # (the trailer listing the hot keys, the SETTLE messages, the aggregates over UDP).
     trailers = sum(field(l, "trailer_bytes") for l in workers)
@@ -91,8 +95,8 @@ def push_bytes(logdir):
     lost = sum(field(l, "lost_values") + field(l, "forced") for l in servers)
     if lost:
         problems.append(f"servers lost {lost} values or forced {lost} unsettled requests")
-    return {"pairs": pairs, "whole": whole, "split": split, "udp": udp, "hot_whole": hot_whole,
-            "hot_switch": hot_switch}, problems
+    return {"pairs": pairs, "whole": whole, "split": split, "udp": udp, "udp_first": udp_first,
+            "hot_whole": hot_whole, "hot_switch": hot_switch}, problems
 
 
 def check(args):

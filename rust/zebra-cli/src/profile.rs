@@ -2,6 +2,7 @@
 //! count, choose `k` by Principle 1 and write the hot-keys file; also the
 //! options and the trace scan `zebra precision` shares.
 
+use std::collections::HashSet;
 use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 use zebra_hotkeys::profile::{self, FileScan, Limit, Sample};
-use zebra_hotkeys::{Choice, Principle1, Ranking};
+use zebra_hotkeys::{BytePrediction, Choice, Principle1, Ranking};
 
 /// Traces to read, and how to report progress.
 #[derive(Debug, Clone, Args)]
@@ -177,6 +178,7 @@ fn header(
     scans: &[FileScan],
     ranking: &Ranking,
     choice: &Choice,
+    bytes: &BytePrediction,
 ) -> Vec<String> {
     let names: Vec<String> = scans
         .iter()
@@ -212,6 +214,11 @@ fn header(
             "predicted hot share: {:.2} % of updates, {:.2} % of pushed values",
             100.0 * choice.update_share,
             100.0 * choice.value_share
+        ),
+        format!(
+            "predicted server bytes with aggregation: {:.2} % of the pushes' entries (their cold \
+             entries, and each round's hot values once; headers and trailers not counted)",
+            100.0 * bytes.ratio()
         ),
     ];
     if ranking.mixed > 0 {
@@ -262,7 +269,9 @@ fn profile(args: &ProfileArgs) -> Result<Vec<String>, String> {
             ),
         });
     }
-    let head = header(args, &p, &scans, &ranking, &choice);
+    let hot: HashSet<u64> = ranking.top(choice.k).into_iter().collect();
+    let bytes = profile::predict_bytes(&args.input.traces, &hot).map_err(|e| e.to_string())?;
+    let head = header(args, &p, &scans, &ranking, &choice, &bytes);
     write_to(&args.out, |o| {
         profile::write_hot_keys(o, &ranking, choice.k, &head)
     })?;

@@ -22,6 +22,8 @@ pub mod synth;
 pub mod trace;
 
 pub use precision::{kendall_tau_distance, precision, sweep, SamplingPoint};
-pub use profile::{Choice, Counts, Limit, Principle1, ProfileError, Ranking, Sample};
+pub use profile::{
+    BytePrediction, Choice, Counts, Limit, Principle1, ProfileError, Ranking, Sample,
+};
 pub use synth::{Model, Shape, SynthError, SynthSpec};
 pub use trace::{Record, TraceError, TraceReader, TraceWriter};

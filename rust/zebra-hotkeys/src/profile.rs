@@ -7,7 +7,7 @@
 //! they do not, the largest `k` that fits. A key's update count is the
 //! number of pushes that carry it; its values are its PS-lite `val_len`.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
@@ -290,6 +290,71 @@ impl Sample {
     fn takes(&self, index: u64, nth: u32) -> bool {
         self.first.is_none_or(|n| nth < n) && keep(self.seed, index, self.rate)
     }
+}
+
+/// Bytes a PS-lite push entry takes: the key (8), its length in the lens
+/// frame (4) and 4 per value.
+fn entry_bytes(values: u32) -> u64 {
+    12 + 4 * u64::from(values)
+}
+
+/// What aggregating a set of hot keys leaves of the pushes' bytes at the
+/// servers, from the traces: each push's cold entries, and per round one
+/// aggregate holding 4 bytes per value of every hot key some worker pushed
+/// in that round (a round: the records with the same round number). Not
+/// counted: messages' headers, the PUSH trailers, packet headers.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BytePrediction {
+    /// Bytes of every pushed entry (key, length, values).
+    pub whole: u64,
+    /// Of which the cold entries.
+    pub cold: u64,
+    /// The rounds' aggregates.
+    pub aggregates: u64,
+}
+
+impl BytePrediction {
+    /// The servers' bytes with aggregation over those without (`NaN` for
+    /// empty traces).
+    pub fn ratio(&self) -> f64 {
+        (self.cold + self.aggregates) as f64 / self.whole as f64
+    }
+}
+
+/// Reads every record of `paths` and predicts the bytes with the keys of
+/// `hot` aggregated (see [`BytePrediction`]). Memory grows with the hot
+/// keys pushed per round, summed over the rounds.
+pub fn predict_bytes(
+    paths: &[PathBuf],
+    hot: &HashSet<u64>,
+) -> Result<BytePrediction, ProfileError> {
+    let mut p = BytePrediction::default();
+    let mut seen: HashSet<(u32, u64)> = HashSet::new();
+    let mut record = Record::default();
+    for path in paths {
+        let err = |source| ProfileError::Trace {
+            path: path.clone(),
+            source,
+        };
+        let mut reader = trace::open(path).map_err(err)?;
+        loop {
+            match reader.next_into(&mut record) {
+                Ok(true) => {}
+                Ok(false) | Err(TraceError::Truncated { .. }) => break,
+                Err(e) => return Err(err(e)),
+            }
+            for &(key, values) in &record.pairs {
+                let bytes = entry_bytes(values);
+                p.whole += bytes;
+                if !hot.contains(&key) {
+                    p.cold += bytes;
+                } else if seen.insert((record.round, key)) {
+                    p.aggregates += 4 * u64::from(values);
+                }
+            }
+        }
+    }
+    Ok(p)
 }
 
 /// How one trace file was read.

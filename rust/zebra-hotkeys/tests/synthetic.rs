@@ -109,3 +109,32 @@ fn first_rounds_keep_each_workers_first_records() {
     assert_eq!(keys, [5, 102, 107], "key 200 only comes in rounds 3 and 4");
     assert_eq!(first9.keys, all.keys);
 }
+
+/// The byte prediction counts every entry whole (key, length, values),
+/// the cold ones again, and each round's hot values once, whichever worker
+/// pushed them.
+#[test]
+fn byte_prediction_counts_each_rounds_hot_values_once() {
+    use std::collections::HashSet;
+    use zebra_hotkeys::profile::predict_bytes;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rounds.trace");
+    let mut w = TraceWriter::create(&path, u64::MAX).unwrap();
+    // Round 1: both workers push hot key 1 (4 values); worker 0 also hot key 2
+    // (2 values) and cold key 9 (1 value). Round 2: worker 1 pushes hot key 2.
+    w.record(0, 1, &[(1, 4), (2, 2), (9, 1)]).unwrap();
+    w.record(1, 1, &[(1, 4)]).unwrap();
+    w.record(1, 2, &[(2, 2)]).unwrap();
+    drop(w);
+    let hot: HashSet<u64> = [1, 2].into_iter().collect();
+    let p = predict_bytes(&[path], &hot).unwrap();
+    let entry = |values: u64| 12 + 4 * values;
+    assert_eq!(p.whole, 2 * entry(4) + 2 * entry(2) + entry(1));
+    assert_eq!(p.cold, entry(1));
+    assert_eq!(
+        p.aggregates,
+        4 * (4 + 2) + 4 * 2,
+        "round 1: keys 1 and 2; round 2: key 2"
+    );
+    assert!((p.ratio() - (p.cold + p.aggregates) as f64 / p.whole as f64).abs() < 1e-12);
+}
