@@ -117,12 +117,13 @@ def table(runs, configs, counts, shares, predicted, args):
             m = summarise(rs)
             speedup = ratio(m["pps"], base["pps"])
             of_bound = None if c == "libzmq" else ratio(speedup, limit)
+            push = "-" if m["push_ratio"] is None else f"{m['push_ratio']:.3f} ({fmt(m['push_first'], '.3f')})"
             switch = "-" if m["pairs"] is None else f"{m['pairs']:,.0f}, {m['completed']:.0f}/{m['flushed']:.0f}"
             lines.append(
                 f"| {n} | {c} | {m['ok']}/{len(rs)} | {fmt(m['pps'], ',.0f')} | {fmt(speedup, '.2f')}x | "
                 f"{fmt(limit, '.2f')}x | {fmt(of_bound, '.0%')} | "
                 f"{fmt(m['ingress'] and m['ingress'] / 1e6, '.1f')} | {fmt(ratio(m['ingress'], base['ingress']), '.2f')}x "
-                f"| {fmt(m['push_ratio'], '.3f')} ({fmt(m['push_first'], '.3f')}) "
+                f"| {push} "
                 f"| {'-' if c != 'on+switch' else fmt(predicted.get(n), '.3f')} | {switch} |")
     lines += ["", "Hot share h of the pushed values, as `zebra profile` predicts it for each trace: "
               + ", ".join(f"N={n}: {fmt(shares.get(n), '.3f')}" for n in counts) + "."]
