@@ -74,7 +74,8 @@ class Store(unittest.TestCase):
 
     def test_timeout_learns_a_slow_server(self):
         """As aggregate_timeout_learns_a_slow_server in zebra-proto: a server
-        10 ms away, a 1 ms first timeout; later rounds are sent once."""
+        10 ms away, a 1 ms first timeout; the first answer, although to a part sent
+        several times, is the first measurement; later rounds are sent once."""
         s = AggregateStore(1000, 50)
         t, resent = 0, []
         for round_ in range(1, 11):
@@ -92,7 +93,7 @@ class Store(unittest.TestCase):
                     in_net += [t + 10_000 for _ in s.poll(t)]
             resent.append(s.retransmits - before)
         self.assertGreater(resent[0], 0, resent)
-        self.assertEqual(resent[4:], [0] * 6, resent)
+        self.assertEqual(resent[1:], [0] * 9, resent)
         self.assertGreaterEqual(s.flow(1, 0).rtt.srtt_us, 10_000)
 
     def test_parts_leave_as_the_window_allows(self):

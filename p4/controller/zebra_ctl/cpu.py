@@ -151,7 +151,10 @@ class AggregateStore:
             return False
         del self.pending[(job, round_, server, part)]
         self.acked += 1
-        self.flow(job, server).on_ack(now - p.sent if p.retries == 0 else None)
+        # Karn's rule, but before the first measurement the time since the first copy
+        # (an upper bound) is taken, as the Rust switch does.
+        flow = self.flow(job, server)
+        flow.on_ack(now - p.sent if p.retries == 0 or flow.rtt.samples == 0 else None)
         return True
 
     def poll(self, now):

@@ -726,8 +726,13 @@ impl Switch {
             return Vec::new();
         };
         self.stats.aggregate_acked += 1;
-        let rtt = (p.retries == 0).then(|| now - p.sent);
-        self.flow(a.job, a.server).on_ack(rtt);
+        // Karn's rule: a part sent more than once says nothing certain about
+        // the round trip. But before the first measurement the time since
+        // its first copy is taken: an upper bound, and on a link slower than
+        // the first timeout no part would otherwise ever be sent just once.
+        let flow = self.flow(a.job, a.server);
+        let rtt = (p.retries == 0 || flow.rtt.samples() == 0).then(|| now - p.sent);
+        flow.on_ack(rtt);
         self.drain(a.job, a.server, now)
     }
 

@@ -347,9 +347,10 @@ fn aggregate_parts_are_kept_until_acked_then_given_up() {
     assert_eq!(s.poll_at(), None);
 }
 
-/// A server 10 ms away (a slow link) and a first timeout of 1 ms: parts of
-/// the first rounds are resent and the timeout backs off until an answer is
-/// measured; later rounds' parts are sent once.
+/// A server 10 ms away (a slow link) and a first timeout of 1 ms: the first
+/// round's part is resent until its first copy's answer arrives, which
+/// (no round trip measured yet) is taken as the first measurement; later
+/// rounds' parts are sent once.
 #[test]
 fn aggregate_timeout_learns_a_slow_server() {
     let mut c = config(1, 1);
@@ -397,7 +398,7 @@ fn aggregate_timeout_learns_a_slow_server() {
         resent.push(s.stats().aggregate_retransmits - before);
     }
     assert!(resent[0] > 0, "{resent:?}");
-    assert!(resent[4..].iter().all(|&n| n == 0), "{resent:?}");
+    assert!(resent[1..].iter().all(|&n| n == 0), "{resent:?}");
     assert!(s.aggregate_srtt(1, 0).unwrap() >= Duration::from_millis(10));
     assert_eq!(s.stats().aggregate_abandoned, 0);
 }
