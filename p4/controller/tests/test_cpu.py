@@ -96,6 +96,26 @@ class Store(unittest.TestCase):
         self.assertEqual(resent[1:], [0] * 9, resent)
         self.assertGreaterEqual(s.flow(1, 0).rtt.srtt_us, 10_000)
 
+    def test_a_late_window_is_resent_one_part_at_a_time(self):
+        """As a_late_window_is_resent_one_part_at_a_time in zebra-proto."""
+        s = AggregateStore(1000, 3)
+        for part in range(8):
+            s.add(0, 1, 1, 0, part, b"p")
+        self.assertEqual(len(s.drain(0)), 8)
+        self.assertEqual(len(s.poll(1500)), 1, "one resend, not eight")
+        self.assertEqual((s.retransmits, s.deferred), (1, 7))
+        for part in range(8):
+            self.assertTrue(s.ack(2000, 1, 0, 1, part))
+        self.assertEqual(s.flow(1, 0).rtt.srtt_us, 2000)
+        dead = AggregateStore(1000, 3)
+        for part in range(8):
+            dead.add(0, 1, 1, 0, part, b"p")
+        dead.drain(0)
+        while dead.pending:
+            dead.poll(dead.poll_at())
+        self.assertEqual(dead.abandoned, 8)
+        self.assertLess(dead.retransmits, 8 * 3)
+
     def test_parts_leave_as_the_window_allows(self):
         """As aggregate_parts_leave_as_the_window_allows in zebra-proto."""
         s = AggregateStore(2000, 50)

@@ -120,6 +120,7 @@ class AggregateStore:
         self.retransmits = 0
         self.acked = 0
         self.abandoned = 0
+        self.deferred = 0
 
     def flow(self, job, server):
         """The aggregate flow to (job, server) (Switch::flow)."""
@@ -160,7 +161,7 @@ class AggregateStore:
     def poll(self, now):
         """Parts due for a resend (ToServer, retransmit=True); parts past the
         retry limit are dropped and counted as abandoned."""
-        out = []
+        out, resent, given_up = [], set(), set()
         for key in sorted(self.pending):
             p = self.pending[key]
             if p.queued or p.next > now:
@@ -168,16 +169,26 @@ class AggregateStore:
             job, _, server, _ = key
             flow = self.flow(job, server)
             if p.retries >= self.max_retries:
-                del self.pending[key]
-                flow.on_abandon()
-                self.abandoned += 1
+                given_up.add((job, server))
                 continue
+            if (job, server) in resent:
+                # As zebra-proto's Switch::poll: one part per flow per call, the
+                # oldest due; the others wait one more timeout, budget untouched.
+                p.next = now + flow.rtt.backoff(p.retries)
+                self.deferred += 1
+                continue
+            resent.add((job, server))
             if p.retries == 0:
                 flow.on_timeout(now)
             p.retries += 1
             p.next = now + flow.rtt.backoff(p.retries)
             self.retransmits += 1
             out.append(ToServer(job, server, p.payload, retransmit=True))
+        for key in sorted(self.pending):
+            if not self.pending[key].queued and (key[0], key[2]) in given_up:
+                del self.pending[key]
+                self.flow(key[0], key[2]).on_abandon()
+                self.abandoned += 1
         return out + self.drain(now)
 
     def poll_at(self):

@@ -36,6 +36,9 @@ pub struct SwitchStats {
     pub aggregate_parts: u64,
     /// Parts sent again after their timeout.
     pub aggregate_retransmits: u64,
+    /// Aggregate parts due for a resend that waited one more timeout because
+    /// an older part of the same flow was resent.
+    pub aggregate_deferred: u64,
     /// Parts acknowledged by their server.
     pub aggregate_acked: u64,
     /// Parts given up after the retry limit (their data is lost: counted loudly).

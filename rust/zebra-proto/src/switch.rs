@@ -54,7 +54,7 @@
 //! until its server acknowledges it, retransmitting on `aggregate_rto`
 //! (doubling, at most 16×) up to `aggregate_max_retries` times.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use self::flow::Flow;
@@ -337,13 +337,21 @@ impl Switch {
                 }
             }
         }
-        let mut abandoned = Vec::new();
+        let mut abandoned: Vec<PartKey> = Vec::new();
+        // Per flow, one part is resent per call, the oldest due: parts that left
+        // together time out together, and when the first of them is late because
+        // it waits in a queue the others wait behind it; resending them all would
+        // only add to the queue. The others are due again one timeout later,
+        // their retry budget untouched. A flow that gives a part up gives up its
+        // other parts in flight with it (the server is as unreachable for them).
+        let mut resent: BTreeSet<(u16, u16)> = BTreeSet::new();
+        let mut given_up: BTreeSet<(u16, u16)> = BTreeSet::new();
         for (&(job, round, server, part), p) in self.pending.iter_mut() {
             if p.queued || p.next > now {
                 continue;
             }
             if p.retries >= self.config.aggregate_max_retries {
-                abandoned.push((job, round, server, part));
+                given_up.insert((job, server));
                 continue;
             }
             let initial = self.config.aggregate_rto;
@@ -351,6 +359,11 @@ impl Switch {
                 .flows
                 .entry((job, server))
                 .or_insert_with(|| Flow::new(initial));
+            if !resent.insert((job, server)) {
+                p.next = now + flow.rtt.backoff(p.retries);
+                self.stats.aggregate_deferred += 1;
+                continue;
+            }
             if p.retries == 0 {
                 flow.on_timeout(now);
             }
@@ -373,6 +386,12 @@ impl Switch {
                 payload: p.payload.clone(),
             });
         }
+        abandoned.extend(
+            self.pending
+                .iter()
+                .filter(|(k, p)| !p.queued && given_up.contains(&(k.0, k.2)))
+                .map(|(&k, _)| k),
+        );
         for key in abandoned {
             self.pending.remove(&key);
             if let Some(flow) = self.flows.get_mut(&(key.0, key.2)) {

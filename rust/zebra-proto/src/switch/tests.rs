@@ -403,6 +403,53 @@ fn aggregate_timeout_learns_a_slow_server() {
     assert_eq!(s.stats().aggregate_abandoned, 0);
 }
 
+/// A window of parts that waits in a queue longer than the timeout: one
+/// part per timeout is resent, not the whole window; the others' answers,
+/// from their only copy, are measured round trips; and a server that never
+/// answers has every part in flight given up with the first.
+#[test]
+fn a_late_window_is_resent_one_part_at_a_time() {
+    let mut c = config(1, 1);
+    c.packet_size = 512;
+    let mut s = Switch::new(c.clone()).unwrap();
+    let pairs: Vec<(u32, f32)> = (0..16).map(|i| (2 * i, 1.0)).collect();
+    let (data, _) = aggregates(&send(&mut s, 0, &hot(0, 1, 0, true, &pairs)));
+    assert_eq!(data.len(), 8, "a window of 8 parts leaves together");
+    let out = s.poll(Timestamp(1_500));
+    assert_eq!(aggregates(&out).0.len(), 1, "one resend, not eight");
+    assert_eq!(s.stats().aggregate_retransmits, 1);
+    assert_eq!(s.stats().aggregate_deferred, 7);
+    for part in 0..8u16 {
+        let ack = AggregateAckRepr {
+            job: 1,
+            server: 0,
+            round: 1,
+            part,
+        };
+        s.handle_packet(Timestamp(2_000), &ack.to_bytes());
+    }
+    assert_eq!(s.aggregate_srtt(1, 0), Some(Duration::from_millis(2)));
+
+    let mut dead = Switch::new(c).unwrap();
+    send(&mut dead, 0, &hot(0, 1, 0, true, &pairs));
+    let mut t = 0;
+    while dead.pending_parts() > 0 && t < 10_000_000 {
+        t = dead.poll_at().unwrap().0;
+        dead.poll(Timestamp(t));
+    }
+    assert_eq!(dead.pending_parts(), 0);
+    assert_eq!(
+        dead.stats().aggregate_abandoned,
+        8,
+        "the parts sent, given up together"
+    );
+    assert!(
+        dead.stats().aggregate_retransmits < 8 * 3,
+        "fewer resends than every part's budget: {:?}",
+        dead.stats()
+    );
+}
+
 /// A round of many parts leaves at most a window's worth in flight; each
 /// acknowledgement lets the next part out, in order.
 #[test]
