@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, bound, fmt, launch_cmd, median, parse_configs, parser, pyplot, ratio, run_plan,
+from benchlib import (ROOT, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
                       run_report, switch_unavailable, worker_counts, worker_logs)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
@@ -86,12 +86,10 @@ def parse_run(logdir, workers):
 
 
 def summarise(rs):
-    ok = [r for r in rs if r["ok"]]
-    pick = lambda key: median([r.get(key) for r in ok])  # noqa: E731
-    return {"ok": len(ok), "pps": pick("pairs_per_s"), "ingress": pick("server_ingress_bytes"),
-            "push_ratio": pick("push_bytes_ratio"), "push_first": pick("push_bytes_first_ratio"),
-            "push_s": pick("push_s"), "pairs": pick("switch_pairs"), "completed": pick("rounds_completed"),
-            "flushed": pick("rounds_flushed"), "total": pick("pairs")}
+    """Medians over the successful runs of one (N, config)."""
+    return medians(rs, pps="pairs_per_s", ingress="server_ingress_bytes", push_ratio="push_bytes_ratio",
+                   push_first="push_bytes_first_ratio", pairs="switch_pairs", completed="rounds_completed",
+                   flushed="rounds_flushed")
 
 
 def table(runs, configs, counts, shares, predicted, args):

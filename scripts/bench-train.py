@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, bound, fmt, launch_cmd, median, parse_configs, parser, pyplot, ratio, run_plan,
+from benchlib import (ROOT, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
                       run_report, switch_unavailable, worker_counts, worker_logs)
 
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
@@ -85,12 +85,9 @@ def parse_run(logdir, _workers=None):
 
 def summarise(rs):
     """Medians over the successful runs of one (N, config)."""
-    ok = [r for r in rs if r["ok"]]
-    pick = lambda key: median([r.get(key) for r in ok])  # noqa: E731
-    return {"ok": len(ok), "ttt": pick("time_to_target_s"), "steps_per_s": pick("steps_per_s"),
-            "ingress": pick("server_ingress_bytes"), "per_step": pick("ingress_per_step"),
-            "rmse": pick("final_rmse"), "pairs": pick("switch_pairs"), "completed": pick("rounds_completed"),
-            "flushed": pick("rounds_flushed")}
+    return medians(rs, ttt="time_to_target_s", steps_per_s="steps_per_s", ingress="server_ingress_bytes",
+                   per_step="ingress_per_step", rmse="final_rmse", pairs="switch_pairs",
+                   completed="rounds_completed", flushed="rounds_flushed")
 
 
 def table(runs, configs, counts, hot_share, args):

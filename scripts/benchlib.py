@@ -159,6 +159,13 @@ def worker_logs(logdir):
     return text
 
 
+def medians(rs, **keys):
+    """Over the successful runs of `rs`: how many, and per name the median of run[key]
+    (runs without it left out)."""
+    ok = [r for r in rs if r["ok"]]
+    return dict(ok=len(ok), **{name: median([r.get(key) for r in ok]) for name, key in keys.items()})
+
+
 def median(values):
     values = [v for v in values if v is not None]
     return statistics.median(values) if values else None

@@ -273,9 +273,7 @@ impl PushTrailer {
                 .chunks_exact(PUSH_ENTRY_LEN)
                 .map(|c| u32_at(c, 0))
                 .collect();
-            if let Some(w) = hot.windows(2).find(|w| w[0] >= w[1]) {
-                return Err(FrameError::Unsorted(w[1]));
-            }
+            check_increasing(&hot)?;
             hot
         };
         Ok(PushTrailer {
@@ -316,9 +314,7 @@ impl PushTrailer {
 
     /// The frame.
     pub fn to_bytes(&self) -> Result<Vec<u8>, FrameError> {
-        if let Some(w) = self.hot.windows(2).find(|w| w[0] >= w[1]) {
-            return Err(FrameError::Unsorted(w[1]));
-        }
+        check_increasing(&self.hot)?;
         let bitmap = self.bitmap_len();
         let n = bitmap.unwrap_or(self.hot.len());
         let count = u32::try_from(n).map_err(|_| FrameError::TooLarge {
@@ -359,6 +355,14 @@ impl PushTrailer {
             }
         }
         Ok(out)
+    }
+}
+
+/// Listed hot keys must increase strictly (one bitmap encodes only such a list).
+fn check_increasing(hot: &[u32]) -> Result<(), FrameError> {
+    match hot.windows(2).find(|w| w[0] >= w[1]) {
+        Some(w) => Err(FrameError::Unsorted(w[1])),
+        None => Ok(()),
     }
 }
 

@@ -100,8 +100,6 @@ pub struct WorkerAgent {
     rank: u16,
     detector: Detector,
     streams: Vec<Stream>,
-    /// BARRIER requests sent so far.
-    barriers: u32,
     stats: WorkerAgentStats,
 }
 
@@ -148,7 +146,6 @@ impl WorkerAgent {
         Ok(WorkerAgent {
             detector: Detector::new(config.format),
             streams: (0..config.servers).map(|_| Stream::default()).collect(),
-            barriers: 0,
             config,
             hot,
             rank,
@@ -212,7 +209,6 @@ impl WorkerAgent {
             .parse(meta_frame)
             .map_err(|_| Skip::UnknownFormat)?;
         if meta.control.cmd == Command::Barrier && meta.request {
-            self.barriers = self.barriers.saturating_add(1);
             self.stats.barriers += 1;
         }
         if !meta.is_push_request() {
@@ -315,8 +311,9 @@ impl WorkerAgent {
     /// epoch's next one.
     fn next_round(&self, previous: u32) -> u32 {
         let next = previous.saturating_add(1);
-        self.barriers
-            .checked_mul(EPOCH_ROUNDS)
+        u32::try_from(self.stats.barriers)
+            .ok()
+            .and_then(|b| b.checked_mul(EPOCH_ROUNDS))
             .and_then(|base| base.checked_add(1))
             .map_or(next, |first| first.max(next))
     }

@@ -330,30 +330,17 @@ pub fn predict_bytes(
 ) -> Result<BytePrediction, ProfileError> {
     let mut p = BytePrediction::default();
     let mut seen: HashSet<(u32, u64)> = HashSet::new();
-    let mut record = Record::default();
-    for path in paths {
-        let err = |source| ProfileError::Trace {
-            path: path.clone(),
-            source,
-        };
-        let mut reader = trace::open(path).map_err(err)?;
-        loop {
-            match reader.next_into(&mut record) {
-                Ok(true) => {}
-                Ok(false) | Err(TraceError::Truncated { .. }) => break,
-                Err(e) => return Err(err(e)),
-            }
-            for &(key, values) in &record.pairs {
-                let bytes = entry_bytes(values);
-                p.whole += bytes;
-                if !hot.contains(&key) {
-                    p.cold += bytes;
-                } else if seen.insert((record.round, key)) {
-                    p.aggregates += 4 * u64::from(values);
-                }
+    read_records(paths, &mut |_| {}, |record| {
+        for &(key, values) in &record.pairs {
+            let bytes = entry_bytes(values);
+            p.whole += bytes;
+            if !hot.contains(&key) {
+                p.cold += bytes;
+            } else if seen.insert((record.round, key)) {
+                p.aggregates += 4 * u64::from(values);
             }
         }
-    }
+    })?;
     Ok(p)
 }
 
@@ -371,10 +358,8 @@ pub struct FileScan {
     pub truncated: Option<String>,
 }
 
-/// Reads every record of `paths` once and offers it to every sample.
-/// `progress` is called with the bytes read so far after every record. A
-/// file that ends inside a record is used up to there and reported in its
-/// [`FileScan`]; any other bad byte is an error.
+/// Reads every record of `paths` once and offers it to every sample
+/// (progress and files cut short as in [`read_records`]).
 pub fn scan(
     paths: &[PathBuf],
     samples: &mut [Sample],
@@ -382,6 +367,27 @@ pub fn scan(
 ) -> Result<Vec<FileScan>, ProfileError> {
     let mut index = 0u64;
     let mut per_worker: HashMap<u32, u32> = HashMap::new();
+    read_records(paths, progress, |record| {
+        let nth = per_worker.entry(record.worker).or_insert(0);
+        for s in samples.iter_mut() {
+            if s.takes(index, *nth) {
+                s.counts.add(record);
+            }
+        }
+        *nth = nth.saturating_add(1);
+        index += 1;
+    })
+}
+
+/// Reads every record of `paths` in order and gives it to `visit`;
+/// `progress` is called with the bytes read so far after every record. A
+/// file that ends inside a record is used up to there and reported in its
+/// [`FileScan`]; any other bad byte is an error.
+fn read_records(
+    paths: &[PathBuf],
+    progress: &mut dyn FnMut(u64),
+    mut visit: impl FnMut(&Record),
+) -> Result<Vec<FileScan>, ProfileError> {
     let mut done = 0u64;
     let mut record = Record::default();
     let mut scans = Vec::with_capacity(paths.len());
@@ -407,14 +413,7 @@ pub fn scan(
                 }
                 Err(e) => return Err(err(e)),
             }
-            let nth = per_worker.entry(record.worker).or_insert(0);
-            for s in samples.iter_mut() {
-                if s.takes(index, *nth) {
-                    s.counts.add(&record);
-                }
-            }
-            *nth = nth.saturating_add(1);
-            index += 1;
+            visit(&record);
             fs.records += 1;
             progress(done + reader.offset());
         }

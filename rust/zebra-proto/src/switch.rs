@@ -54,6 +54,7 @@
 //! until its server acknowledges it, retransmitting on `aggregate_rto`
 //! (doubling, at most 16×) up to `aggregate_max_retries` times.
 
+use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
@@ -337,7 +338,6 @@ impl Switch {
                 }
             }
         }
-        let mut abandoned: Vec<PartKey> = Vec::new();
         // Per flow, one part is resent per call, the oldest due: parts that left
         // together time out together, and when the first of them is late because
         // it waits in a queue the others wait behind it; resending them all would
@@ -386,12 +386,12 @@ impl Switch {
                 payload: p.payload.clone(),
             });
         }
-        abandoned.extend(
-            self.pending
-                .iter()
-                .filter(|(k, p)| !p.queued && given_up.contains(&(k.0, k.2)))
-                .map(|(&k, _)| k),
-        );
+        let abandoned: Vec<PartKey> = self
+            .pending
+            .iter()
+            .filter(|(k, p)| !p.queued && given_up.contains(&(k.0, k.2)))
+            .map(|(&k, _)| k)
+            .collect();
         for key in abandoned {
             self.pending.remove(&key);
             if let Some(flow) = self.flows.get_mut(&(key.0, key.2)) {
@@ -737,12 +737,9 @@ impl Switch {
         // An acknowledgement of a part never sent (still waiting for the
         // window) is not genuine: taking it would leave the part's place in
         // the window's queue behind, and the window would shrink for good.
-        match self.pending.get(&key) {
-            Some(p) if !p.queued => {}
+        let p = match self.pending.entry(key) {
+            Entry::Occupied(e) if !e.get().queued => e.remove(),
             _ => return Vec::new(),
-        }
-        let Some(p) = self.pending.remove(&key) else {
-            return Vec::new();
         };
         self.stats.aggregate_acked += 1;
         // Karn's rule: a part sent more than once says nothing certain about
