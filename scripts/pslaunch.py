@@ -15,6 +15,10 @@ Two networks (--net):
             sch_netem, delay and loss. Needs root; without it (or without namespaces)
             the job runs on loopback and says so. Every namespace, link and process the
             run created is removed on success, failure, the timeout and Ctrl-C.
+            With --user-stack dpdk|raw every node and service runs over Zebra's
+            user-level stack instead: its veth has no kernel address, the stack owns
+            the node's address (ZEBRA_NET, ZEBRA_IP and, for DPDK, ZEBRA_DPDK_ARGS with
+            the af_packet PMD on the veth are set per process).
 
 Every run writes LOGDIR/pslaunch.json: each node's role, address, exit code and (netns)
 its link's byte and packet counters, read just before teardown.
@@ -97,6 +101,9 @@ class Loopback:
     def wrap(self, name, argv):
         return argv
 
+    def node_env(self, name):
+        return {}
+
     def counters(self):
         return {}
 
@@ -140,11 +147,12 @@ class Netns:
 
     kind = "netns"
 
-    def __init__(self, run_id, subnet, shaping_of, mtu):
+    def __init__(self, run_id, subnet, shaping_of, mtu, user_stack=None):
         self.run_id = run_id
         self.subnet = subnet
         self.shaping_of = shaping_of  # node name -> Shaping
         self.mtu = mtu
+        self.user_stack = user_stack  # None (the kernel's network), "dpdk" or "raw"
         self.created = []  # namespace names, in creation order
         self.addr = {}
         self.port_of = {}  # node name -> the bridge-side interface
@@ -168,7 +176,10 @@ class Netns:
             run_ip(["ip", "-n", bridge, "link", "add", port, "mtu", str(self.mtu), "type", "veth",
                     "peer", "name", "eth0", "mtu", str(self.mtu), "netns", ns])
             run_ip(["ip", "-n", bridge, "link", "set", port, "master", "br0", "up"])
-            run_ip(["ip", "-n", ns, "addr", "add", f"{ip}/{self.subnet.prefixlen}", "dev", "eth0"])
+            if self.user_stack:
+                self._user_stack_link(ns, bridge, port)
+            else:
+                run_ip(["ip", "-n", ns, "addr", "add", f"{ip}/{self.subnet.prefixlen}", "dev", "eth0"])
             run_ip(["ip", "-n", ns, "link", "set", "eth0", "up"])
             run_ip(["ip", "-n", ns, "link", "set", "lo", "up"])
             shaping = self.shaping_of(name)
@@ -178,6 +189,37 @@ class Netns:
                 self._shape(bridge, port, shaping)  # what the node receives
             self.addr[name] = str(ip)
             self.port_of[name] = port
+
+    @staticmethod
+    def _user_stack_link(ns, bridge, port):
+        """The node's veth for a user-level stack: no kernel address, no IPv6 chatter, and
+        tx checksum offload off on both ends (a veth otherwise hands partial checksums to
+        packet sockets, which the stack drops)."""
+        run_ip(["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.eth0.disable_ipv6=1"])
+        for where, dev in ((ns, "eth0"), (bridge, port)):
+            res = run_ip(["ip", "netns", "exec", where, "ethtool", "-K", dev, "tx", "off"], check=False)
+            if res.returncode != 0:
+                raise NetError(f"ethtool -K {dev} tx off failed ({res.stderr.strip()}): "
+                               "--user-stack needs ethtool")
+
+    def node_env(self, name):
+        """The user-level stack's settings for one node or service (none without --user-stack)."""
+        if not self.user_stack:
+            return {}
+        env = {"ZEBRA_IP": f"{self.addr[name]}/{self.subnet.prefixlen}"}
+        if self.user_stack == "raw":
+            env["ZEBRA_NET"] = "raw:eth0"
+            return env
+        # One EAL per process: its own file prefix, the af_packet PMD with the larger ring
+        # (the default one drops under load), and the one lcore free to run on every CPU
+        # (plain `-l 0` would pin each process's network thread to CPU 0).
+        cpus = os.cpu_count() or 1
+        lcores = "0" if cpus == 1 else f"0@(0-{cpus - 1})"
+        env["ZEBRA_NET"] = "dpdk"
+        env["ZEBRA_DPDK_ARGS"] = (
+            f"--no-huge -m 256 --no-pci --no-shconf --file-prefix={self.ns(name)} --lcores={lcores} "
+            "--log-level=lib.eal:error --vdev=net_af_packet0,iface=eth0,framecnt=8192,blocksz=65536")
+        return env
 
     def _add_ns(self, ns):
         run_ip(["ip", "netns", "add", ns])
@@ -337,14 +379,15 @@ class Job:
         env = self.base_env()
         for name, cmd in services.items():
             argv = [expand(a, self.net, self.ports, self.counts()) for a in shlex.split(cmd)]
-            self.spawn(name, argv, dict(env, PSLAUNCH_NAME=name), service=True)
+            self.spawn(name, argv, dict(env, PSLAUNCH_NAME=name, **self.net.node_env(name)), service=True)
         if services:
             time.sleep(self.args.service_wait)
             for name, proc, log, _ in self.procs:
                 if proc.poll() is not None:
                     return (name, f"service exited early with {describe(proc.returncode)}", log)
         for role, name in self.nodes:
-            penv = dict(env, DMLC_ROLE=role, PSLAUNCH_NAME=name, DMLC_NODE_HOST=self.net.address(name))
+            penv = dict(env, DMLC_ROLE=role, PSLAUNCH_NAME=name, DMLC_NODE_HOST=self.net.address(name),
+                        **self.net.node_env(name))
             if self.args.preload and (not self.args.preload_names or name in self.args.preload_names):
                 penv["LD_PRELOAD"] = self.args.preload
             self.spawn(name, self.args.command, penv, service=False)
@@ -443,6 +486,8 @@ def make_network(args, attempt):
     if args.net == "loopback":
         return Loopback()
     why = netns_unavailable()
+    if why and args.user_stack:
+        raise SystemExit(f"pslaunch: --user-stack needs --net netns, which is not available here ({why})")
     if why:
         print(f"pslaunch: --net netns is not available ({why}); falling back to loopback (no link shaping)",
               file=sys.stderr)
@@ -457,7 +502,9 @@ def make_network(args, attempt):
     if not args.quiet and attempt == 1:
         print(f"pslaunch: netns testbed on {args.subnet}: servers' links {server.describe()}, "
               f"other links {base.describe()}")
-    return Netns(f"{os.getpid()}-{attempt}", args.subnet, shaping_of, args.mtu)
+    if not args.quiet and attempt == 1 and args.user_stack:
+        print(f"pslaunch: every node and service on Zebra's user-level stack ({args.user_stack})")
+    return Netns(f"{os.getpid()}-{attempt}", args.subnet, shaping_of, args.mtu, args.user_stack)
 
 
 def parse_args(argv=None):
@@ -492,12 +539,17 @@ def parse_args(argv=None):
                    "not ours), run it again, up to --attempts times in all")
     p.add_argument("--attempts", type=int, default=3, help="attempts with --retry-if (default 3)")
     net = p.add_argument_group("network")
-    net.add_argument("--net", choices=("loopback", "netns"), default="loopback",
+    net.add_argument("--net", choices=("loopback", "netns"), default=os.environ.get("PSLAUNCH_NET") or "loopback",
                      help="loopback (default) or netns: one network namespace per node on a bridge")
     net.add_argument("--subnet", default="10.99.0.0/24", type=ipaddress.IPv4Network,
                      help="netns: the nodes' addresses, in order services, scheduler, servers, workers "
                      "(default 10.99.0.0/24; every run has its own bridge, so runs do not clash)")
     net.add_argument("--mtu", type=int, default=1500, help="netns: MTU of every link (default 1500)")
+    net.add_argument("--user-stack", choices=("dpdk", "raw"), default=os.environ.get("PSLAUNCH_USER_STACK") or None,
+                     help="netns: run every node and service over Zebra's user-level stack (smoltcp) on DPDK's "
+                     "af_packet PMD or a raw socket on its veth, which then has no kernel address; the "
+                     "processes must use the shim with ZEBRA_ENABLE=1 (or `zebra switch`) "
+                     "(env PSLAUNCH_USER_STACK)")
     for who, what in (("link", "every node's link"), ("server", "the servers' links (overrides --link-*)")):
         net.add_argument(f"--{who}-rate", default=None, metavar="RATE",
                          help=f"netns: rate limit of {what}, each direction, tc units (e.g. 1gbit)")
@@ -517,6 +569,8 @@ def parse_args(argv=None):
     args.preload_names = {n for n in args.preload_names.split(",") if n}
     if args.servers < 1 or args.workers < 1:
         p.error("--servers and --workers must be at least 1")
+    if args.user_stack and args.net != "netns":
+        p.error("--user-stack needs --net netns")
     if args.server_rate and args.server_ingress_rate:
         p.error("--server-rate and --server-ingress-rate exclude each other")
     for rate in (args.link_rate, args.server_rate, args.server_ingress_rate):

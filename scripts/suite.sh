@@ -18,6 +18,11 @@
 #                    the aggregating tests also check the switch added pairs and the
 #                    servers received fewer bytes than the whole pushes (tests/lib/hotpath.py)
 #
+# With ZEBRA_NET=dpdk (or raw) in the environment, modes on and on+switch run every job on
+# the netns testbed (root) with every process — nodes and the switch — over Zebra's
+# user-level stack (smoltcp on DPDK's af_packet PMD, or a raw socket) on its veth; each
+# process's stack must close cleanly (no mbuf in use) at exit.
+#
 # Needs `scripts/setup.sh --clients` first. Logs: .build/logs/SUITE-MODE/.
 # Exit 0 when every test passed; the last line is a summary naming suite, mode and library.
 set -euo pipefail
@@ -28,7 +33,22 @@ suite=$1 mode=$2
 case $suite in byteps-pslite|mxnet) ;; -h|--help) usage; exit 0 ;; *) echo "suite.sh: unknown suite '$suite'" >&2; usage >&2; exit 2 ;; esac
 
 shim=$root/dist/lib/libzmq.so.5
-logdir=$root/.build/logs/$suite-$mode
+user_net=${ZEBRA_NET:-kernel}
+case $user_net in
+  kernel) ;;
+  dpdk|raw) ;;
+  raw:*) user_net=raw ;;
+  *) echo "suite.sh: ZEBRA_NET=$user_net: expected kernel, dpdk or raw" >&2; exit 2 ;;
+esac
+if [ "$user_net" != kernel ]; then
+  case $mode in on|on+switch) ;; *) echo "suite.sh: ZEBRA_NET=$user_net runs modes on and on+switch only (the user-level stack is Zebra's engine)" >&2; exit 2 ;; esac
+  [ "$(id -u)" = 0 ] || { echo "suite.sh: ZEBRA_NET=$user_net needs root (network namespaces, packet sockets)" >&2; exit 2; }
+  export PSLAUNCH_NET=netns PSLAUNCH_USER_STACK=$user_net
+  mode_dir=$mode-$user_net net_shown=" (ZEBRA_NET=$user_net)"
+else
+  mode_dir=$mode net_shown=""
+fi
+logdir=$root/.build/logs/$suite-$mode_dir
 rm -rf "$logdir"
 mkdir -p "$logdir/stats"
 for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
@@ -94,8 +114,22 @@ else
     else
       echo "PASS $suite $mode: every process went through the shim in mode $expected_mode"
     fi
+    if [ "$user_net" != kernel ]; then
+      # Every process ran on its own user-level stack, which closed cleanly at exit
+      # (zebra-ffi's shutdown_network: the `net ok` line, mbufs counted back).
+      unclean=$(grep -L '^net ok ' "${reports[@]}" | wc -l)
+      if [ "$unclean" -ne 0 ]; then
+        echo "FAIL $suite $mode: $unclean of ${#reports[@]} processes did not close their user-level stack cleanly:"
+        grep -h '^net ' "${reports[@]}" | grep -v '^net ok ' | sort | uniq -c | head -n 5
+        status=1
+      else
+        frames=$(grep -h '^net ok ' "${reports[@]}" | grep -o 'tx_frames [0-9]*' | awk '{n += $2} END {print n + 0}')
+        echo "PASS $suite $mode: all ${#reports[@]} processes on the user-level stack ($user_net), $frames frames sent, every stack closed with no mbuf in use"
+      fi
+      library="$library; network: Zebra's user-level stack over $user_net"
+    fi
   fi
 fi
 verdict=$([ $status = 0 ] && echo passed || echo FAILED)
-echo "suite $suite, mode $mode: $verdict; library: $library; logs: $logdir"
+echo "suite $suite, mode $mode$net_shown: $verdict; library: $library; logs: $logdir"
 exit $status

@@ -93,7 +93,9 @@ lint() {
 # network namespaces, over a raw socket and over DPDK's af_packet PMD: ARP, UDP echo, a
 # 64 MiB TCP transfer each way (every byte checked), a refused connect, clean start-up
 # errors, no mbuf in use and no EAL run directory left at shutdown; then the engine over
-# the stack against libzmq. Needs root; the DPDK tests need libdpdk-dev.
+# the stack against libzmq, and the hot path over the stack (to a kernel switch, and to a
+# switch on the same stack through its self-loop). Needs root; the DPDK tests need
+# libdpdk-dev.
 netns_stack() {
   if [ "$(id -u)" != 0 ]; then
     echo "SKIP zebra-net netns tests (need root for network namespaces and packet sockets)"
@@ -102,7 +104,8 @@ netns_stack() {
   local spec crate t features log
   # CRATE TEST [FEATURES]: the engine's test runs over the raw socket, then over DPDK.
   for spec in "zebra-net netns_raw" "zebra-net netns_dpdk" "zebra-net dpdk_errors" \
-    "zebra-engine netns_stack" "zebra-engine netns_stack dpdk"; do
+    "zebra-engine netns_stack" "zebra-engine netns_stack dpdk" \
+    "zebra-hotpath netns_stack" "zebra-hotpath netns_stack dpdk"; do
     set -- $spec
     crate=$1 t=$2 features=${3:-}
     if { [ $t = netns_dpdk ] || [ $t = dpdk_errors ] || [ -n "$features" ]; } && ! pkg-config --exists libdpdk; then
@@ -158,6 +161,20 @@ if [ $quick = 0 ]; then
     "mxnet libzmq" "mxnet off" "mxnet on" "mxnet mixed" "mxnet on+switch"; do
     set -- $spec
     run_part "suite-$1-$2" "$root/scripts/suite.sh" "$1" "$2"
+  done
+  # The same clients with every process (nodes and switch) over Zebra's user-level stack
+  # on DPDK's af_packet PMD, one network namespace per process (root and libdpdk-dev).
+  for spec in "byteps-pslite on" "byteps-pslite on+switch" "mxnet on" "mxnet on+switch"; do
+    set -- $spec
+    if [ "$(id -u)" != 0 ]; then
+      echo "SKIP suite $1 $2 with ZEBRA_NET=dpdk (needs root: network namespaces, packet sockets)"
+      skipped=$((skipped + 1))
+    elif ! pkg-config --atleast-version=22.11 libdpdk; then
+      echo "SKIP suite $1 $2 with ZEBRA_NET=dpdk (no DPDK: libdpdk-dev >= 22.11 is not installed)"
+      skipped=$((skipped + 1))
+    else
+      run_part "suite-$1-$2-dpdk" env ZEBRA_NET=dpdk "$root/scripts/suite.sh" "$1" "$2"
+    fi
   done
 else
   echo "SKIP PS-lite suites (--quick)"

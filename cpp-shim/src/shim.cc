@@ -93,6 +93,9 @@ State *make_state() {
   }
   the_state = s;
   if (s->count_calls) std::atexit(report_at_exit);
+  // Registered after the report so that it runs before it (atexit is last in, first out):
+  // the report then carries the stack's final counters.
+  std::atexit(ffi::shutdown_network);
   return s;
 }
 

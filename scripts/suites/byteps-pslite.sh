@@ -108,9 +108,9 @@ run_job() {
     if [ -n "${HOT_KEYS_FILE:-}" ]; then cp "$HOT_KEYS_FILE" "$JOB_LOGDIR/hot.keys"
     else python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"; fi
     local conf="$ROOT/scripts/suites/hot.conf" loss="${HOT_LOSS:-0}"
-    envs+=(--env "ZEBRA_SWITCH=127.0.0.1:{port:switch}" --env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys"
+    envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys"
       --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p" --env "ZEBRA_HOT_LOSS=$loss")
-    service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen 127.0.0.1:{port:switch} --workers {workers} --servers {servers} --hot-keys $JOB_LOGDIR/hot.keys --loss $loss")
+    service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} --hot-keys $JOB_LOGDIR/hot.keys --loss $loss")
   fi
   local out="$JOB_LOGDIR/pslaunch.log"
   if python3 "$LAUNCHER" --servers "$servers" --workers "$workers" --timeout "$TIMEOUT" \

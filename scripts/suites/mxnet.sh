@@ -92,9 +92,9 @@ run_test() {
             return
         fi
         local conf=$ROOT/scripts/suites/hot.conf
-        hot=(--env "ZEBRA_SWITCH=127.0.0.1:{port:switch}" --env "ZEBRA_HOT_KEYS=$dir/hot.keys"
+        hot=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_HOT_KEYS=$dir/hot.keys"
             --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$dir/stats/%p"
-            --service "switch=$SUITE_SWITCH switch --config $conf --listen 127.0.0.1:{port:switch} --workers {workers} --servers {servers} --hot-keys $dir/hot.keys")
+            --service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} --hot-keys $dir/hot.keys")
     fi
     start=$(date +%s.%N)
     "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \

@@ -1,16 +1,19 @@
 //! `zebra switch`: the software switch on a UDP socket until SIGINT or
-//! SIGTERM. Its flags are the hot-path knobs of
+//! SIGTERM — a kernel socket, or one of Zebra's user-level stack (smoltcp over
+//! a DPDK port) with `ZEBRA_NET`. Its flags are the hot-path knobs of
 //! [`zebra_hotpath::settings::KNOBS`], so the file format, the flags and
 //! `--help` cannot disagree.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use zebra_hotpath::settings::KNOBS;
 use zebra_hotpath::{HotpathConfig, Settings, SwitchNode};
+use zebra_net::{Stack, StackConfig};
 
 /// Shown after the flags by `zebra switch --help`.
 pub const FORMATS: &str = "\
@@ -26,6 +29,10 @@ a..=b in ascending order; `#` starts a comment. Each key's server follows PS-lit
 key ranges for --servers, and each server owning a hot key is its own job (--job + server
 rank) whose hot indices are its keys' values in file order (register index mod R, slot
 index div R).
+
+Network: with ZEBRA_NET=dpdk (ZEBRA_DPDK_ARGS, ZEBRA_IP) or raw:IFACE the switch listens on
+Zebra's user-level stack (smoltcp) instead of a kernel socket; --listen then names the stack's
+address (or 0.0.0.0). At exit the stack is shut down and a DPDK port's mbuf count checked.
 
 Signals: SIGUSR1 prints the statistics to standard output; SIGINT or SIGTERM stops the switch
 and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; default info).";
@@ -185,7 +192,16 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let node = match SwitchNode::start(config.switch_node_config(listen)) {
+    let stack = match user_stack() {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("zebra switch: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let mut node_config = config.switch_node_config(listen);
+    node_config.stack = stack.clone();
+    let node = match SwitchNode::start(node_config) {
         Ok(n) => n,
         Err(e) => {
             eprintln!("zebra switch: {e}");
@@ -201,5 +217,26 @@ pub fn run(args: SwitchArgs) -> ExitCode {
         }
     }
     println!("{}", node.shutdown());
-    ExitCode::SUCCESS
+    match stack.map(|s| (s.stats(), s.shutdown())) {
+        Some((stats, Err(e))) => {
+            eprintln!("zebra switch: user-level stack: {e} ({stats})");
+            ExitCode::FAILURE
+        }
+        Some((stats, Ok(()))) => {
+            println!("user-level stack closed: {stats}");
+            ExitCode::SUCCESS
+        }
+        None => ExitCode::SUCCESS,
+    }
+}
+
+/// The user-level stack `ZEBRA_NET` asks for, started (`None`: kernel sockets).
+fn user_stack() -> Result<Option<Arc<Stack>>, String> {
+    let cfg = zebra_config::Config::from_env().map_err(|e| e.to_string())?;
+    let Some(net) = StackConfig::from_zebra(&cfg).map_err(|e| e.to_string())? else {
+        return Ok(None);
+    };
+    let stack = Stack::start(net).map_err(|e| format!("ZEBRA_NET: {e}"))?;
+    log::info!("zebra switch: on the user-level stack at {}", stack.ip());
+    Ok(Some(Arc::new(stack)))
 }

@@ -73,7 +73,7 @@ pub use context::Context;
 pub use error::{Error, Result};
 pub use poll::{activity, notify_activity, poll, wait_activity};
 pub use socket::Part;
-pub use transport::{current_stack, use_stack};
+pub use transport::{current_stack, process_stack, use_stack};
 
 use std::sync::Arc;
 

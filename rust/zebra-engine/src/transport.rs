@@ -8,8 +8,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::sync::{Arc, OnceLock};
 
-use zebra_config::Network;
-use zebra_net::{Backend, Stack, StackConfig};
+use zebra_net::{Stack, StackConfig};
 
 use crate::error::{Error, Result};
 use crate::net::{Listener, Stream};
@@ -34,23 +33,20 @@ pub fn current_stack() -> Option<Arc<Stack>> {
 /// Starts the stack `ZEBRA_NET` asks for (once per process).
 fn from_env() -> std::result::Result<Option<Arc<Stack>>, String> {
     let cfg = zebra_config::Config::from_env().map_err(|e| e.to_string())?;
-    let backend = match cfg.net {
-        Network::Kernel => return Ok(None),
-        Network::Dpdk => Backend::Dpdk {
-            eal_args: cfg.dpdk_args.unwrap_or_default(),
-        },
-        Network::Raw(iface) => Backend::Raw { iface },
+    let Some(net) = StackConfig::from_zebra(&cfg).map_err(|e| e.to_string())? else {
+        return Ok(None);
     };
-    let ip = cfg.net_ip.ok_or("ZEBRA_NET needs ZEBRA_IP")?;
-    let mut net = StackConfig::new(backend, ip.addr, ip.prefix_len);
-    net.gateway = cfg.net_gateway;
+    let (ip, prefix) = (net.ip, net.prefix_len);
     let stack = Stack::start(net).map_err(|e| format!("ZEBRA_NET: {e}"))?;
-    log::info!(
-        "zebra-engine: tcp:// runs over the user-level stack at {}/{}",
-        ip.addr,
-        ip.prefix_len
-    );
+    log::info!("zebra-engine: tcp:// runs over the user-level stack at {ip}/{prefix}");
     Ok(Some(Arc::new(stack)))
+}
+
+/// The process's user-level stack, started now from `ZEBRA_NET` if nobody chose the
+/// process's network yet (`None`: the kernel). The hot path binds its UDP socket on it,
+/// so that one stack (one DPDK port, one address) carries both.
+pub fn process_stack() -> io::Result<Option<Arc<Stack>>> {
+    stack().map(|s| s.cloned())
 }
 
 fn stack() -> io::Result<Option<&'static Arc<Stack>>> {

@@ -41,7 +41,7 @@ use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
 use zebra_engine::{Error, Part, Socket};
 use zebra_hotkeys::TraceWriter;
 use zebra_hotpath::{
-    Clock, LinkConfig, ServerEvent, ServerLink, Settings, WorkerEvent, WorkerLink,
+    Clock, LinkConfig, ServerEvent, ServerLink, Settings, StartError, WorkerEvent, WorkerLink,
 };
 use zebra_pslite::{node_id, rank_of, role_of, Detector, Format, FormatChoice, Message, Role};
 
@@ -212,10 +212,16 @@ impl Aggregation {
 }
 
 impl Aggregation {
-    fn link(&self, job: u16, rank: u16) -> LinkConfig {
+    /// A link of this process: on the process's user-level stack when `ZEBRA_NET` asks for
+    /// one (the same stack, port and address as its `tcp://` endpoints).
+    fn link(&self, job: u16, rank: u16) -> Result<LinkConfig, StartError> {
         let mut c = LinkConfig::new(self.proto.clone(), job, rank, self.switch);
         c.loss = self.loss;
-        c
+        c.stack = zebra_engine::process_stack().map_err(|source| StartError::Io {
+            what: "start the user-level stack (ZEBRA_NET)".into(),
+            source,
+        })?;
+        Ok(c)
     }
 }
 
@@ -514,7 +520,7 @@ impl Splitter {
         };
         let mut links = BTreeMap::new();
         for job in &plan.proto.jobs {
-            match WorkerLink::start(plan.link(job.id, rank)) {
+            match plan.link(job.id, rank).and_then(WorkerLink::start) {
                 Ok(l) => {
                     links.insert(job.id, l);
                 }
@@ -785,7 +791,7 @@ impl ServerSide {
         };
         let link = match agent.job() {
             None => None,
-            Some(job) => match ServerLink::start(plan.link(job, 0)) {
+            Some(job) => match plan.link(job, 0).and_then(ServerLink::start) {
                 Ok(l) => Some(l),
                 Err(e) => {
                     log::error!(

@@ -43,6 +43,10 @@ mod ffi {
         fn log_line(level: u8, message: &str);
         /// Writes the at-exit statistics where ZEBRA_STATS says (no-op when unset).
         fn write_stats(report: &str);
+        /// At exit: stops the process's user-level stack if `ZEBRA_NET` started one
+        /// (network thread joined, DPDK port closed, mbuf leak check, EAL cleanup) and
+        /// keeps its final counters for the statistics. No-op on the kernel's network.
+        fn shutdown_network();
     }
 }
 
@@ -157,7 +161,8 @@ pub fn write_stats(report: &str) {
     let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else {
         return;
     };
-    let report = format!("{report}{}", hot::report());
+    let net = NET_REPORT.get().map_or("", String::as_str);
+    let report = format!("{report}{}{net}", hot::report());
     match sink {
         StatsSink::Stderr => eprint!("{report}"),
         StatsSink::File(path) => {
@@ -169,4 +174,26 @@ pub fn write_stats(report: &str) {
             }
         }
     }
+}
+
+/// The user-level stack's last words, for the statistics (set by [`shutdown_network`]).
+static NET_REPORT: OnceLock<String> = OnceLock::new();
+
+/// See the bridge declaration.
+pub fn shutdown_network() {
+    let Some(stack) = zebra_engine::current_stack() else {
+        return;
+    };
+    let stats = stack.stats();
+    let line = match stack.shutdown() {
+        Ok(()) => {
+            log::info!("zebra: user-level stack closed: {stats}");
+            format!("net ok {stats}\n")
+        }
+        Err(e) => {
+            log::error!("zebra: user-level stack: {e} ({stats})");
+            format!("net error {e}; {stats}\n")
+        }
+    };
+    let _ = NET_REPORT.set(line);
 }

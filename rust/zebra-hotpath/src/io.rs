@@ -1,6 +1,7 @@
 //! The I/O thread every node runs.
 //!
-//! One UDP socket, one state machine behind a mutex, and a thread that
+//! One UDP socket (a kernel socket, or one of Zebra's user-level stack with
+//! `ZEBRA_NET`: [`HotSocket`]), one state machine behind a mutex, and a thread that
 //! sleeps in `epoll` (through mio) until a datagram arrives, the machine's
 //! next timer (`poll_at`) or a held (delayed) datagram is due, or another
 //! thread wakes it. Other threads reach the machine through
@@ -10,14 +11,15 @@
 //! node makes no system call until something happens.
 
 use std::io;
-use std::net::SocketAddr;
+use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
-use mio::net::UdpSocket;
+use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token, Waker};
+use zebra_net::Stack;
 use zebra_proto::Timestamp;
 
 use crate::clock::Clock;
@@ -83,7 +85,7 @@ impl<M> Core<M> {
         io
     }
 
-    fn transmit(&mut self, socket: &UdpSocket, now: Timestamp, out: Sends) {
+    fn transmit(&mut self, socket: &HotSocket, now: Timestamp, out: Sends) {
         for (to, bytes) in out {
             match &mut self.faults {
                 Some(f) => {
@@ -96,7 +98,7 @@ impl<M> Core<M> {
         }
     }
 
-    fn release_held(&mut self, socket: &UdpSocket, now: Timestamp) {
+    fn release_held(&mut self, socket: &HotSocket, now: Timestamp) {
         let due = self
             .faults
             .as_mut()
@@ -108,7 +110,7 @@ impl<M> Core<M> {
     }
 }
 
-fn send(io: &mut IoStats, socket: &UdpSocket, to: SocketAddr, bytes: &[u8]) {
+fn send(io: &mut IoStats, socket: &HotSocket, to: SocketAddr, bytes: &[u8]) {
     match socket.send_to(bytes, to) {
         Ok(_) => {
             io.tx_datagrams += 1;
@@ -125,7 +127,7 @@ fn send(io: &mut IoStats, socket: &UdpSocket, to: SocketAddr, bytes: &[u8]) {
 #[derive(Debug)]
 pub(crate) struct Shared<M> {
     core: Mutex<Core<M>>,
-    socket: UdpSocket,
+    socket: HotSocket,
     waker: Waker,
     stop: AtomicBool,
     running: AtomicBool,
@@ -256,16 +258,13 @@ impl<M: Machine> Node<M> {
     /// Starts the I/O thread `name` on `socket` (already bound).
     pub fn spawn(
         name: String,
-        socket: std::net::UdpSocket,
+        mut socket: HotSocket,
         machine: M,
         faults: Option<FaultInjector>,
     ) -> io::Result<Node<M>> {
-        socket.set_nonblocking(true)?;
         let local = socket.local_addr()?;
-        let mut socket = UdpSocket::from_std(socket);
         let poll = Poll::new()?;
-        poll.registry()
-            .register(&mut socket, SOCKET, Interest::READABLE)?;
+        socket.register(&poll)?;
         let waker = Waker::new(poll.registry(), WAKE)?;
         let shared = Arc::new(Shared {
             core: Mutex::new(Core {
@@ -315,15 +314,94 @@ impl<M: Machine> Drop for Node<M> {
     }
 }
 
-/// Socket buffers of every hot-path socket: a round's burst from several
-/// workers must not overflow the switch's receive buffer while its thread
-/// waits for a core (the kernel caps this at `net.core.rmem_max` /
+/// A hot-path socket: a kernel UDP socket, or a UDP socket of the process's
+/// user-level stack (smoltcp over DPDK or a raw socket, `ZEBRA_NET`). Both
+/// are non-blocking and wake the I/O thread's `epoll` (the stack's through
+/// its eventfd, edge-triggered like mio's: the thread reads until
+/// `WouldBlock`).
+#[derive(Debug)]
+pub(crate) enum HotSocket {
+    Kernel(mio::net::UdpSocket),
+    Stack(zebra_net::UdpSocket),
+}
+
+impl HotSocket {
+    /// Binds `addr`: on `stack` when one is given and `addr` is not a loopback
+    /// address (the user-level stack has none), on the kernel otherwise. On
+    /// the stack, `addr` must be unspecified or the stack's own address.
+    pub fn bind(addr: SocketAddr, stack: Option<&Arc<Stack>>) -> io::Result<HotSocket> {
+        match (stack, addr) {
+            (Some(stack), SocketAddr::V4(v4)) if !v4.ip().is_loopback() => {
+                if !v4.ip().is_unspecified() && *v4.ip() != stack.ip() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::AddrNotAvailable,
+                        format!(
+                            "{addr} is not the user-level stack's address {}",
+                            stack.ip()
+                        ),
+                    ));
+                }
+                zebra_net::UdpSocket::bind(stack, v4.port()).map(HotSocket::Stack)
+            }
+            (Some(_), SocketAddr::V6(_)) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the user-level stack is IPv4 only",
+            )),
+            _ => {
+                let socket = bind_kernel(addr)?;
+                socket.set_nonblocking(true)?;
+                Ok(HotSocket::Kernel(mio::net::UdpSocket::from_std(socket)))
+            }
+        }
+    }
+
+    fn local_addr(&self) -> io::Result<SocketAddr> {
+        match self {
+            HotSocket::Kernel(s) => s.local_addr(),
+            HotSocket::Stack(s) => Ok(SocketAddr::V4(s.local_addr())),
+        }
+    }
+
+    fn register(&mut self, poll: &Poll) -> io::Result<()> {
+        match self {
+            HotSocket::Kernel(s) => poll.registry().register(s, SOCKET, Interest::READABLE),
+            HotSocket::Stack(s) => {
+                poll.registry()
+                    .register(&mut SourceFd(&s.fd()), SOCKET, Interest::READABLE)
+            }
+        }
+    }
+
+    fn send_to(&self, bytes: &[u8], to: SocketAddr) -> io::Result<usize> {
+        match (self, to) {
+            (HotSocket::Kernel(s), _) => s.send_to(bytes, to),
+            (HotSocket::Stack(s), SocketAddr::V4(v4)) => s.send_to(bytes, v4),
+            (HotSocket::Stack(_), SocketAddr::V6(_)) => Err(io::Error::new(
+                io::ErrorKind::Unsupported,
+                "the user-level stack is IPv4 only",
+            )),
+        }
+    }
+
+    fn recv_from(&self, buf: &mut [u8]) -> io::Result<(usize, SocketAddr)> {
+        match self {
+            HotSocket::Kernel(s) => s.recv_from(buf),
+            HotSocket::Stack(s) => s
+                .recv_from(buf)
+                .map(|(n, from): (usize, SocketAddrV4)| (n, SocketAddr::V4(from))),
+        }
+    }
+}
+
+/// Socket buffers of every kernel hot-path socket: a round's burst from
+/// several workers must not overflow the switch's receive buffer while its
+/// thread waits for a core (the kernel caps this at `net.core.rmem_max` /
 /// `wmem_max`, and counts each datagram with its overhead).
 pub const SOCKET_BUFFER: usize = 4 << 20;
 
-/// A UDP socket bound to `addr` with [`SOCKET_BUFFER`]-byte buffers (or
-/// what the kernel allows).
-pub(crate) fn bind_udp(addr: std::net::SocketAddr) -> std::io::Result<std::net::UdpSocket> {
+/// A kernel UDP socket bound to `addr` with [`SOCKET_BUFFER`]-byte buffers
+/// (or what the kernel allows).
+fn bind_kernel(addr: SocketAddr) -> io::Result<std::net::UdpSocket> {
     use socket2::{Domain, Protocol, Socket, Type};
     let socket = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(Protocol::UDP))?;
     // Smaller buffers only cost throughput: an error here is not fatal.

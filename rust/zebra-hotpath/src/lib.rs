@@ -1,5 +1,6 @@
-//! Zebra's hot path over kernel UDP sockets: the I/O that drives the pure
-//! state machines of [`zebra_proto`].
+//! Zebra's hot path over UDP — kernel sockets, or the user-level stack
+//! ([`zebra_net`], smoltcp over DPDK) when a link or the switch is given one
+//! — the I/O that drives the pure state machines of [`zebra_proto`].
 //!
 //! - [`SwitchNode`]: the software switch (`zebra switch`) on one socket
 //!   and one thread.

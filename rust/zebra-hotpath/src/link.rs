@@ -1,14 +1,16 @@
 //! What a worker or server link is started with, and the event queue it
 //! hands results through.
 
-use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::sync::mpsc::Receiver;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use zebra_config::HotLoss;
+use zebra_net::Stack;
 use zebra_proto::Config;
 
+use crate::io::HotSocket;
 use crate::StartError;
 
 /// Configuration of one [`WorkerLink`](crate::WorkerLink) or
@@ -28,6 +30,9 @@ pub struct LinkConfig {
     pub bind: SocketAddr,
     /// Faults injected on every send.
     pub loss: Option<HotLoss>,
+    /// The process's user-level stack (`ZEBRA_NET`), if it has one: the
+    /// socket is then bound on it unless the switch is on loopback.
+    pub stack: Option<Arc<Stack>>,
 }
 
 impl LinkConfig {
@@ -45,11 +50,16 @@ impl LinkConfig {
             switch,
             bind: SocketAddr::new(any, 0),
             loss: None,
+            stack: None,
         }
     }
 
-    pub(crate) fn bind(&self, role: &str) -> Result<UdpSocket, StartError> {
-        crate::io::bind_udp(self.bind).map_err(|source| StartError::Io {
+    pub(crate) fn bind(&self, role: &str) -> Result<HotSocket, StartError> {
+        let stack = self
+            .stack
+            .as_ref()
+            .filter(|_| !self.switch.ip().is_loopback());
+        HotSocket::bind(self.bind, stack).map_err(|source| StartError::Io {
             what: format!(
                 "bind the {role} socket of job {} rank {} to {}",
                 self.job, self.rank, self.bind

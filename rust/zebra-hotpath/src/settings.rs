@@ -169,6 +169,7 @@ impl HotpathConfig {
                 .map(|(&s, &a)| (self.server_member(s), a))
                 .collect(),
             loss: self.loss,
+            stack: None,
         }
     }
 }

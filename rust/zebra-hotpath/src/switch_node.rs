@@ -11,14 +11,16 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
+use std::sync::Arc;
 
 use zebra_config::HotLoss;
+use zebra_net::Stack;
 use zebra_proto::consts::packet_type;
 use zebra_proto::wire::{FallbackReason, Message, RegisterRepr};
 use zebra_proto::{Config, Switch, SwitchAction, SwitchStats, Timestamp};
 
 use crate::fault::{self, FaultInjector};
-use crate::io::{IoStats, Machine, Node, Sends};
+use crate::io::{HotSocket, IoStats, Machine, Node, Sends};
 use crate::StartError;
 
 /// What a [`SwitchNode`] is started with.
@@ -33,6 +35,9 @@ pub struct SwitchNodeConfig {
     pub server_addrs: BTreeMap<(u16, u16), SocketAddr>,
     /// Faults injected on every send.
     pub loss: Option<HotLoss>,
+    /// The user-level stack to listen on (`ZEBRA_NET`), if any; a loopback
+    /// `listen` address stays on the kernel.
+    pub stack: Option<Arc<Stack>>,
 }
 
 impl SwitchNodeConfig {
@@ -43,6 +48,7 @@ impl SwitchNodeConfig {
             proto,
             server_addrs: BTreeMap::new(),
             loss: None,
+            stack: None,
         }
     }
 }
@@ -296,9 +302,11 @@ impl SwitchNode {
             }
             servers.insert((job, server), ServerAddr { addr, pinned: true });
         }
-        let socket = crate::io::bind_udp(config.listen).map_err(|source| StartError::Io {
-            what: format!("bind the switch socket to {}", config.listen),
-            source,
+        let socket = HotSocket::bind(config.listen, config.stack.as_ref()).map_err(|source| {
+            StartError::Io {
+                what: format!("bind the switch socket to {}", config.listen),
+                source,
+            }
         })?;
         let faults = config
             .loss

@@ -59,6 +59,28 @@ impl StackConfig {
         }
     }
 
+    /// The stack `ZEBRA_NET` asks for in a checked Zebra configuration (`None`: the
+    /// kernel's network). `zebra_config` has already required `ZEBRA_IP` (and, for DPDK,
+    /// `ZEBRA_DPDK_ARGS`) with its own messages; this repeats the check for a
+    /// configuration built by hand.
+    pub fn from_zebra(cfg: &zebra_config::Config) -> Result<Option<StackConfig>, crate::Error> {
+        let backend = match &cfg.net {
+            zebra_config::Network::Kernel => return Ok(None),
+            zebra_config::Network::Dpdk => Backend::Dpdk {
+                eal_args: cfg.dpdk_args.clone().unwrap_or_default(),
+            },
+            zebra_config::Network::Raw(iface) => Backend::Raw {
+                iface: iface.clone(),
+            },
+        };
+        let ip = cfg
+            .net_ip
+            .ok_or_else(|| crate::Error::Config("ZEBRA_NET needs ZEBRA_IP".into()))?;
+        let mut net = StackConfig::new(backend, ip.addr, ip.prefix_len);
+        net.gateway = cfg.net_gateway;
+        Ok(Some(net))
+    }
+
     /// Checks the values a stack cannot start with.
     pub fn validate(&self) -> Result<(), crate::Error> {
         let bad = |why: String| Err(crate::Error::Config(why));

@@ -8,11 +8,13 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
+use smoltcp::phy::Device;
 use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
 use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
 
 use crate::device::raw::RawPort;
+use crate::device::selfloop::SelfLoop;
 use crate::device::{Counters, Port};
 use crate::sys::{self, EventFd};
 use crate::{Backend, Error, StackConfig};
@@ -29,11 +31,33 @@ pub struct StackStats {
     pub tx_frames: u64,
     pub rx_dropped: u64,
     pub tx_dropped: u64,
+    /// Frames to the stack's own address, looped back without the device.
+    pub looped: u64,
     /// DPDK: mbufs of the pool taken right now.
     pub buffers_in_use: Option<u32>,
     /// Poll rounds, and of them those after which the thread slept.
     pub polls: u64,
     pub sleeps: u64,
+}
+
+impl std::fmt::Display for StackStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rx_frames {} tx_frames {} rx_dropped {} tx_dropped {} looped {} polls {} sleeps {}",
+            self.rx_frames,
+            self.tx_frames,
+            self.rx_dropped,
+            self.tx_dropped,
+            self.looped,
+            self.polls,
+            self.sleeps
+        )?;
+        match self.buffers_in_use {
+            Some(n) => write!(f, " mbufs_in_use {n}"),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A readiness snapshot: readable, writable, and the TCP state (any change notifies).
@@ -387,7 +411,7 @@ fn run<P: Port>(
     started: mpsc::Sender<Started>,
 ) -> Result<(), Error> {
     let mut port = match port {
-        Ok(p) => p,
+        Ok(p) => SelfLoop::new(p, cfg.ip),
         Err(e) => {
             let _ = started.send(Err(e));
             return Ok(());
@@ -471,6 +495,7 @@ fn poll_loop<P: Port>(port: &mut P, shared: &Shared) {
             st.stats.tx_frames = c.tx_frames;
             st.stats.rx_dropped = c.rx_dropped;
             st.stats.tx_dropped = c.tx_dropped;
+            st.stats.looped = c.looped;
             st.stats.buffers_in_use = port.buffers_in_use();
             st.stats.polls += 1;
             st.iface.poll_delay(now, &st.sockets)

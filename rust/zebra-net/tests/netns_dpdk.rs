@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{can_run, tcp_both_ways, tcp_refused, udp_echo, Pair};
+use common::{can_run, tcp_both_ways, tcp_refused, tcp_to_itself, udp_echo, Pair};
 use zebra_net::Backend;
 
 #[test]
@@ -24,6 +24,7 @@ fn dpdk_stack_talks_to_the_kernel_and_leaks_no_mbuf() {
     udp_echo(&pair, &stack, 2000);
     tcp_both_ways(&pair, &stack, 64 << 20);
     tcp_refused(&pair, &stack);
+    tcp_to_itself(&pair, &stack, 16 << 20);
     let stats = stack.stats();
     println!("stack: {stats:?}");
     assert!(

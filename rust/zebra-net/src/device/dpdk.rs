@@ -402,6 +402,7 @@ impl Port for DpdkPort {
             rx_dropped: self.rx_counters.rx_dropped,
             tx_frames: self.tx.counters.tx_frames,
             tx_dropped: self.tx.counters.tx_dropped,
+            looped: 0,
         }
     }
 

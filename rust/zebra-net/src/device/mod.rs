@@ -4,6 +4,7 @@
 #[cfg(dpdk)]
 pub(crate) mod dpdk;
 pub(crate) mod raw;
+pub(crate) mod selfloop;
 
 use std::os::fd::RawFd;
 
@@ -17,6 +18,8 @@ pub struct Counters {
     /// Frames that could not be sent (device queue full, no buffer) or received whole.
     pub tx_dropped: u64,
     pub rx_dropped: u64,
+    /// Frames the stack sent to itself, which never reached the device ([`selfloop`]).
+    pub looped: u64,
 }
 
 pub(crate) trait Port: Device {
