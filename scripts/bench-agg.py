@@ -32,7 +32,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
+from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
                       run_report, switch_unavailable, worker_counts, worker_logs)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
@@ -122,7 +122,7 @@ def table(runs, configs, counts, shares, predicted, args):
                 f"{fmt(limit, '.2f')}x | {fmt(of_bound, '.0%')} | "
                 f"{fmt(m['ingress'] and m['ingress'] / 1e6, '.1f')} | {fmt(ratio(m['ingress'], base['ingress']), '.2f')}x "
                 f"| {push} "
-                f"| {'-' if c != 'on+switch' else fmt(predicted.get(n), '.3f')} | {switch} |")
+                f"| {'-' if base_config(c) != 'on+switch' else fmt(predicted.get(n), '.3f')} | {switch} |")
     lines += ["", "Hot share h of the pushed values, as `zebra profile` predicts it for each trace: "
               + ", ".join(f"N={n}: {fmt(shares.get(n), '.3f')}" for n in counts) + "."]
     return "\n".join(lines) + "\n"
@@ -186,17 +186,17 @@ def main():
         trace, keys, share, bytes_ratio = make_trace(args, n, out)
         traces[n], shares[n], predicted[n] = (trace, keys), share, bytes_ratio
         log(f"N={n}: trace {trace}, hot keys {keys}, predicted hot share of values {fmt(share, '.3f')}")
-    if "on+switch" in configs:
+    if any(base_config(c) == "on+switch" for c in configs):
         why = switch_unavailable(args.zebra, traces[counts[0]][1], args.servers)
         if why:
             log(f"SKIP on+switch: {why}")
-            configs.remove("on+switch")
+            configs = [c for c in configs if base_config(c) != "on+switch"]
     if not configs:
         raise SystemExit("bench-agg: no configuration left to run")
 
     def command(c, n, logdir):
         cmd = launch_cmd(args, c, n, logdir, traces[n][1])
-        if c == "on+switch":
+        if base_config(c) == "on+switch":
             os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
             cmd[-1:-1] = ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
         return cmd + [args.binary, f"--trace={traces[n][0]}", "--check=end"]

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
+from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
                       run_report, switch_unavailable, worker_counts, worker_logs)
 
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
@@ -200,11 +200,11 @@ def main():
     hot_keys = os.path.abspath(os.path.join(out, "hot.keys"))
     hot_share = write_hot_keys(args, hot_keys)
     log(f"hot keys: {args.hot_count} rows, profiled hot share {hot_share} ({hot_keys})")
-    if "on+switch" in configs:
+    if any(base_config(c) == "on+switch" for c in configs):
         why = switch_unavailable(args.zebra, hot_keys, args.servers)
         if why:
             log(f"SKIP on+switch: {why}")
-            configs.remove("on+switch")
+            configs = [c for c in configs if base_config(c) != "on+switch"]
     if not configs:
         raise SystemExit("bench-train: no configuration left to run")
 

@@ -11,6 +11,14 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIGS = ("libzmq", "off", "on", "on+switch")
+# A Zebra configuration may run over Zebra's user-level stack instead of the kernel's
+# network: "on@dpdk", "on+switch@dpdk" (pslaunch --user-stack; --net netns only).
+USER_STACKS = ("dpdk", "raw")
+
+
+def base_config(config):
+    """"on+switch@dpdk" -> "on+switch"."""
+    return config.partition("@")[0]
 SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
 SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
 
@@ -54,7 +62,9 @@ def worker_counts(p, args):
 
 def add_testbed_args(p, server_rate):
     """The testbed options both benchmarks take."""
-    p.add_argument("--configs", default=",".join(CONFIGS), help=f"comma-separated, of {', '.join(CONFIGS)}")
+    p.add_argument("--configs", default=",".join(CONFIGS),
+                   help=f"comma-separated, of {', '.join(CONFIGS)}; on and on+switch may end in "
+                   f"@{'|@'.join(USER_STACKS)} to run every process over Zebra's user-level stack (--net netns)")
     p.add_argument("--repeats", type=int, default=2, help="repetitions of every configuration (default 2)")
     p.add_argument("--net", choices=("netns", "loopback"), default="netns", help="pslaunch network (default netns)")
     p.add_argument("--subnet", default="10.98.0.0/24", help="testbed addresses (default 10.98.0.0/24)")
@@ -77,9 +87,15 @@ def add_testbed_args(p, server_rate):
 
 def parse_configs(p, args):
     configs = [c for c in args.configs.split(",") if c]
-    unknown = set(configs) - set(CONFIGS)
-    if unknown or not configs or args.repeats < 1:
-        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)})")
+
+    def known(c):
+        base, at, net = c.partition("@")
+        return base in CONFIGS and (not at or (net in USER_STACKS and base in ("on", "on+switch")))
+
+    if not all(map(known, configs)) or not configs or args.repeats < 1:
+        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk)")
+    if any("@" in c for c in configs) and args.net != "netns":
+        p.error("a configuration on the user-level stack (@dpdk, @raw) needs --net netns")
     if any(c != "libzmq" for c in configs) and not os.path.exists(args.shim):
         p.error(f"{args.shim} is missing; run scripts/setup.sh")
     return configs
@@ -94,6 +110,9 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
     for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
                         ("--link-delay", args.link_delay)):
         cmd += [flag, value] if value else []
+    config, _, user_stack = config.partition("@")
+    if user_stack:
+        cmd += ["--user-stack", user_stack]
     if config != "libzmq":
         cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
     if config == "on+switch":

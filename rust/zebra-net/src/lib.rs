@@ -17,6 +17,7 @@
 
 mod config;
 mod device;
+mod neighbours;
 mod stack;
 pub mod sys;
 mod tcp;

@@ -11,11 +11,12 @@ use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
 use smoltcp::phy::Device;
 use smoltcp::socket::{tcp, udp};
 use smoltcp::time::Instant;
-use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr};
+use smoltcp::wire::{EthernetAddress, HardwareAddress, IpAddress, IpCidr, IpEndpoint};
 
 use crate::device::raw::RawPort;
 use crate::device::selfloop::SelfLoop;
 use crate::device::{Counters, Port};
+use crate::neighbours::{Neighbours, Subnet};
 use crate::sys::{self, EventFd};
 use crate::{Backend, Error, StackConfig};
 
@@ -33,6 +34,8 @@ pub struct StackStats {
     pub tx_dropped: u64,
     /// Frames to the stack's own address, looped back without the device.
     pub looped: u64,
+    /// ARP requests the stack sent on its own ([`crate::neighbours`]).
+    pub arp_probes: u64,
     /// DPDK: mbufs of the pool taken right now.
     pub buffers_in_use: Option<u32>,
     /// Poll rounds, and of them those after which the thread slept.
@@ -44,12 +47,13 @@ impl std::fmt::Display for StackStats {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "rx_frames {} tx_frames {} rx_dropped {} tx_dropped {} looped {} polls {} sleeps {}",
+            "rx_frames {} tx_frames {} rx_dropped {} tx_dropped {} looped {} arp_probes {} polls {} sleeps {}",
             self.rx_frames,
             self.tx_frames,
             self.rx_dropped,
             self.tx_dropped,
             self.looped,
+            self.arp_probes,
             self.polls,
             self.sleeps
         )?;
@@ -98,6 +102,8 @@ pub(crate) struct State {
     next_port: u16,
     pub stats: StackStats,
     pub mtu: usize,
+    pub neighbours: Neighbours,
+    pub subnet: Subnet,
 }
 
 pub(crate) struct Shared {
@@ -202,6 +208,32 @@ impl State {
             }
         }
         None
+    }
+
+    /// A frame to `dst` will be needed: make sure its next hop gets resolved
+    /// ([`crate::neighbours`]).
+    pub fn want_neighbour(&mut self, dst: std::net::Ipv4Addr) {
+        self.neighbours.want(&self.subnet, dst, Instant::now());
+    }
+
+    /// Before a poll: asks for the TCP peers' next hops (once per sweep interval) and sends
+    /// the ARP requests that are due.
+    fn probe_neighbours<D: Device>(&mut self, device: &mut D, mac: [u8; 6], now: Instant) {
+        if self.neighbours.sweep_due(now) {
+            for (_, sock) in self.sockets.iter() {
+                if let smoltcp::socket::Socket::Tcp(t) = sock {
+                    if let Some(IpEndpoint {
+                        addr: IpAddress::Ipv4(a),
+                        ..
+                    }) = t.remote_endpoint()
+                    {
+                        self.neighbours.want(&self.subnet, a, now);
+                    }
+                }
+            }
+        }
+        self.neighbours.send(device, mac, &self.subnet, now);
+        self.stats.arp_probes = self.neighbours.sent;
     }
 
     pub fn watch(&mut self, handle: SocketHandle, event: Arc<EventFd>, udp: bool) {
@@ -447,6 +479,12 @@ fn run<P: Port>(
             next_port: EPHEMERAL_FIRST + (std::process::id() % 1024) as u16,
             stats: StackStats::default(),
             mtu,
+            neighbours: Neighbours::default(),
+            subnet: Subnet {
+                ip: cfg.ip,
+                prefix_len: cfg.prefix_len,
+                gateway: cfg.gateway,
+            },
         };
         Ok::<_, Error>((
             Arc::new(Shared {
@@ -480,6 +518,7 @@ fn run<P: Port>(
 
 fn poll_loop<P: Port>(port: &mut P, shared: &Shared) {
     let cfg = &shared.cfg;
+    let mac = port.mac();
     let mut idle: u32 = 0;
     while !shared.stop.load(Ordering::SeqCst) {
         let before: Counters = port.counters();
@@ -487,6 +526,7 @@ fn poll_loop<P: Port>(port: &mut P, shared: &Shared) {
             let mut st = shared.lock();
             let now = Instant::now();
             let st = &mut *st;
+            st.probe_neighbours(port, mac, now);
             st.iface.poll(now, port, &mut st.sockets);
             port.flush();
             st.after_poll(cfg, now);

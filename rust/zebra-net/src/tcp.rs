@@ -54,6 +54,7 @@ impl TcpStream {
                 })?;
             let handle = st.sockets.add(sock);
             st.watch(handle, event.clone(), false);
+            st.want_neighbour(*addr.ip());
             handle
         };
         shared.kick();

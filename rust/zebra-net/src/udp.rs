@@ -84,6 +84,7 @@ impl UdpSocket {
                     ),
                 ));
             }
+            st.want_neighbour(*to.ip());
             let ep = IpEndpoint::new(IpAddress::Ipv4(*to.ip()), to.port());
             let sock = st.sockets.get_mut::<udp::Socket>(self.handle);
             match sock.send_slice(buf, ep) {

@@ -206,29 +206,12 @@ impl<P: Port> Port for SelfLoop<P> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use smoltcp::wire::{EthernetAddress, EthernetRepr};
 
     const MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
     const IP: Ipv4Addr = Ipv4Addr::new(10, 0, 0, 1);
 
     fn arp_request(target: Ipv4Addr) -> Vec<u8> {
-        let arp = ArpRepr::EthernetIpv4 {
-            operation: ArpOperation::Request,
-            source_hardware_addr: EthernetAddress([2, 0, 0, 0, 0, 9]),
-            source_protocol_addr: Ipv4Addr::new(10, 0, 0, 9),
-            target_hardware_addr: EthernetAddress([0; 6]),
-            target_protocol_addr: target,
-        };
-        let eth = EthernetRepr {
-            src_addr: EthernetAddress([2, 0, 0, 0, 0, 9]),
-            dst_addr: EthernetAddress::BROADCAST,
-            ethertype: EthernetProtocol::Arp,
-        };
-        let mut buf = vec![0u8; eth.buffer_len() + arp.buffer_len()];
-        let mut frame = EthernetFrame::new_unchecked(&mut buf);
-        eth.emit(&mut frame);
-        arp.emit(&mut ArpPacket::new_unchecked(frame.payload_mut()));
-        buf
+        crate::neighbours::request([2, 0, 0, 0, 0, 9], Ipv4Addr::new(10, 0, 0, 9), target)
     }
 
     #[test]
