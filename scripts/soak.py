@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Soak of the user-level stack: one real PS-lite training job, every process on Zebra's
+stack over DPDK's af_packet PMD (or a raw socket), beside `zebra switch` on its own stack,
+for about --minutes, then the leak checks.
+
+The job is tests/pslite-app/mf_train (synchronous SGD on MovieLens-100k, 2 servers, 2
+workers, hot rows aggregated by the switch) on the netns testbed (scripts/pslaunch.py
+--user-stack). A one-epoch run first measures how long an epoch takes, so the soak runs
+as many epochs as fill the time. Passes when:
+
+  - the job ends on its own, every process exits 0 (pslaunch);
+  - every process's stack closed cleanly at exit: the shim's `net ok` line in ZEBRA_STATS
+    (no mbuf in use, EAL cleaned up), and the switch's "user-level stack closed" with no
+    mbuf in use;
+  - no process's resident memory grew by more than --max-growth-mb between the first
+    sample after the warm-up minute and the last (sampled every --sample-s seconds).
+
+  scripts/soak.py [--minutes 10] [--net dpdk|raw] [--out DIR]
+"""
+
+import argparse
+import math
+import os
+import re
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from benchlib import clean_env  # noqa: E402
+
+NET_LINE = re.compile(r"^net (ok|error) (.*)$", re.M)
+MBUFS = re.compile(r"mbufs_in_use (\d+)")
+SWITCH_CLOSED = re.compile(r"^user-level stack closed: (.*)$", re.M)
+EPOCH = re.compile(r"^mf: epoch=(\d+) step=\d+ time_s=([0-9.]+) test_rmse=([0-9.]+)", re.M)
+
+
+def log(msg):
+    print(f"soak: {msg}", flush=True)
+
+
+def job_cmd(args, logdir, hot_keys, epochs):
+    conf = os.path.join(ROOT, "scripts/bench-hot.conf")
+    return [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--net", "netns", "--user-stack", args.net,
+            "--subnet", args.subnet, "--servers", "2", "--workers", "2", "--timeout", str(args.minutes * 60 * 3 + 300),
+            "--quiet", "--logdir", logdir, "--preload", os.path.join(ROOT, "dist/lib/libzmq.so.5"),
+            "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}",
+            "--env", f"ZEBRA_HOT_KEYS={hot_keys}", "--env", f"ZEBRA_HOT_CONFIG={conf}",
+            "--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}",
+            "--service", f"switch={os.path.join(ROOT, 'target/release/zebra')} switch --config {conf} "
+            f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}} --hot-keys {hot_keys}",
+            "--", args.binary, f"--data={args.data}", f"--epochs={epochs}", "--sync=1", "--batch=1024"]
+
+
+def rss_kb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1])
+    except OSError:
+        return None
+    return None
+
+
+def job_pids():
+    """PID -> name of the job's processes (mf_train nodes and the switch)."""
+    out = {}
+    for exe, name in (("mf_train", "mf_train"), ("zebra", "switch")):
+        res = subprocess.run(["pgrep", "-x", exe], capture_output=True, text=True)
+        for pid in res.stdout.split():
+            out[int(pid)] = name
+    return out
+
+
+def run(cmd, logdir, sample_s=None, warmup_s=None):
+    """Runs the job; with sample_s, samples the processes' RSS. Returns (code, samples) where
+    samples is pid -> [(t, kB)]."""
+    os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.Popen(cmd, env=clean_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    samples = {}
+    next_sample = started + (warmup_s or 0)
+    while proc.poll() is None:
+        time.sleep(1)
+        now = time.monotonic()
+        if sample_s and now >= next_sample:
+            for pid, name in job_pids().items():
+                kb = rss_kb(pid)
+                if kb is not None:
+                    samples.setdefault((pid, name), []).append((now - started, kb))
+            next_sample = now + sample_s
+    out = proc.stdout.read()
+    with open(os.path.join(logdir, "soak-pslaunch.log"), "w") as f:
+        f.write(out)
+    return proc.returncode, samples, time.monotonic() - started, out
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    p.add_argument("--minutes", type=float, default=10, help="how long the soak job runs (default 10)")
+    p.add_argument("--net", choices=("dpdk", "raw"), default="dpdk", help="the stack's device (default dpdk)")
+    p.add_argument("--sample-s", type=float, default=30, help="seconds between memory samples (default 30)")
+    p.add_argument("--max-growth-mb", type=float, default=16,
+                   help="largest RSS growth of a process after the warm-up minute (default 16 MB)")
+    p.add_argument("--subnet", default="10.96.0.0/24")
+    p.add_argument("--data", default=os.path.join(ROOT, ".build/data/ml-100k.inter"))
+    p.add_argument("--binary", default=os.path.join(ROOT, ".build/byteps-pslite/tests/mf_train"))
+    p.add_argument("--out", default=None, help="output directory (default results/soak/<time>)")
+    args = p.parse_args()
+    if os.geteuid() != 0:
+        p.error("needs root (network namespaces, packet sockets)")
+    for path in (args.data, args.binary, os.path.join(ROOT, "dist/lib/libzmq.so.5")):
+        if not os.path.exists(path):
+            p.error(f"{path} is missing; run scripts/setup.sh --clients")
+    out = os.path.abspath(args.out or os.path.join(ROOT, "results", "soak", time.strftime("%Y%m%d-%H%M%S")))
+    os.makedirs(out, exist_ok=True)
+    hot_keys = os.path.join(out, "hot.keys")
+    subprocess.run([args.binary, f"--data={args.data}", f"--write-hot-keys={hot_keys}", "--hot-count=1000",
+                    "--hot-servers=2"], check=True, capture_output=True)
+
+    log("calibrating: one epoch ...")
+    code, _, secs, text = run(job_cmd(args, os.path.join(out, "calibrate"), hot_keys, 1), os.path.join(out, "calibrate"))
+    if code != 0:
+        log(f"FAIL: the calibration run failed:\n{text[-2000:]}")
+        return 1
+    epochs = max(1, math.ceil(args.minutes * 60 / max(secs - 3, 1)))
+    log(f"one epoch took {secs:.1f} s with start-up: soaking {epochs} epochs (~{args.minutes:g} min)")
+
+    logdir = os.path.join(out, "job")
+    code, samples, secs, text = run(job_cmd(args, logdir, hot_keys, epochs), logdir, args.sample_s,
+                                    warmup_s=min(60, args.minutes * 60 / 4))
+    failures = []
+    if code != 0:
+        failures.append(f"the job failed: {text.strip()[-1500:]}")
+    stats = [os.path.join(logdir, "stats", n) for n in sorted(os.listdir(os.path.join(logdir, "stats")))]
+    lines = []
+    for path in stats:
+        with open(path, errors="replace") as f:
+            m = NET_LINE.search(f.read())
+        if not m or m.group(1) != "ok":
+            failures.append(f"{path}: {'no net line' if not m else m.group(0)}")
+        else:
+            lines.append(m.group(2))
+    try:
+        with open(os.path.join(logdir, "switch.log"), errors="replace") as f:
+            sw = SWITCH_CLOSED.search(f.read())
+    except OSError:
+        sw = None
+    if not sw or MBUFS.search(sw.group(1)) is None or MBUFS.search(sw.group(1)).group(1) != "0":
+        failures.append(f"the switch's stack did not report a clean close: {sw.group(0) if sw else 'no line'}")
+    log(f"job: {secs:.0f} s, {len(stats)} processes on the shim, every stack closed: "
+        f"{'yes' if len(lines) == len(stats) and stats else 'no'}")
+    for line in lines:
+        log(f"  net ok {line}")
+    if sw:
+        log(f"  switch: {sw.group(1)}")
+    evals = EPOCH.findall(open(os.path.join(logdir, "worker-0.log"), errors="replace").read()) \
+        if os.path.exists(os.path.join(logdir, "worker-0.log")) else []
+    if evals:
+        log(f"  training: {len(evals)} epochs, test RMSE {evals[0][2]} -> {evals[-1][2]}")
+    for (pid, name), s in sorted(samples.items()):
+        if len(s) < 2:
+            continue
+        growth = (s[-1][1] - s[0][1]) / 1024
+        log(f"  {name} pid {pid}: RSS {s[0][1] / 1024:.1f} MB at {s[0][0]:.0f} s -> {s[-1][1] / 1024:.1f} MB at "
+            f"{s[-1][0]:.0f} s ({growth:+.1f} MB, {len(s)} samples)")
+        if growth > args.max_growth_mb:
+            failures.append(f"{name} pid {pid} grew by {growth:.1f} MB")
+    if not any(len(s) >= 2 for s in samples.values()):
+        failures.append("no memory samples (the job ended before the warm-up)")
+    for f in failures:
+        log(f"FAIL {f}")
+    log(f"{'PASS' if not failures else 'FAIL'}: logs in {out}")
+    return 0 if not failures else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
