@@ -12,8 +12,13 @@ as many epochs as fill the time. Passes when:
   - every process's stack closed cleanly at exit: the shim's `net ok` line in ZEBRA_STATS
     (no mbuf in use, EAL cleaned up), and the switch's "user-level stack closed" with no
     mbuf in use;
-  - no process's resident memory grew by more than --max-growth-mb between the first
-    sample after the warm-up minute and the last (sampled every --sample-s seconds).
+  - memory: the switch (only Zebra's code: its stack, the hot path) grew by at most
+    --max-growth-mb after the warm-up minute; the PS-lite processes grew per epoch no
+    faster than the same job's processes on the kernel's network (a reference run of the
+    same build, measured first), plus --slack-mb-per-epoch. PS-lite's own growth is not
+    ours to judge: BytePS's PS-lite with mf_train keeps about as many bytes per epoch as a
+    worker pushes, on the real libzmq as on Zebra (measured: ~2.8-3.1 MB per epoch on
+    both), so a fixed bound would measure the client, not the stack.
 
   scripts/soak.py [--minutes 10] [--net dpdk|raw] [--out DIR]
 """
@@ -40,9 +45,10 @@ def log(msg):
     print(f"soak: {msg}", flush=True)
 
 
-def job_cmd(args, logdir, hot_keys, epochs):
+def job_cmd(args, logdir, hot_keys, epochs, user_stack=True):
     conf = os.path.join(ROOT, "scripts/bench-hot.conf")
-    return [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--net", "netns", "--user-stack", args.net,
+    net = ["--user-stack", args.net] if user_stack else []
+    return [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--net", "netns"] + net + [
             "--subnet", args.subnet, "--servers", "2", "--workers", "2", "--timeout", str(args.minutes * 60 * 3 + 300),
             "--quiet", "--logdir", logdir, "--preload", os.path.join(ROOT, "dist/lib/libzmq.so.5"),
             "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}",
@@ -74,6 +80,22 @@ def job_pids():
     return out
 
 
+def growth_per_epoch(samples, epochs, secs):
+    """role -> the largest RSS growth per epoch (MB) of its processes after the warm-up,
+    the epochs in a sampled window estimated from the job's epoch rate."""
+    rate = epochs / secs if secs > 0 else 0
+    out = {}
+    for (pid, name), s in samples.items():
+        if len(s) < 2 or rate == 0:
+            continue
+        span = (s[-1][0] - s[0][0]) * rate
+        if span <= 0:
+            continue
+        g = (max(kb for _, kb in s) - s[0][1]) / 1024 / span
+        out[name] = max(out.get(name, g), g)
+    return out
+
+
 def run(cmd, logdir, sample_s=None, warmup_s=None):
     """Runs the job; with sample_s, samples the processes' RSS. Returns (code, samples) where
     samples is pid -> [(t, kB)]."""
@@ -97,6 +119,10 @@ def run(cmd, logdir, sample_s=None, warmup_s=None):
     return proc.returncode, samples, time.monotonic() - started, out
 
 
+def fmt_mb(v):
+    return "-" if v is None else f"{v:.2f} MB"
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
@@ -104,7 +130,11 @@ def main():
     p.add_argument("--net", choices=("dpdk", "raw"), default="dpdk", help="the stack's device (default dpdk)")
     p.add_argument("--sample-s", type=float, default=30, help="seconds between memory samples (default 30)")
     p.add_argument("--max-growth-mb", type=float, default=16,
-                   help="largest RSS growth of a process after the warm-up minute (default 16 MB)")
+                   help="largest RSS growth of the switch after the warm-up minute (default 16 MB)")
+    p.add_argument("--slack-mb-per-epoch", type=float, default=0.25,
+                   help="how much faster per epoch than on the kernel a PS-lite process may grow (default 0.25 MB)")
+    p.add_argument("--reference-epochs", type=int, default=40,
+                   help="epochs of the reference run on the kernel's network (default 40)")
     p.add_argument("--subnet", default="10.96.0.0/24")
     p.add_argument("--data", default=os.path.join(ROOT, ".build/data/ml-100k.inter"))
     p.add_argument("--binary", default=os.path.join(ROOT, ".build/byteps-pslite/tests/mf_train"))
@@ -128,6 +158,16 @@ def main():
         return 1
     epochs = max(1, math.ceil(args.minutes * 60 / max(secs - 3, 1)))
     log(f"one epoch took {secs:.1f} s with start-up: soaking {epochs} epochs (~{args.minutes:g} min)")
+
+    log(f"reference: the same job on the kernel's network, {args.reference_epochs} epochs ...")
+    ref_dir = os.path.join(out, "reference")
+    code, ref_samples, ref_secs, text = run(job_cmd(args, ref_dir, hot_keys, args.reference_epochs, False), ref_dir,
+                                            sample_s=2, warmup_s=5)
+    if code != 0:
+        log(f"FAIL: the reference run failed:\n{text[-2000:]}")
+        return 1
+    reference = growth_per_epoch(ref_samples, args.reference_epochs, ref_secs)
+    log("reference growth per epoch: " + ", ".join(f"{k} {v:.2f} MB" for k, v in sorted(reference.items())))
 
     logdir = os.path.join(out, "job")
     code, samples, secs, text = run(job_cmd(args, logdir, hot_keys, epochs), logdir, args.sample_s,
@@ -164,11 +204,21 @@ def main():
     for (pid, name), s in sorted(samples.items()):
         if len(s) < 2:
             continue
-        growth = (s[-1][1] - s[0][1]) / 1024
-        log(f"  {name} pid {pid}: RSS {s[0][1] / 1024:.1f} MB at {s[0][0]:.0f} s -> {s[-1][1] / 1024:.1f} MB at "
-            f"{s[-1][0]:.0f} s ({growth:+.1f} MB, {len(s)} samples)")
-        if growth > args.max_growth_mb:
-            failures.append(f"{name} pid {pid} grew by {growth:.1f} MB")
+        # The largest sample, not the last: a process tearing down its EAL at exit
+        # returns memory before its last sample.
+        growth = (max(kb for _, kb in s) - s[0][1]) / 1024
+        log(f"  {name} pid {pid}: RSS {s[0][1] / 1024:.1f} MB at {s[0][0]:.0f} s, at most "
+            f"{max(kb for _, kb in s) / 1024:.1f} MB until {s[-1][0]:.0f} s ({growth:+.1f} MB, {len(s)} samples)")
+        if name == "switch" and growth > args.max_growth_mb:
+            failures.append(f"the switch (pid {pid}) grew by {growth:.1f} MB")
+    soak = growth_per_epoch(samples, epochs, secs)
+    for name, g in sorted(soak.items()):
+        if name == "switch":
+            continue
+        ref = reference.get(name)
+        log(f"  {name}: {g:.2f} MB per epoch on the stack, {fmt_mb(ref)} on the kernel")
+        if ref is not None and g > ref + args.slack_mb_per_epoch:
+            failures.append(f"{name} grew {g:.2f} MB per epoch on the stack, {ref:.2f} on the kernel")
     if not any(len(s) >= 2 for s in samples.values()):
         failures.append("no memory samples (the job ended before the warm-up)")
     for f in failures:

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use bytes::Bytes;
 use zebra_engine::{consts, Context};
 use zebra_net::testbed::{can_run, Pair};
-use zebra_net::Backend;
 
 const MESSAGES: usize = 300;
 
@@ -23,18 +22,6 @@ fn body(i: usize) -> Vec<u8> {
     (0..len).map(|j| (i * 7 + j) as u8).collect()
 }
 
-fn backend(pair: &Pair) -> Backend {
-    if cfg!(feature = "dpdk") {
-        Backend::Dpdk {
-            eal_args: zebra_net::testbed::af_packet_args(&pair.stack_iface(), &pair.name),
-        }
-    } else {
-        Backend::Raw {
-            iface: pair.stack_iface(),
-        }
-    }
-}
-
 #[test]
 #[ignore = "needs root and network namespaces (scripts/test.sh runs it)"]
 fn engine_over_the_user_level_stack_talks_to_libzmq() {
@@ -42,7 +29,7 @@ fn engine_over_the_user_level_stack_talks_to_libzmq() {
         return;
     }
     let pair = Pair::up("e", 3);
-    let stack = Arc::new(pair.start_stack(backend(&pair)));
+    let stack = Arc::new(pair.start_stack(pair.backend(cfg!(feature = "dpdk"))));
     zebra_engine::use_stack(stack.clone()).expect("first network choice of the process");
     let port = 20_000 + (std::process::id() % 20_000) as u16;
 

@@ -18,19 +18,7 @@ use std::sync::Arc;
 use common::{config, plan, Cluster, JOB};
 use zebra_hotpath::{HotLoss, LinkConfig, SwitchNode, SwitchNodeConfig};
 use zebra_net::testbed::{can_run, Pair};
-use zebra_net::{Backend, Stack};
-
-fn backend(pair: &Pair) -> Backend {
-    if cfg!(feature = "dpdk") {
-        Backend::Dpdk {
-            eal_args: zebra_net::testbed::af_packet_args(&pair.stack_iface(), &pair.name),
-        }
-    } else {
-        Backend::Raw {
-            iface: pair.stack_iface(),
-        }
-    }
-}
+use zebra_net::Stack;
 
 /// Links of `rank` on `stack`, towards `at`.
 fn on_stack(
@@ -54,7 +42,7 @@ fn hot_path_over_the_user_level_stack() {
         return;
     }
     let pair = Pair::up("h", 4);
-    let stack = Arc::new(pair.start_stack(backend(&pair)));
+    let stack = Arc::new(pair.start_stack(pair.backend(cfg!(feature = "dpdk"))));
     let rounds = 60;
 
     // 1. The switch on a kernel socket in the kernel's namespace.

@@ -74,6 +74,20 @@ impl Pair {
         words.next().map(str::to_owned)
     }
 
+    /// The stack's device in the tests of the crates above: DPDK's af_packet PMD on the
+    /// stack's interface when `dpdk` (their `dpdk` feature), else a raw socket on it.
+    pub fn backend(&self, dpdk: bool) -> Backend {
+        if dpdk {
+            Backend::Dpdk {
+                eal_args: af_packet_args(&self.stack_iface(), &self.name),
+            }
+        } else {
+            Backend::Raw {
+                iface: self.stack_iface(),
+            }
+        }
+    }
+
     /// Starts our stack in the stack namespace (this thread moves there).
     pub fn start_stack(&self, backend: Backend) -> Stack {
         sys::enter_netns(&self.stack_ns()).expect("enter the stack namespace");
