@@ -38,6 +38,7 @@ from benchlib import clean_env  # noqa: E402
 NET_LINE = re.compile(r"^net (ok|error) (.*)$", re.M)
 MBUFS = re.compile(r"mbufs_in_use (\d+)")
 SWITCH_CLOSED = re.compile(r"^user-level stack closed: (.*)$", re.M)
+TRAINED = re.compile(r"^mf: worker rank=\d+ steps=\d+ epochs=(\d+) .* time_s=([0-9.]+)", re.M)
 EPOCH = re.compile(r"^mf: epoch=(\d+) step=\d+ time_s=([0-9.]+) test_rmse=([0-9.]+)", re.M)
 
 
@@ -156,8 +157,11 @@ def main():
     if code != 0:
         log(f"FAIL: the calibration run failed:\n{text[-2000:]}")
         return 1
-    epochs = max(1, math.ceil(args.minutes * 60 / max(secs - 3, 1)))
-    log(f"one epoch took {secs:.1f} s with start-up: soaking {epochs} epochs (~{args.minutes:g} min)")
+    trained = TRAINED.search(open(os.path.join(out, "calibrate", "worker-0.log"), errors="replace").read())
+    epoch_s = float(trained.group(2)) / int(trained.group(1)) if trained else secs
+    epochs = max(1, math.ceil(args.minutes * 60 / max(epoch_s, 0.1)))
+    log(f"one epoch took {epoch_s:.1f} s ({secs:.1f} s with start-up): soaking {epochs} epochs "
+        f"(~{args.minutes:g} min)")
 
     log(f"reference: the same job on the kernel's network, {args.reference_epochs} epochs ...")
     ref_dir = os.path.join(out, "reference")

@@ -119,6 +119,33 @@ class NetnsTestbed(unittest.TestCase):
             self.assertEqual(report["nodes"][name]["exit"], 0)
         self.assertNothingLeft(p.pid)
 
+    def test_user_stack_settings_per_node(self):
+        """--user-stack: no kernel address on a node's veth, and each process's ZEBRA_NET,
+        ZEBRA_IP (its node's address) and, for DPDK, EAL arguments of its own."""
+        show = "ip -4 -o addr show dev eth0; env | grep '^ZEBRA_' | sort"
+        for stack in ("raw", "dpdk"):
+            with self.subTest(stack=stack):
+                p = self.netns(1, 1, "--user-stack", stack, "--", "sh", "-c", show)
+                self.finish(p, 0)
+                with open(os.path.join(self.logdir, "pslaunch.json")) as f:
+                    nodes = json.load(f)["nodes"]
+                prefixes = set()
+                for name, node in nodes.items():
+                    with open(os.path.join(self.logdir, f"{name}.log")) as f:
+                        text = f.read()
+                    self.assertNotIn(" inet ", text, f"{name}: eth0 has a kernel address")
+                    self.assertIn(f"ZEBRA_IP={node['address']}/24", text)
+                    if stack == "raw":
+                        self.assertIn("ZEBRA_NET=raw:eth0", text)
+                    else:
+                        self.assertIn("ZEBRA_NET=dpdk", text)
+                        args = re.search(r"^ZEBRA_DPDK_ARGS=(.*)$", text, re.M).group(1)
+                        self.assertIn("iface=eth0", args)
+                        prefixes.add(re.search(r"--file-prefix=(\S+)", args).group(1))
+                if stack == "dpdk":
+                    self.assertEqual(len(prefixes), len(nodes), "one EAL file prefix per process")
+                self.assertNothingLeft(p.pid)
+
     def transfer(self, size, receiver, *shaping):
         """Seconds the RECEIVER (server-0 or worker-0) took to get SIZE bytes from the other
         over TCP on a 1-server, 1-worker testbed with SHAPING options."""

@@ -181,7 +181,9 @@ static NET_REPORT: OnceLock<String> = OnceLock::new();
 
 /// See the bridge declaration.
 pub fn shutdown_network() {
-    let Some(stack) = zebra_engine::current_stack() else {
+    // A child forked after the stack started has a copy of it but not its thread, port or
+    // EAL (and maybe a lock held at the fork): leave it to the parent.
+    let Some(stack) = zebra_engine::current_stack().filter(|s| s.in_owner_process()) else {
         return;
     };
     let stats = stack.stats();

@@ -345,6 +345,9 @@ pub struct Stack {
     pub(crate) shared: Arc<Shared>,
     thread: Mutex<Option<JoinHandle<Result<(), Error>>>>,
     mac: [u8; 6],
+    /// The process that started the stack: a child forked from it has a copy of this value
+    /// but neither the network thread nor the port (see [`Stack::shutdown`]).
+    owner: u32,
 }
 
 impl Stack {
@@ -378,6 +381,7 @@ impl Stack {
                 shared,
                 thread: Mutex::new(Some(thread)),
                 mac,
+                owner: std::process::id(),
             }),
             Ok(Err(e)) => {
                 let _ = thread.join();
@@ -391,6 +395,11 @@ impl Stack {
                 },
             }),
         }
+    }
+
+    /// Whether this is the process that started the stack (not a child forked from it).
+    pub fn in_owner_process(&self) -> bool {
+        std::process::id() == self.owner
     }
 
     /// The stack's Ethernet address.
@@ -409,7 +418,15 @@ impl Stack {
 
     /// Stops the network thread and closes the device; an error if the device reported a
     /// leak (DPDK: mbufs still in use) or had already failed. Idempotent.
+    ///
+    /// In a child forked after the stack started (a Python data loader, say) this does
+    /// nothing: the child has no network thread to join, and the port and the EAL belong to
+    /// the parent, which closes them at its own exit.
     pub fn shutdown(&self) -> Result<(), Error> {
+        if !self.in_owner_process() {
+            log::debug!("zebra-net: not shutting down the parent's stack in a forked child");
+            return Ok(());
+        }
         let Some(thread) = self.thread.lock().unwrap_or_else(|p| p.into_inner()).take() else {
             return Ok(());
         };
