@@ -248,18 +248,7 @@ pub fn tcp_both_ways(pair: &Pair, stack: &Stack, total: u64) {
         kernel_send(s, &p, total);
     });
     let started = Instant::now();
-    let stream = loop {
-        match listener.accept() {
-            Ok((s, peer)) => {
-                assert_eq!(peer.ip(), std::net::IpAddr::V4(pair.kernel_ip));
-                break s;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                wait(listener.fd(), started, "accept")
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
-    };
+    let stream = accept_from(&listener, pair.kernel_ip, started);
     let got = stack_receive(&stream, &pattern);
     client.join().expect("kernel client");
     assert_eq!(got, total, "stack received {got} of {total} bytes");
@@ -304,18 +293,7 @@ pub fn tcp_to_itself(pair: &Pair, stack: &Stack, total: u64) {
     let stream = TcpStream::connect(stack, SocketAddrV4::new(pair.stack_ip, listener.port()))
         .expect("connect to itself");
     let started = Instant::now();
-    let accepted = loop {
-        match listener.accept() {
-            Ok((s, peer)) => {
-                assert_eq!(peer.ip(), std::net::IpAddr::V4(pair.stack_ip));
-                break s;
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                wait(listener.fd(), started, "accept from itself")
-            }
-            Err(e) => panic!("accept: {e}"),
-        }
-    };
+    let accepted = accept_from(&listener, pair.stack_ip, started);
     let got = std::thread::scope(|s| {
         let receiver = s.spawn(|| stack_receive(&accepted, &pattern));
         stack_send(&stream, &pattern, total);
@@ -333,4 +311,20 @@ pub fn tcp_to_itself(pair: &Pair, stack: &Stack, total: u64) {
         after.looped > before.looped,
         "the frames went through the self-loop"
     );
+}
+
+/// The next connection the stack's listener accepts, which must come from `peer`.
+fn accept_from(listener: &TcpListener, peer: Ipv4Addr, started: Instant) -> TcpStream {
+    loop {
+        match listener.accept() {
+            Ok((s, from)) => {
+                assert_eq!(from.ip(), std::net::IpAddr::V4(peer));
+                return s;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                wait(listener.fd(), started, "accept")
+            }
+            Err(e) => panic!("accept: {e}"),
+        }
+    }
 }
