@@ -13,7 +13,7 @@ use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use zebra_hotpath::settings::KNOBS;
 use zebra_hotpath::{HotpathConfig, Settings, SwitchNode};
-use zebra_net::{Stack, StackConfig};
+use zebra_net::Stack;
 
 /// Shown after the flags by `zebra switch --help`.
 pub const FORMATS: &str = "\
@@ -233,10 +233,9 @@ pub fn run(args: SwitchArgs) -> ExitCode {
 /// The user-level stack `ZEBRA_NET` asks for, started (`None`: kernel sockets).
 fn user_stack() -> Result<Option<Arc<Stack>>, String> {
     let cfg = zebra_config::Config::from_env().map_err(|e| e.to_string())?;
-    let Some(net) = StackConfig::from_zebra(&cfg).map_err(|e| e.to_string())? else {
-        return Ok(None);
-    };
-    let stack = Stack::start(net).map_err(|e| format!("ZEBRA_NET: {e}"))?;
-    log::info!("zebra switch: on the user-level stack at {}", stack.ip());
-    Ok(Some(Arc::new(stack)))
+    let stack = Stack::start_configured(&cfg)?;
+    if let Some(s) = &stack {
+        log::info!("zebra switch: on the user-level stack at {}", s.ip());
+    }
+    Ok(stack.map(Arc::new))
 }

@@ -8,7 +8,7 @@ use std::io;
 use std::net::{IpAddr, SocketAddr, SocketAddrV4};
 use std::sync::{Arc, OnceLock};
 
-use zebra_net::{Stack, StackConfig};
+use zebra_net::Stack;
 
 use crate::error::{Error, Result};
 use crate::net::{Listener, Stream};
@@ -33,13 +33,14 @@ pub fn current_stack() -> Option<Arc<Stack>> {
 /// Starts the stack `ZEBRA_NET` asks for (once per process).
 fn from_env() -> std::result::Result<Option<Arc<Stack>>, String> {
     let cfg = zebra_config::Config::from_env().map_err(|e| e.to_string())?;
-    let Some(net) = StackConfig::from_zebra(&cfg).map_err(|e| e.to_string())? else {
-        return Ok(None);
-    };
-    let (ip, prefix) = (net.ip, net.prefix_len);
-    let stack = Stack::start(net).map_err(|e| format!("ZEBRA_NET: {e}"))?;
-    log::info!("zebra-engine: tcp:// runs over the user-level stack at {ip}/{prefix}");
-    Ok(Some(Arc::new(stack)))
+    let stack = Stack::start_configured(&cfg)?;
+    if let Some(s) = &stack {
+        log::info!(
+            "zebra-engine: tcp:// runs over the user-level stack at {}",
+            s.ip()
+        );
+    }
+    Ok(stack.map(Arc::new))
 }
 
 /// The process's user-level stack, started now from `ZEBRA_NET` if nobody chose the

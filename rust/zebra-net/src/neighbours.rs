@@ -55,8 +55,11 @@ impl Subnet {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Neighbours {
+    /// The stack's addresses: what decides a next hop, and where requests come from.
+    subnet: Subnet,
+    mac: [u8; 6],
     /// Next hop -> when it was last asked for.
     asked: HashMap<Ipv4Addr, Instant>,
     due: Vec<Ipv4Addr>,
@@ -66,9 +69,20 @@ pub(crate) struct Neighbours {
 }
 
 impl Neighbours {
+    pub fn new(subnet: Subnet, mac: [u8; 6]) -> Neighbours {
+        Neighbours {
+            subnet,
+            mac,
+            asked: HashMap::new(),
+            due: Vec::new(),
+            last_sweep: None,
+            sent: 0,
+        }
+    }
+
     /// Notes that a frame to `dst` is about to be needed.
-    pub fn want(&mut self, subnet: &Subnet, dst: Ipv4Addr, now: Instant) {
-        let Some(hop) = subnet.next_hop(dst) else {
+    pub fn want(&mut self, dst: Ipv4Addr, now: Instant) {
+        let Some(hop) = self.subnet.next_hop(dst) else {
             return;
         };
         match self.asked.get(&hop) {
@@ -94,15 +108,15 @@ impl Neighbours {
         }
     }
 
-    /// Sends the ARP requests that are due through `device`, from `mac`/`subnet.ip`.
-    pub fn send<D: Device>(&mut self, device: &mut D, mac: [u8; 6], subnet: &Subnet, now: Instant) {
+    /// Sends the ARP requests that are due through `device`.
+    pub fn send<D: Device>(&mut self, device: &mut D, now: Instant) {
         for target in std::mem::take(&mut self.due) {
             let Some(token) = device.transmit(now) else {
                 // The device is full: ask again at the next chance.
                 self.asked.remove(&target);
                 continue;
             };
-            let frame = request(mac, subnet.ip, target);
+            let frame = request(self.mac, self.subnet.ip, target);
             token.consume(frame.len(), |buf| buf.copy_from_slice(&frame));
             self.sent += 1;
         }
@@ -165,14 +179,14 @@ mod tests {
 
     #[test]
     fn asks_once_per_reprobe_interval() {
-        let mut n = Neighbours::default();
+        let mut n = Neighbours::new(SUBNET, [2, 0, 0, 0, 0, 5]);
         let t0 = Instant::from_secs(100);
         let peer = Ipv4Addr::new(10, 0, 0, 7);
-        n.want(&SUBNET, peer, t0);
-        n.want(&SUBNET, peer, t0 + Duration::from_secs(5));
+        n.want(peer, t0);
+        n.want(peer, t0 + Duration::from_secs(5));
         assert_eq!(n.due, vec![peer]);
         n.due.clear();
-        n.want(&SUBNET, peer, t0 + REPROBE);
+        n.want(peer, t0 + REPROBE);
         assert_eq!(n.due, vec![peer], "asked again after REPROBE");
     }
 

@@ -103,7 +103,6 @@ pub(crate) struct State {
     pub stats: StackStats,
     pub mtu: usize,
     pub neighbours: Neighbours,
-    pub subnet: Subnet,
 }
 
 pub(crate) struct Shared {
@@ -213,12 +212,12 @@ impl State {
     /// A frame to `dst` will be needed: make sure its next hop gets resolved
     /// ([`crate::neighbours`]).
     pub fn want_neighbour(&mut self, dst: std::net::Ipv4Addr) {
-        self.neighbours.want(&self.subnet, dst, Instant::now());
+        self.neighbours.want(dst, Instant::now());
     }
 
     /// Before a poll: asks for the TCP peers' next hops (once per sweep interval) and sends
     /// the ARP requests that are due.
-    fn probe_neighbours<D: Device>(&mut self, device: &mut D, mac: [u8; 6], now: Instant) {
+    fn probe_neighbours<D: Device>(&mut self, device: &mut D, now: Instant) {
         if self.neighbours.sweep_due(now) {
             for (_, sock) in self.sockets.iter() {
                 if let smoltcp::socket::Socket::Tcp(t) = sock {
@@ -227,12 +226,12 @@ impl State {
                         ..
                     }) = t.remote_endpoint()
                     {
-                        self.neighbours.want(&self.subnet, a, now);
+                        self.neighbours.want(a, now);
                     }
                 }
             }
         }
-        self.neighbours.send(device, mac, &self.subnet, now);
+        self.neighbours.send(device, now);
         self.stats.arp_probes = self.neighbours.sent;
     }
 
@@ -397,6 +396,14 @@ impl Stack {
         }
     }
 
+    /// Starts the stack a checked Zebra configuration asks for (`ZEBRA_NET`, `ZEBRA_IP`,
+    /// ...); `None` on the kernel's network. Errors are prefixed with `ZEBRA_NET: `.
+    pub fn start_configured(cfg: &zebra_config::Config) -> Result<Option<Stack>, String> {
+        let net = StackConfig::from_zebra(cfg).map_err(|e| format!("ZEBRA_NET: {e}"))?;
+        net.map(|net| Stack::start(net).map_err(|e| format!("ZEBRA_NET: {e}")))
+            .transpose()
+    }
+
     /// Whether this is the process that started the stack (not a child forked from it).
     pub fn in_owner_process(&self) -> bool {
         std::process::id() == self.owner
@@ -496,12 +503,14 @@ fn run<P: Port>(
             next_port: EPHEMERAL_FIRST + (std::process::id() % 1024) as u16,
             stats: StackStats::default(),
             mtu,
-            neighbours: Neighbours::default(),
-            subnet: Subnet {
-                ip: cfg.ip,
-                prefix_len: cfg.prefix_len,
-                gateway: cfg.gateway,
-            },
+            neighbours: Neighbours::new(
+                Subnet {
+                    ip: cfg.ip,
+                    prefix_len: cfg.prefix_len,
+                    gateway: cfg.gateway,
+                },
+                mac,
+            ),
         };
         Ok::<_, Error>((
             Arc::new(Shared {
@@ -535,7 +544,6 @@ fn run<P: Port>(
 
 fn poll_loop<P: Port>(port: &mut P, shared: &Shared) {
     let cfg = &shared.cfg;
-    let mac = port.mac();
     let mut idle: u32 = 0;
     while !shared.stop.load(Ordering::SeqCst) {
         let before: Counters = port.counters();
@@ -543,7 +551,7 @@ fn poll_loop<P: Port>(port: &mut P, shared: &Shared) {
             let mut st = shared.lock();
             let now = Instant::now();
             let st = &mut *st;
-            st.probe_neighbours(port, mac, now);
+            st.probe_neighbours(port, now);
             st.iface.poll(now, port, &mut st.sockets);
             port.flush();
             st.after_poll(cfg, now);
