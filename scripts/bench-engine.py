@@ -11,7 +11,6 @@ Writes Markdown tables to results/engine.md (and prints them).
 
 import argparse
 import os
-import re
 import socket
 import statistics
 import subprocess
@@ -19,12 +18,13 @@ import sys
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from benchlib import test_benchmark_goodput  # noqa: E402
+
 SIZES = [64, 1024, 65536, 1 << 20, 4 << 20]
 # Messages a throughput run sends: about 1 GiB, within [50, 100000] (a 4 MiB run of 50
 # messages lasted under 0.1 s, too short to measure on a shared 2-core machine).
 RUN_BYTES = 1 << 30
-STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
-GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
 
 
 def free_port():
@@ -55,19 +55,11 @@ def perf(binary, kind, size, count, mode, shim):
 
 
 def pslite(binary, mode, shim, logdir, size, rounds):
-    cmd = [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--servers", "1", "--workers", "2",
-           "--timeout", "300", "--quiet", "--logdir", logdir, "--env", "LOG_DURATION=4",
-           "--retry-if", STOCK_RACES]
-    if mode == "zebra":
-        cmd += ["--preload", shim, "--env", "ZEBRA_ENABLE=1"]
-    cmd += ["--", binary, str(size), str(rounds), "1"]
-    subprocess.run(cmd, check=True, env=base_env())
-    values = []
-    for name in sorted(os.listdir(logdir)):
-        if name.startswith("worker-"):
-            with open(os.path.join(logdir, name), errors="replace") as f:
-                values += [float(m.group(1)) for m in GOODPUT.finditer(f.read())][1:]
-    return statistics.mean(values)
+    extra = ["--preload", shim, "--env", "ZEBRA_ENABLE=1"] if mode == "zebra" else []
+    goodput, output = test_benchmark_goodput(binary, logdir, size, rounds, extra)
+    if goodput is None:
+        raise RuntimeError(f"test_benchmark {size} ({mode}) failed: {output.strip()[-500:]}")
+    return goodput
 
 
 def ratio_row(label, libzmq, zebra, unit, higher_is_better=True):

@@ -29,22 +29,16 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from benchlib import clean_env, fmt, ratio  # noqa: E402
+from benchlib import alternate, clean_env, fmt, ratio, test_benchmark_goodput  # noqa: E402
 
 ZMTP = re.compile(r"^(\w+): zmtp \d+ x \d+ B: ([0-9.]+) MB/s", re.M)
 UDP = re.compile(r"^(\w+): udp \d+ x \d+ B: sent at ([0-9.]+) pkt/s, \d+ received \(([0-9.]+) %\)", re.M)
 CLEAN = re.compile(r"^(\w+): shutdown clean", re.M)
-GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
-STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
 PARTS = ("transport", "pslite", "hot")
 
 
 def log(msg):
     print(f"bench-net: {msg}", flush=True)
-
-
-def order(items, rep):
-    return items if rep % 2 else list(reversed(items))
 
 
 def transport(args, out):
@@ -55,7 +49,7 @@ def transport(args, out):
                           "release", "examples", "netns_perf")
     got = {m: {"zmtp_mb_s": [], "udp_pkt_s": [], "udp_received_pct": [], "clean": []} for m in ("kernel", "dpdk")}
     for rep in range(1, args.repeats + 1):
-        for mode in order(["kernel", "dpdk"], rep):
+        for mode in alternate(["kernel", "dpdk"], rep):
             res = subprocess.run([binary, mode, str(args.messages), str(args.size), str(args.datagrams)],
                                  capture_output=True, text=True, env=clean_env(), timeout=600)
             with open(os.path.join(out, "logs", f"transport-{mode}-{rep}.log"), "w") as f:
@@ -78,28 +72,19 @@ def pslite(args, out):
     configs = ["libzmq", "on", "on@dpdk"]
     got = {c: [] for c in configs}
     for rep in range(1, args.repeats + 1):
-        for c in order(configs, rep):
+        for c in alternate(configs, rep):
             logdir = os.path.join(out, "logs", f"pslite-{c}-{rep}")
-            cmd = [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--net", "netns", "--servers", "1",
-                   "--workers", "2", "--timeout", "300", "--quiet", "--logdir", logdir, "--subnet", args.subnet,
-                   "--env", "LOG_DURATION=4", "--retry-if", STOCK_RACES]
+            extra = ["--net", "netns", "--subnet", args.subnet]
             if c != "libzmq":
-                cmd += ["--preload", args.shim, "--env", "ZEBRA_ENABLE=1"]
+                extra += ["--preload", args.shim, "--env", "ZEBRA_ENABLE=1"]
             if c.endswith("@dpdk"):
-                cmd += ["--user-stack", "dpdk"]
-            cmd += ["--", args.pslite_bin, str(args.value_bytes), str(args.rounds), "1"]
-            res = subprocess.run(cmd, capture_output=True, text=True, env=clean_env())
-            values = []
-            if res.returncode == 0:
-                for name in sorted(os.listdir(logdir)):
-                    if name.startswith("worker-"):
-                        with open(os.path.join(logdir, name), errors="replace") as f:
-                            values += [float(m.group(1)) for m in GOODPUT.finditer(f.read())][1:]
-            if not values:
-                log(f"pslite {c} repetition {rep} failed: {(res.stderr or res.stdout).strip()[-300:]}")
+                extra += ["--user-stack", "dpdk"]
+            goodput, output = test_benchmark_goodput(args.pslite_bin, logdir, args.value_bytes, args.rounds, extra)
+            if goodput is None:
+                log(f"pslite {c} repetition {rep} failed: {output.strip()[-300:]}")
                 continue
-            got[c].append(statistics.mean(values))
-            log(f"pslite {c} {rep}: {got[c][-1]:.3f} Gbps")
+            got[c].append(goodput)
+            log(f"pslite {c} {rep}: {goodput:.3f} Gbps")
     return got
 
 

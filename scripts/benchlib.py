@@ -21,6 +21,9 @@ def base_config(config):
     return config.partition("@")[0]
 SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
 SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
+GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
+# BytePS's benchmarks race at start-up (scripts/suites/byteps-pslite.sh): such a run is retried.
+STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
 
 
 def clean_env():
@@ -124,14 +127,36 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
     return cmd + ["--"]
 
 
+def alternate(items, rep):
+    """The order of `items` in repetition `rep` (from 1): as given, then reversed, so that a
+    slow spell of the machine hits every configuration alike."""
+    return items if rep % 2 else list(reversed(items))
+
+
+def test_benchmark_goodput(binary, logdir, size, rounds, launcher_args):
+    """BytePS PS-lite's test_benchmark (1 server, 2 workers, PUSH_PULL) through pslaunch with
+    `launcher_args` (preload, network, ...): the workers' mean goodput in Gbps, the first
+    report of each left out (warm-up), or None when the job failed; and pslaunch's output."""
+    cmd = [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--servers", "1", "--workers", "2",
+           "--timeout", "300", "--quiet", "--logdir", logdir, "--env", "LOG_DURATION=4",
+           "--retry-if", STOCK_RACES] + list(launcher_args) + ["--", binary, str(size), str(rounds), "1"]
+    res = subprocess.run(cmd, capture_output=True, text=True, env=clean_env())
+    values = []
+    if res.returncode == 0:
+        for name in sorted(os.listdir(logdir)):
+            if name.startswith("worker-"):
+                with open(os.path.join(logdir, name), errors="replace") as f:
+                    values += [float(m.group(1)) for m in GOODPUT.finditer(f.read())][1:]
+    return (statistics.mean(values) if values else None), res.stdout + res.stderr
+
+
 def run_plan(configs, counts, repeats, out, command, parse, describe, log):
     """Runs every configuration for every worker count, `repeats` times, the order of the
     configurations alternating between repetitions so that a slow spell of the machine
     hits them alike. `command(config, n, logdir)` is the pslaunch argv of one run,
     `parse(logdir, n)` its metrics, `describe(metrics)` a line for the log. Returns the
     runs, each with workers, config and repeat."""
-    plan = [(rep, n, c) for rep in range(1, repeats + 1) for n in counts
-            for c in (configs if rep % 2 else list(reversed(configs)))]
+    plan = [(rep, n, c) for rep in range(1, repeats + 1) for n in counts for c in alternate(configs, rep)]
     runs = []
     for i, (rep, n, c) in enumerate(plan, 1):
         logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")

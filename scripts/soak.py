@@ -30,10 +30,11 @@ import re
 import subprocess
 import sys
 import time
+from types import SimpleNamespace
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from benchlib import clean_env  # noqa: E402
+from benchlib import clean_env, launch_cmd  # noqa: E402
 
 NET_LINE = re.compile(r"^net (ok|error) (.*)$", re.M)
 MBUFS = re.compile(r"mbufs_in_use (\d+)")
@@ -47,17 +48,16 @@ def log(msg):
 
 
 def job_cmd(args, logdir, hot_keys, epochs, user_stack=True):
-    conf = os.path.join(ROOT, "scripts/bench-hot.conf")
-    net = ["--user-stack", args.net] if user_stack else []
-    return [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--net", "netns"] + net + [
-            "--subnet", args.subnet, "--servers", "2", "--workers", "2", "--timeout", str(args.minutes * 60 * 3 + 300),
-            "--quiet", "--logdir", logdir, "--preload", os.path.join(ROOT, "dist/lib/libzmq.so.5"),
-            "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}",
-            "--env", f"ZEBRA_HOT_KEYS={hot_keys}", "--env", f"ZEBRA_HOT_CONFIG={conf}",
-            "--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}",
-            "--service", f"switch={os.path.join(ROOT, 'target/release/zebra')} switch --config {conf} "
-            f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}} --hot-keys {hot_keys}",
-            "--", args.binary, f"--data={args.data}", f"--epochs={epochs}", "--sync=1", "--batch=1024"]
+    """The benchmarks' on+switch job (benchlib.launch_cmd), 2 servers and 2 workers, on the
+    user-level stack or (reference) on the kernel's network, with the shim's statistics."""
+    testbed = SimpleNamespace(
+        net="netns", subnet=args.subnet, servers=2, timeout=args.minutes * 60 * 3 + 300, shape="both",
+        server_rate=None, link_rate=None, link_delay=None, shim=os.path.join(ROOT, "dist/lib/libzmq.so.5"),
+        zebra=os.path.join(ROOT, "target/release/zebra"), hot_config=os.path.join(ROOT, "scripts/bench-hot.conf"))
+    config = f"on+switch@{args.net}" if user_stack else "on+switch"
+    cmd = launch_cmd(testbed, config, 2, logdir, hot_keys)
+    cmd[-1:-1] = ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
+    return cmd + [args.binary, f"--data={args.data}", f"--epochs={epochs}", "--sync=1", "--batch=1024"]
 
 
 def rss_kb(pid):
