@@ -5,6 +5,8 @@ use std::time::Duration;
 use thiserror::Error;
 use zebra_pslite::FormatChoice;
 
+use crate::online::OnlineConfig;
+
 /// How PS-lite values typed `OTHER` (`char`: MXNet, BytePS's benchmarks)
 /// are read. The wire does not say what the bytes are.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -68,6 +70,9 @@ pub struct AgentConfig {
     /// at least one value), so its trailer promises a SETTLE whatever
     /// happens. The hot path's `max_seqs`.
     pub max_clean_values: u32,
+    /// Online hot keys (`crate::online`): each server re-ranks its keys
+    /// after the first rounds; `None` keeps the starting set.
+    pub online: Option<OnlineConfig>,
 }
 
 impl AgentConfig {
@@ -89,6 +94,7 @@ impl AgentConfig {
             settle_timeout: Duration::from_secs(10),
             history: 4096,
             max_clean_values: u32::from(zebra_proto::consts::DEFAULT_MAX_SEQS),
+            online: None,
         }
     }
 
@@ -117,6 +123,9 @@ impl AgentConfig {
         }
         if self.history == 0 {
             return Err(AgentError::Config("history must be at least 1".into()));
+        }
+        if let Some(o) = &self.online {
+            o.validate().map_err(AgentError::Config)?;
         }
         Ok(())
     }

@@ -8,6 +8,10 @@
 //!   hot part of a round is settled at the switch: how many packets the
 //!   switch added, and the pairs it refused or never answered (fallback),
 //!   for the server to apply directly.
+//! - **HOTSET** (online hot keys, `crate::online`): the other way, from the
+//!   server's ROUTER to a worker's DEALER, which PS-lite never reads: the
+//!   server's decision after counting the first rounds, its new hot keys
+//!   and the first round that uses them, or "keep the current ones".
 //!
 //! A PS-lite message never ends with a valid trailer: its frame count is
 //! fixed by its meta (one frame per data type), so a trailer is recognised
@@ -32,7 +36,19 @@ pub mod frame_type {
     pub const PUSH: u8 = 1;
     /// SETTLE.
     pub const SETTLE: u8 = 2;
+    /// HOTSET (server to worker).
+    pub const HOTSET: u8 = 3;
 }
+/// HOTSET flags (byte 6).
+pub mod hotset_flags {
+    /// The keys that follow replace the server's hot keys from the frame's
+    /// round on; without it the frame lists no key: keep the current ones.
+    pub const CHANGE: u8 = 0x01;
+}
+/// HOTSET header length.
+pub const HOTSET_HEADER_LEN: usize = 24;
+/// Bytes per HOTSET key: the PS-lite key u64, its value count u32.
+pub const HOTSET_ENTRY_LEN: usize = 12;
 /// PUSH trailer flags (byte 6).
 pub mod push_flags {
     /// The push carried a lens frame.
@@ -170,6 +186,21 @@ pub struct Settle {
     pub batches: Vec<Fallback>,
 }
 
+/// The HOTSET frame: a server's online decision, sent to each worker.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HotSetFrame {
+    /// zebra-proto job (the server's).
+    pub job: u16,
+    /// The worker it is addressed to.
+    pub worker: u16,
+    /// The first round of the job that uses `keys` (with `change`).
+    pub from_round: u32,
+    /// Whether `keys` replace the server's hot keys; else keep them.
+    pub change: bool,
+    /// The server's new hot keys, hottest first: `(PS-lite key, values)`.
+    pub keys: Vec<(u64, u32)>,
+}
+
 /// A parsed Zebra frame.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ZebraFrame {
@@ -177,6 +208,8 @@ pub enum ZebraFrame {
     Push(PushTrailer),
     /// A SETTLE frame.
     Settle(Settle),
+    /// A HOTSET frame.
+    HotSet(HotSetFrame),
 }
 
 /// Whether `bytes` starts like a Zebra frame (it may still be malformed).
@@ -236,7 +269,19 @@ impl ZebraFrame {
         match b[5] {
             frame_type::PUSH => PushTrailer::parse_body(b).map(ZebraFrame::Push),
             frame_type::SETTLE => Settle::parse_body(b).map(ZebraFrame::Settle),
+            frame_type::HOTSET => HotSetFrame::parse_body(b).map(ZebraFrame::HotSet),
             t => Err(FrameError::Type(t)),
+        }
+    }
+}
+
+impl ZebraFrame {
+    /// The frame's type code (byte 5).
+    pub fn kind(&self) -> u8 {
+        match self {
+            ZebraFrame::Push(_) => frame_type::PUSH,
+            ZebraFrame::Settle(_) => frame_type::SETTLE,
+            ZebraFrame::HotSet(_) => frame_type::HOTSET,
         }
     }
 }
@@ -292,7 +337,7 @@ impl PushTrailer {
     pub fn parse(b: &[u8]) -> Result<PushTrailer, FrameError> {
         match ZebraFrame::parse(b)? {
             ZebraFrame::Push(t) => Ok(t),
-            ZebraFrame::Settle(_) => Err(FrameError::Type(frame_type::SETTLE)),
+            other => Err(FrameError::Type(other.kind())),
         }
     }
 
@@ -447,7 +492,7 @@ impl Settle {
     pub fn parse(b: &[u8]) -> Result<Settle, FrameError> {
         match ZebraFrame::parse(b)? {
             ZebraFrame::Settle(s) => Ok(s),
-            ZebraFrame::Push(_) => Err(FrameError::Type(frame_type::PUSH)),
+            other => Err(FrameError::Type(other.kind())),
         }
     }
 
@@ -499,6 +544,82 @@ impl Settle {
                 out.extend_from_slice(&index.to_be_bytes());
                 out.extend_from_slice(&value.to_bits().to_be_bytes());
             }
+        }
+        Ok(out)
+    }
+}
+
+impl HotSetFrame {
+    fn parse_body(b: &[u8]) -> Result<HotSetFrame, FrameError> {
+        const WHAT: &str = "HOTSET";
+        need(WHAT, b.len(), HOTSET_HEADER_LEN)?;
+        if b[6] & !hotset_flags::CHANGE != 0 || b[7] != 0 || b[20..24] != [0; 4] {
+            return Err(FrameError::Reserved(WHAT));
+        }
+        let change = b[6] & hotset_flags::CHANGE != 0;
+        let count = u32_at(b, 16) as usize;
+        if !change && count != 0 {
+            return Err(FrameError::Reserved(WHAT));
+        }
+        let body = count.saturating_mul(HOTSET_ENTRY_LEN);
+        exact(WHAT, b.len(), body.saturating_add(HOTSET_HEADER_LEN))?;
+        let keys = b[HOTSET_HEADER_LEN..]
+            .chunks_exact(HOTSET_ENTRY_LEN)
+            .map(|c| {
+                let key = u64::from(u32_at(c, 0)) << 32 | u64::from(u32_at(c, 4));
+                (key, u32_at(c, 8))
+            })
+            .collect();
+        Ok(HotSetFrame {
+            job: u16_at(b, 8),
+            worker: u16_at(b, 10),
+            from_round: u32_at(b, 12),
+            change,
+            keys,
+        })
+    }
+
+    /// Parses a frame that must be a HOTSET frame.
+    pub fn parse(b: &[u8]) -> Result<HotSetFrame, FrameError> {
+        match ZebraFrame::parse(b)? {
+            ZebraFrame::HotSet(h) => Ok(h),
+            other => Err(FrameError::Type(other.kind())),
+        }
+    }
+
+    /// Length of the frame.
+    pub fn len(&self) -> usize {
+        HOTSET_HEADER_LEN + HOTSET_ENTRY_LEN * self.keys.len()
+    }
+
+    /// Whether no key is listed.
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The frame. A frame that keeps the current keys lists none.
+    pub fn to_bytes(&self) -> Result<Vec<u8>, FrameError> {
+        let keys: &[(u64, u32)] = if self.change { &self.keys } else { &[] };
+        let count = u32::try_from(keys.len()).map_err(|_| FrameError::TooLarge {
+            what: "HOTSET",
+            count: keys.len(),
+        })?;
+        let flags = if self.change { hotset_flags::CHANGE } else { 0 };
+        let mut out = Vec::with_capacity(HOTSET_HEADER_LEN + HOTSET_ENTRY_LEN * keys.len());
+        header(
+            &mut out,
+            frame_type::HOTSET,
+            flags,
+            0,
+            self.job,
+            self.worker,
+            self.from_round,
+        );
+        out.extend_from_slice(&count.to_be_bytes());
+        out.extend_from_slice(&[0; 4]);
+        for &(key, len) in keys {
+            out.extend_from_slice(&key.to_be_bytes());
+            out.extend_from_slice(&len.to_be_bytes());
         }
         Ok(out)
     }
@@ -694,9 +815,67 @@ mod tests {
         );
     }
 
+    fn hotset() -> HotSetFrame {
+        HotSetFrame {
+            job: 3,
+            worker: 1,
+            from_round: 65_548,
+            change: true,
+            keys: vec![(0x0102_0304_0506_0708, 4), (9, 1)],
+        }
+    }
+
+    #[test]
+    fn hotset_round_trips_with_its_byte_table() {
+        let h = hotset();
+        let b = h.to_bytes().unwrap();
+        assert_eq!(b.len(), h.len());
+        assert_eq!(&b[..8], b"ZBPS\x02\x03\x01\x00");
+        assert_eq!(&b[8..16], &[0, 3, 0, 1, 0, 1, 0, 0x0c]);
+        assert_eq!(&b[16..24], &[0, 0, 0, 2, 0, 0, 0, 0]);
+        assert_eq!(&b[24..36], &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 4]);
+        assert_eq!(HotSetFrame::parse(&b), Ok(h.clone()));
+        let keep = HotSetFrame {
+            change: false,
+            keys: vec![],
+            ..h
+        };
+        let b = keep.to_bytes().unwrap();
+        assert_eq!((b.len(), b[6]), (24, 0));
+        assert_eq!(HotSetFrame::parse(&b), Ok(keep));
+        assert_eq!(
+            PushTrailer::parse(&b),
+            Err(FrameError::Type(frame_type::HOTSET))
+        );
+    }
+
+    #[test]
+    fn hotset_defects_are_refused() {
+        let b = hotset().to_bytes().unwrap();
+        let with = |at: usize, v: u8| {
+            let mut c = b.clone();
+            c[at] = v;
+            ZebraFrame::parse(&c)
+        };
+        assert_eq!(with(6, 3), Err(FrameError::Reserved("HOTSET")));
+        assert_eq!(with(7, 1), Err(FrameError::Reserved("HOTSET")));
+        assert_eq!(with(22, 1), Err(FrameError::Reserved("HOTSET")));
+        assert_eq!(
+            with(6, 0),
+            Err(FrameError::Reserved("HOTSET")),
+            "keep with keys"
+        );
+        assert!(matches!(with(19, 3), Err(FrameError::Length { .. })));
+        assert!(matches!(with(16, 0xff), Err(FrameError::Length { .. })));
+    }
+
     #[test]
     fn truncations_never_panic() {
-        for b in [trailer().to_bytes().unwrap(), settle().to_bytes().unwrap()] {
+        for b in [
+            trailer().to_bytes().unwrap(),
+            settle().to_bytes().unwrap(),
+            hotset().to_bytes().unwrap(),
+        ] {
             for n in 0..b.len() {
                 assert!(ZebraFrame::parse(&b[..n]).is_err());
             }

@@ -116,6 +116,24 @@ pub enum HotSetError {
     /// A key in no server's range.
     #[error("hot key {0} is in no server's key range")]
     NoServer(u64),
+    /// A key of another server's range in a server's new hot keys.
+    #[error("hot key {key} is not in server {server}'s key range")]
+    WrongServer {
+        /// The key.
+        key: u64,
+        /// The server whose keys were replaced.
+        server: u16,
+    },
+    /// A server's new hot keys need more hot indices than its job has.
+    #[error("server {server}: new hot keys need {indices} hot values, its job has {capacity}")]
+    OverCapacity {
+        /// Server rank.
+        server: u16,
+        /// Hot indices the new keys need.
+        indices: u32,
+        /// The job's hot indices.
+        capacity: u32,
+    },
     /// More hot values for one server than a switch holds.
     #[error("server {server}: {indices} hot values, a switch holds at most {max}")]
     TooMany {
@@ -194,6 +212,44 @@ impl HotSet {
     /// A hot set whose keys all have `len` values.
     pub fn uniform(keys: &[u64], len: u32, ranges: KeyRanges) -> Result<HotSet, HotSetError> {
         HotSet::new(keys.iter().map(|&k| (k, len)), ranges)
+    }
+
+    /// This set with server `server`'s hot keys replaced by `keys` (hottest
+    /// first), the other servers' unchanged. The new keys must be in the
+    /// server's key range and fit the hot indices its job has now (the
+    /// switch's memory for the job is fixed when the job starts).
+    pub fn replace_server(&self, server: u16, keys: &[(u64, u32)]) -> Result<HotSet, HotSetError> {
+        if let Some(&(key, _)) = keys
+            .iter()
+            .find(|(k, _)| self.ranges.server_of(*k) != Some(server))
+        {
+            return Err(HotSetError::WrongServer { key, server });
+        }
+        let list = self.per_server.iter().enumerate().flat_map(|(s, old)| {
+            let mine: Box<dyn Iterator<Item = (u64, u32)>> = if s == server as usize {
+                Box::new(keys.iter().copied())
+            } else {
+                Box::new(old.iter().map(|k| (k.key, k.len)))
+            };
+            mine
+        });
+        let set = HotSet::new(list, self.ranges.clone())?;
+        let (indices, capacity) = (set.indices(server), self.indices(server));
+        if indices > capacity {
+            return Err(HotSetError::OverCapacity {
+                server,
+                indices,
+                capacity,
+            });
+        }
+        Ok(set)
+    }
+
+    /// Server `server`'s hot keys, hottest first.
+    pub fn server_keys(&self, server: u16) -> &[HotKey] {
+        self.per_server
+            .get(server as usize)
+            .map_or(&[], Vec::as_slice)
     }
 
     /// The hot key `key`, if hot.
@@ -372,6 +428,36 @@ mod tests {
             HotSet::new([(1, u32::MAX)], r),
             Err(HotSetError::TooMany { server: 0, .. })
         ));
+    }
+
+    #[test]
+    fn one_servers_keys_are_replaced() {
+        let hi = u64::MAX / 2;
+        let h = HotSet::new([(5, 2), (hi + 1, 3), (7, 1)], KeyRanges::pslite(2)).unwrap();
+        let n = h.replace_server(0, &[(9, 1), (5, 2)]).unwrap();
+        assert_eq!(n.get(7), None);
+        assert_eq!((n.get(9).unwrap().base, n.get(9).unwrap().ordinal), (0, 0));
+        assert_eq!((n.get(5).unwrap().base, n.get(5).unwrap().ordinal), (1, 1));
+        assert_eq!(n.get(hi + 1).map(|k| (k.server, k.base)), Some((1, 0)));
+        assert_eq!(
+            n.server_keys(0).iter().map(|k| k.key).collect::<Vec<_>>(),
+            [9, 5]
+        );
+        assert_eq!(
+            h.replace_server(0, &[(hi + 2, 1)]),
+            Err(HotSetError::WrongServer {
+                key: hi + 2,
+                server: 0
+            })
+        );
+        assert_eq!(
+            h.replace_server(0, &[(9, 4)]),
+            Err(HotSetError::OverCapacity {
+                server: 0,
+                indices: 4,
+                capacity: 3
+            })
+        );
     }
 
     #[test]

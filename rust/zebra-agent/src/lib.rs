@@ -15,6 +15,8 @@
 //!   valid push request per worker with the hot keys merged back (one
 //!   carries the sum, the others zeros); keeps each worker's messages in
 //!   order; consumes SETTLE messages.
+//! - [`online`]: with [`OnlineConfig`], each server re-ranks its keys from
+//!   the first rounds and installs a new hot set at one round boundary.
 //!
 //! # One zebra-proto job per server
 //!
@@ -44,14 +46,16 @@
 pub mod config;
 pub mod frame;
 pub mod hotset;
+pub mod online;
 pub mod server;
 pub mod stats;
 pub mod values;
 pub mod worker;
 
 pub use config::{AgentConfig, AgentError, Delivery, OtherValues};
-pub use frame::{FrameError, PushTrailer, Settle, ZebraFrame};
+pub use frame::{FrameError, HotSetFrame, PushTrailer, Settle, ZebraFrame};
 pub use hotset::{HotKey, HotSet, HotSetError, KeyRanges, LenLearner};
+pub use online::{Census, Decision, OnlineConfig};
 pub use server::{ServerAgent, ServerOutput};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
 pub use worker::{Outgoing, SettleMessage, SplitPush, WorkerAgent};

@@ -52,6 +52,7 @@ use zebra_pslite::{
 use crate::config::{AgentConfig, AgentError, Delivery};
 use crate::frame::{has_magic, PushTrailer, Settle, ZebraFrame};
 use crate::hotset::HotSet;
+use crate::online::Census;
 use crate::stats::ServerAgentStats;
 use crate::values::{self, F32_BYTES};
 use crate::Frames;
@@ -189,6 +190,12 @@ pub struct ServerAgent {
     arrived: Vec<u32>,
     /// Rounds below are forgotten.
     floor: u32,
+    /// Online: the counts and the decision (`crate::online`).
+    census: Option<Census>,
+    /// Online: the hot set of rounds from the first on, once changed.
+    next: Option<(u32, Arc<HotSet>)>,
+    /// Messages for the ROUTER to send (`[identity, frame]`).
+    control: Vec<Frames>,
     stats: ServerAgentStats,
 }
 
@@ -215,8 +222,16 @@ impl ServerAgent {
             )));
         }
         let workers = config.workers as usize;
+        let job = (hot.indices(server) > 0).then(|| config.job(server));
+        let census = match (&config.online, job) {
+            (Some(o), Some(_)) => Some(Census::new(o.clone(), config.workers)),
+            _ => None,
+        };
         Ok(ServerAgent {
-            job: (hot.indices(server) > 0).then(|| config.job(server)),
+            job,
+            census,
+            next: None,
+            control: Vec::new(),
             detector: Detector::new(config.format),
             config,
             hot,
@@ -234,6 +249,12 @@ impl ServerAgent {
     /// zebra-proto `Server` is index 0 of that job).
     pub fn job(&self) -> Option<u16> {
         self.job
+    }
+
+    /// This server's hot keys for its newest rounds (online: the new ones
+    /// once installed), hottest first.
+    pub fn hot_keys_now(&self) -> &[crate::hotset::HotKey] {
+        self.set_for(u32::MAX).server_keys(self.server)
     }
 
     /// Counters.
@@ -270,6 +291,10 @@ impl ServerAgent {
                 }
                 Ok(ZebraFrame::Push(_)) => {
                     self.bad(format_args!("a PUSH trailer without a push, dropped"));
+                    return out;
+                }
+                Ok(ZebraFrame::HotSet(_)) => {
+                    self.bad(format_args!("a HOTSET frame sent to a server, dropped"));
                     return out;
                 }
                 Err(e) if self.detector.parse(&frames[1]).is_err() => {
@@ -402,6 +427,7 @@ impl ServerAgent {
             rs.holding += 1;
             rs.previous.insert(w, trailer.previous);
         }
+        self.count(now, &trailer, &identity, &cold);
         self.stats.held += 1;
         self.queues
             .entry(sender)
@@ -414,6 +440,114 @@ impl ServerAgent {
                 format,
                 arrived: now,
             })));
+    }
+
+    /// The hot set of round `r` (online: the new one from its first round).
+    fn set_for(&self, r: u32) -> &Arc<HotSet> {
+        match &self.next {
+            Some((from, set)) if r >= *from => set,
+            _ => &self.hot,
+        }
+    }
+
+    /// Online: counts a push's keys, decides once every worker's first
+    /// pushes are in, and tells the workers.
+    fn count(&mut self, now: Timestamp, t: &PushTrailer, identity: &[u8], cold: &Message) {
+        let Some(census) = &self.census else {
+            return;
+        };
+        if census.counting(t.worker) {
+            let set = self.set_for(t.round);
+            let hot = t
+                .hot
+                .iter()
+                .filter_map(|&o| set.key_at(self.server, o))
+                .map(|k| (k.key, k.len));
+            let cold_keys: Vec<(u64, u32)> = cold
+                .kv()
+                .ok()
+                .flatten()
+                .and_then(|v| v.entries().ok().map(|e| e.collect::<Vec<_>>()))
+                .unwrap_or_default()
+                .into_iter()
+                .map(|(k, b, _)| (k, (b.len() / F32_BYTES) as u32))
+                .collect();
+            let keys: Vec<(u64, u32)> = hot.chain(cold_keys).collect();
+            self.stats.online_counted += 1;
+            if let Some(c) = &mut self.census {
+                c.observe(now, t.worker, t.round, identity, keys.into_iter());
+            }
+        } else if let Some(c) = &mut self.census {
+            c.observe(now, t.worker, t.round, identity, std::iter::empty());
+        }
+        let capacity = self.hot.indices(self.server);
+        let current = self.hot.server_keys(self.server);
+        let decided = self
+            .census
+            .as_mut()
+            .and_then(|c| c.decide_if_counted(current, capacity).cloned());
+        if let Some(d) = decided {
+            self.install(d);
+        }
+        self.tell();
+    }
+
+    /// Online: a decision taken; rounds from its first use its keys.
+    fn install(&mut self, d: crate::online::Decision) {
+        let server = self.server;
+        let distance = d
+            .distance
+            .map_or("none (not every worker's pushes came)".into(), |x| {
+                format!("{x:.3}")
+            });
+        if !d.change {
+            self.stats.online_kept += 1;
+            log::info!(
+                "server {server}: online hot keys: kept the {} current keys after {} pushes of {}                  keys (top-k Kendall tau distance {distance})",
+                d.keys.len(),
+                d.pushes,
+                d.keys_seen
+            );
+            return;
+        }
+        match self.hot.replace_server(server, &d.keys) {
+            Ok(set) => {
+                let old: std::collections::HashSet<u64> =
+                    self.hot.server_keys(server).iter().map(|k| k.key).collect();
+                let kept = d.keys.iter().filter(|k| old.contains(&k.0)).count();
+                self.stats.online_changed += 1;
+                log::info!(
+                    "server {server}: online hot keys: {} new keys ({kept} of them hot before)                      from round {} after {} pushes of {} keys (top-k Kendall tau distance                      {distance})",
+                    d.keys.len(),
+                    d.from_round,
+                    d.pushes,
+                    d.keys_seen
+                );
+                self.next = Some((d.from_round, Arc::new(set)));
+            }
+            Err(e) => {
+                log::error!("server {server}: online hot keys not installed: {e}");
+                if let Some(c) = &mut self.census {
+                    c.keep_instead(self.hot.server_keys(server));
+                }
+            }
+        }
+    }
+
+    fn tell(&mut self) {
+        let (Some(c), Some(job)) = (&mut self.census, self.job) else {
+            return;
+        };
+        let msgs = c.tell(job);
+        self.stats.hotset_messages += msgs.len() as u64;
+        self.control.extend(msgs);
+    }
+
+    /// Messages to send on the server's ROUTER (`[worker identity, frame]`):
+    /// the online decision for each worker. PS-lite never reads what a
+    /// worker's DEALER receives; Zebra's worker side does.
+    pub fn take_control(&mut self) -> Vec<Frames> {
+        std::mem::take(&mut self.control)
     }
 
     fn on_settle(&mut self, identity: &[u8], s: Settle, out: &mut ServerOutput) {
@@ -583,6 +717,15 @@ impl ServerAgent {
     /// queued behind them.
     pub fn poll(&mut self, now: Timestamp) -> Vec<Frames> {
         let mut deliver = Vec::new();
+        let current = self.hot.server_keys(self.server);
+        let kept = self
+            .census
+            .as_mut()
+            .and_then(|c| c.decide_on_timeout(now, current).cloned());
+        if let Some(d) = kept {
+            self.install(d);
+            self.tell();
+        }
         let timeout = self.config.settle_timeout;
         let overdue: Vec<SenderKey> = self
             .queues
@@ -617,6 +760,7 @@ impl ServerAgent {
                 Some(Queued::Push(h)) => Some(h.arrived + self.config.settle_timeout),
                 _ => None,
             })
+            .chain(self.census.as_ref().and_then(Census::deadline))
             .min()
     }
 
@@ -792,7 +936,7 @@ impl ServerAgent {
         let open: Vec<u16> = (0..self.config.workers)
             .filter(|&x| x == w || forced || self.caught_up(x, r))
             .collect();
-        let hot = Arc::clone(&self.hot);
+        let hot = Arc::clone(self.set_for(r));
         let server = self.server;
         let wanted: Vec<(u64, u32, u32)> = match self.config.delivery {
             Delivery::PerWorker => {

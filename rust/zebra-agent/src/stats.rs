@@ -58,6 +58,11 @@ pub struct WorkerAgentStats {
     pub fallback_batches: u64,
     /// Fallback pairs carried.
     pub fallback_pairs: u64,
+    /// Online: pushes split whole (every key cold) while waiting for a
+    /// server's decision, or after refusing one.
+    pub whole_pushes: u64,
+    /// Online: HOTSET decisions taken.
+    pub hotsets: u64,
 }
 
 /// The server agent's counters.
@@ -110,4 +115,12 @@ pub struct ServerAgentStats {
     pub trailer_bytes: u64,
     /// Bytes of SETTLE frames received.
     pub settle_bytes: u64,
+    /// Online: pushes counted for the re-ranking.
+    pub online_counted: u64,
+    /// Online: 1 once the server decided to change its hot keys.
+    pub online_changed: u64,
+    /// Online: 1 once the server decided to keep them.
+    pub online_kept: u64,
+    /// Online: HOTSET messages to workers.
+    pub hotset_messages: u64,
 }

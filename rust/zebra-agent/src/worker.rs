@@ -29,7 +29,7 @@ use zebra_proto::{Fallback, FallbackCause, RoundSummary};
 use zebra_pslite::{with_kv, Command, Detector, KvData, Message};
 
 use crate::config::{AgentConfig, AgentError};
-use crate::frame::{PushTrailer, Settle};
+use crate::frame::{HotSetFrame, PushTrailer, Settle, ZebraFrame};
 use crate::hotset::HotSet;
 use crate::stats::WorkerAgentStats;
 use crate::values::{self, F32_BYTES};
@@ -90,6 +90,13 @@ struct OpenRound {
 struct Stream {
     last_round: u32,
     open: BTreeMap<u32, OpenRound>,
+    /// Pushes split for this server (online: the first `T` are counted).
+    pushes: u32,
+    /// Online: the server's decision, `(first round, set from then on)`.
+    decision: Option<(u32, Arc<HotSet>)>,
+    /// Online: a decision this worker could not use; whole pushes from the
+    /// `T+1`-th on.
+    refused: bool,
 }
 
 /// The worker side of one PS-lite worker.
@@ -244,22 +251,29 @@ impl WorkerAgent {
             }
         };
 
+        let previous = self.streams[server as usize].last_round;
+        let round = self.next_round(previous);
+        let set = self.set_for(server, round);
+        if set.is_none() {
+            self.stats.whole_pushes += 1;
+        }
         let mut cold = KvData::empty(view.val_type(), view.has_lens());
         let mut listed = Vec::new();
         let mut pairs = Vec::new();
         for (i, &(key, bytes, _)) in entries.iter().enumerate() {
-            match self.verdict(server, &entries, i) {
-                Verdict::Hot(ordinal, base) => {
+            match set
+                .as_deref()
+                .map(|set| self.verdict(set, server, &entries, i))
+            {
+                Some(Verdict::Hot(ordinal, base)) => {
                     listed.push(ordinal);
                     pairs.extend((base..).zip(values::decode(bytes)));
                 }
-                Verdict::Cold => cold.push_entry(key, bytes),
+                Some(Verdict::Cold) | None => cold.push_entry(key, bytes),
             }
         }
 
         listed.sort_unstable();
-        let previous = self.streams[server as usize].last_round;
-        let round = self.next_round(previous);
         let job = self.config.job(server);
         let trailer = PushTrailer {
             job,
@@ -290,6 +304,7 @@ impl WorkerAgent {
         s.trailer_bytes += trailer.len() as u64;
         let stream = &mut self.streams[server as usize];
         stream.last_round = round;
+        stream.pushes = stream.pushes.saturating_add(1);
         stream.open.insert(
             round,
             OpenRound {
@@ -318,11 +333,96 @@ impl WorkerAgent {
             .map_or(next, |first| first.max(next))
     }
 
-    /// Whether entry `i` goes hot: a hot key of this server, pushed once in
-    /// this message, with the hot set's number of values.
-    fn verdict(&mut self, server: u16, entries: &[(u64, &[u8], Option<i32>)], i: usize) -> Verdict {
+    /// The hot set of round `round` of `server`'s job, or `None`: push it
+    /// whole (online, between this worker's `T`-th push and the decision;
+    /// `crate::online`).
+    fn set_for(&self, server: u16, round: u32) -> Option<Arc<HotSet>> {
+        let Some(online) = &self.config.online else {
+            return Some(self.hot.clone());
+        };
+        let stream = &self.streams[server as usize];
+        match &stream.decision {
+            Some((from, set)) if round >= *from => Some(set.clone()),
+            _ if stream.pushes < online.rounds && !stream.refused => Some(self.hot.clone()),
+            _ => None,
+        }
+    }
+
+    /// A message this worker's DEALER received (only Zebra's servers send
+    /// on it: a HOTSET frame, `crate::online`). Its decision applies to
+    /// this worker's rounds from the frame's on.
+    pub fn on_recv(&mut self, frames: &[&[u8]]) -> Result<(), AgentError> {
+        let bad = |what: String| AgentError::Config(format!("message from a server: {what}"));
+        let [frame] = frames else {
+            return Err(bad(format!(
+                "{} frames, expected a HOTSET frame",
+                frames.len()
+            )));
+        };
+        let h = match ZebraFrame::parse(frame) {
+            Ok(ZebraFrame::HotSet(h)) => h,
+            Ok(other) => return Err(bad(format!("Zebra frame type {}", other.kind()))),
+            Err(e) => return Err(bad(e.to_string())),
+        };
+        self.on_hotset(h)
+    }
+
+    fn on_hotset(&mut self, h: HotSetFrame) -> Result<(), AgentError> {
+        let server = self
+            .config
+            .server_of_job(h.job)
+            .ok_or(AgentError::UnknownJob(h.job))?;
+        if self.config.online.is_none() || h.worker != self.rank {
+            return Err(AgentError::Config(format!(
+                "HOTSET of job {} for worker {} (this is worker {}{})",
+                h.job,
+                h.worker,
+                self.rank,
+                if self.config.online.is_none() {
+                    ", not online"
+                } else {
+                    ""
+                }
+            )));
+        }
+        let stream = &mut self.streams[server as usize];
+        if stream.decision.is_some() || stream.refused {
+            return Err(AgentError::Config(format!(
+                "a second HOTSET of job {}, ignored",
+                h.job
+            )));
+        }
+        self.stats.hotsets += 1;
+        if !h.change {
+            stream.decision = Some((h.from_round, self.hot.clone()));
+            return Ok(());
+        }
+        match self.hot.replace_server(server, &h.keys) {
+            Ok(set) => {
+                stream.decision = Some((h.from_round, Arc::new(set)));
+                Ok(())
+            }
+            Err(e) => {
+                stream.refused = true;
+                Err(AgentError::Config(format!(
+                    "HOTSET of job {} refused ({e}); pushes to server {server} go whole",
+                    h.job
+                )))
+            }
+        }
+    }
+
+    /// Whether entry `i` goes hot: a hot key of this server in `set`,
+    /// pushed once in this message, with the set's number of values.
+    fn verdict(
+        &mut self,
+        set: &HotSet,
+        server: u16,
+        entries: &[(u64, &[u8], Option<i32>)],
+        i: usize,
+    ) -> Verdict {
         let (key, bytes, _) = entries[i];
-        let Some(hk) = self.hot.get(key) else {
+        let Some(hk) = set.get(key) else {
             return Verdict::Cold;
         };
         let repeated =

@@ -21,7 +21,7 @@ pub mod profile;
 pub mod synth;
 pub mod trace;
 
-pub use precision::{kendall_tau_distance, precision, sweep, SamplingPoint};
+pub use precision::{kendall_tau_distance, kendall_tau_topk, precision, sweep, SamplingPoint};
 pub use profile::{
     BytePrediction, Choice, Counts, Limit, Principle1, ProfileError, Ranking, Sample,
 };

@@ -36,6 +36,38 @@ pub fn kendall_tau_distance(full: &[u64], sampled: &[u64]) -> Option<(f64, usize
     Some((discordant as f64 / pairs as f64, n))
 }
 
+/// Normalised Kendall tau distance between two top-k lists (hottest
+/// first) over the union of their keys: a key missing from a list ranks
+/// below all of that list's keys, tied with the other missing ones, and a
+/// pair tied in either list counts as no disagreement (Fagin, Kumar and
+/// Sivakumar's `K^(0)`). 0 for the same order, 1 when every pair is
+/// ordered the other way; two disjoint lists are far apart (each key of
+/// one against each key of the other). 0 for fewer than two keys.
+pub fn kendall_tau_topk(a: &[u64], b: &[u64]) -> f64 {
+    let pos = |list: &[u64]| -> HashMap<u64, usize> {
+        list.iter().enumerate().map(|(i, &k)| (k, i)).collect()
+    };
+    let (pa, pb) = (pos(a), pos(b));
+    let mut union: Vec<u64> = a.to_vec();
+    union.extend(b.iter().filter(|k| !pa.contains_key(k)));
+    let n = union.len();
+    if n < 2 {
+        return 0.0;
+    }
+    let mut ranks: Vec<(usize, usize)> = union
+        .iter()
+        .map(|k| {
+            let ra = pa.get(k).copied().unwrap_or(a.len());
+            let rb = pb.get(k).copied().unwrap_or(b.len());
+            (ra, rb)
+        })
+        .collect();
+    ranks.sort_unstable();
+    let mut seq: Vec<usize> = ranks.into_iter().map(|r| r.1).collect();
+    let pairs = n as u64 * (n as u64 - 1) / 2;
+    inversions(&mut seq) as f64 / pairs as f64
+}
+
 /// Number of pairs `i < j` with `v[i] > v[j]`, by merge sort (sorts `v`).
 fn inversions(v: &mut [usize]) -> u64 {
     let mut buf = v.to_vec();
@@ -179,6 +211,40 @@ mod tests {
                 assert!((d - brute(&full, &sampled)).abs() < 1e-12, "{len}");
             }
         }
+    }
+
+    #[test]
+    fn topk_distance_counts_missing_keys_below() {
+        assert_eq!(kendall_tau_topk(&[1, 2, 3], &[1, 2, 3]), 0.0);
+        assert_eq!(kendall_tau_topk(&[1, 2, 3], &[3, 2, 1]), 1.0);
+        assert_eq!(kendall_tau_topk(&[1], &[1]), 0.0);
+        // Disjoint {1,2} and {3,4}: the four cross pairs disagree, the two
+        // pairs within a list are tied in the other: 4 of 6.
+        assert!((kendall_tau_topk(&[1, 2], &[3, 4]) - 4.0 / 6.0).abs() < 1e-12);
+        // The last key replaced: each list ranks its own last key above the
+        // other's missing one, so only the pair (3, 4) disagrees: 1 of 6.
+        let d = kendall_tau_topk(&[1, 2, 3], &[1, 2, 4]);
+        assert!((d - 1.0 / 6.0).abs() < 1e-12, "{d}");
+        let brute = |a: &[u64], b: &[u64]| {
+            let mut u: Vec<u64> = a.to_vec();
+            u.extend(b.iter().filter(|k| !a.contains(k)));
+            let r = |l: &[u64], k: u64| l.iter().position(|&x| x == k).unwrap_or(l.len());
+            let mut bad = 0;
+            for i in 0..u.len() {
+                for j in i + 1..u.len() {
+                    let (x, y) = (u[i], u[j]);
+                    let da = r(a, x) as i64 - r(a, y) as i64;
+                    let db = r(b, x) as i64 - r(b, y) as i64;
+                    if da * db < 0 {
+                        bad += 1;
+                    }
+                }
+            }
+            bad as f64 / (u.len() * (u.len() - 1) / 2) as f64
+        };
+        let a = [5, 9, 2, 7, 1, 8];
+        let b = [9, 5, 3, 7, 4];
+        assert!((kendall_tau_topk(&a, &b) - brute(&a, &b)).abs() < 1e-12);
     }
 
     #[test]

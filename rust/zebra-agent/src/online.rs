@@ -1,0 +1,387 @@
+//! Online hot keys (`ZEBRA_HOT=online`; paper §III-C, brief §5): each
+//! server re-ranks its own keys from the first rounds of the job and, if
+//! the new ranking is far enough from the current one, installs a new hot
+//! set in every worker at one round boundary, without losing or adding
+//! twice a single value.
+//!
+//! # Who counts
+//!
+//! A server's agent sees every push a worker aggregates to it: the cold
+//! keys in the cold part, the hot ones listed in the PUSH trailer. So the
+//! [`Census`] counts, per key of the server's range, the pushes that carry
+//! it, over each worker's first [`OnlineConfig::rounds`] pushes to this
+//! server (the same update frequency `zebra profile` ranks offline). The
+//! switch needs no count and no change: the new set must fit the hot
+//! indices the server's job has from the start (its hot keys in the
+//! starting hot-keys file size the switch memory).
+//!
+//! # The change-over, and why it is exact
+//!
+//! In one round every worker must give hot index `i` the same key, or the
+//! switch adds values of different keys together. Three rules keep it so:
+//!
+//! 1. A worker aggregates its first `T = rounds` pushes to a server with the
+//!    starting set. From its `T+1`-th on, until it has the server's
+//!    decision, it sends pushes to that server whole (a trailer listing no
+//!    hot key, an empty round at the switch): cold keys are always exact.
+//! 2. The server decides once every worker's `T`-th push has arrived: no
+//!    worker can then aggregate with the old set after round `F` = the
+//!    largest round among those `T`-th pushes + 1. The decision (a HOTSET
+//!    frame on the server's ROUTER, to each worker's DEALER) names `F` and
+//!    the new keys; a worker uses them for its rounds from `F` on. Rounds
+//!    before `F` see the old set or whole pushes; rounds from `F` on the
+//!    new set or whole pushes. The server maps each round's hot ordinals
+//!    and indices with the set of that round.
+//! 3. If some worker's `T`-th push has not come `wait` after the first one
+//!    did (a worker that pushes less to this server, or stopped), the
+//!    server decides to keep the starting set, which is exact at any
+//!    round. Workers that have not pushed `T` times keep aggregating;
+//!    those waiting resume. A worker the server has not told yet is told
+//!    on its next push.
+//!
+//! A worker that cannot use a decision (malformed, another server's keys,
+//! too many values) logs it and sends that server whole pushes from then
+//! on: slower, never inexact.
+
+use std::collections::HashMap;
+use std::time::Duration;
+
+use zebra_proto::Timestamp;
+
+use crate::frame::HotSetFrame;
+use crate::hotset::HotKey;
+
+/// Online re-ranking settings; every worker and server of a job uses the
+/// same ones.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OnlineConfig {
+    /// Pushes of each worker to a server that are counted (`T`).
+    pub rounds: u32,
+    /// The new set replaces the current one when their top-k Kendall tau
+    /// distance ([`zebra_hotkeys::kendall_tau_topk`]) is at least this.
+    pub tau: f64,
+    /// How long a server waits for the last worker's `T`-th push after the
+    /// first one's before it keeps the current set.
+    pub wait: Duration,
+}
+
+impl OnlineConfig {
+    /// `rounds` counted pushes, distance threshold 0.05, 5 s wait.
+    pub fn new(rounds: u32) -> OnlineConfig {
+        OnlineConfig {
+            rounds,
+            tau: 0.05,
+            wait: Duration::from_secs(5),
+        }
+    }
+
+    /// Checks the values.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.rounds == 0 {
+            return Err("online rounds must be at least 1".into());
+        }
+        if !(0.0..=1.0).contains(&self.tau) {
+            return Err(format!("online tau {}: expected 0..=1", self.tau));
+        }
+        if self.wait.is_zero() {
+            return Err("online wait must be longer than zero".into());
+        }
+        Ok(())
+    }
+}
+
+/// A server's decision.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    /// The first round that uses the new keys (with `change`).
+    pub from_round: u32,
+    /// Whether the keys change.
+    pub change: bool,
+    /// The new keys, hottest first, `(key, values)` (the current ones when
+    /// kept).
+    pub keys: Vec<(u64, u32)>,
+    /// Top-k Kendall tau distance between the current and the counted
+    /// ranking (None when kept for want of counts).
+    pub distance: Option<f64>,
+    /// Pushes counted.
+    pub pushes: u64,
+    /// Distinct keys counted.
+    pub keys_seen: usize,
+}
+
+/// The counts a server gathers and its decision.
+#[derive(Debug)]
+pub struct Census {
+    config: OnlineConfig,
+    /// Per worker: pushes counted, and the round of its `T`-th.
+    counted: Vec<(u32, u32)>,
+    counts: HashMap<u64, u64>,
+    /// Values per key: the first count seen (a worker sends a key whose
+    /// count differs from its hot set's cold, so a wrong one costs speed).
+    lens: HashMap<u64, u32>,
+    pushes: u64,
+    /// When the first worker's `T`-th push arrived.
+    first_full: Option<Timestamp>,
+    decision: Option<Decision>,
+    /// Per worker: its identity (for the ROUTER), and whether it was told.
+    peers: Vec<(Option<Vec<u8>>, bool)>,
+}
+
+impl Census {
+    /// A census for `workers` workers.
+    pub fn new(config: OnlineConfig, workers: u16) -> Census {
+        Census {
+            config,
+            counted: vec![(0, 0); workers as usize],
+            counts: HashMap::new(),
+            lens: HashMap::new(),
+            pushes: 0,
+            first_full: None,
+            decision: None,
+            peers: vec![(None, false); workers as usize],
+        }
+    }
+
+    /// The decision, once taken.
+    pub fn decision(&self) -> Option<&Decision> {
+        self.decision.as_ref()
+    }
+
+    /// Whether worker `w`'s next push is still counted.
+    pub fn counting(&self, w: u16) -> bool {
+        self.decision.is_none()
+            && self
+                .counted
+                .get(w as usize)
+                .is_some_and(|c| c.0 < self.config.rounds)
+    }
+
+    /// A push of worker `w`, round `round`, from `identity`, carrying `keys`
+    /// (`(key, values)`, cold and hot): counted if it is one of the
+    /// worker's first `T`.
+    pub fn observe(
+        &mut self,
+        now: Timestamp,
+        w: u16,
+        round: u32,
+        identity: &[u8],
+        keys: impl Iterator<Item = (u64, u32)>,
+    ) {
+        let Some(peer) = self.peers.get_mut(w as usize) else {
+            return;
+        };
+        if peer.0.is_none() {
+            peer.0 = Some(identity.to_vec());
+        }
+        if !self.counting(w) {
+            return;
+        }
+        for (key, len) in keys {
+            *self.counts.entry(key).or_default() += 1;
+            self.lens.entry(key).or_insert(len);
+        }
+        self.pushes += 1;
+        let c = &mut self.counted[w as usize];
+        c.0 += 1;
+        if c.0 == self.config.rounds {
+            c.1 = round;
+            self.first_full.get_or_insert(now);
+        }
+    }
+
+    /// Decides if every worker's `T`-th push has arrived: the new keys from
+    /// the counts (`current`: the server's keys now, hottest first;
+    /// `capacity`: its job's hot indices).
+    pub fn decide_if_counted(&mut self, current: &[HotKey], capacity: u32) -> Option<&Decision> {
+        if self.decision.is_some() || self.counted.iter().any(|c| c.0 < self.config.rounds) {
+            return None;
+        }
+        let from_round = self.counted.iter().map(|c| c.1).max().unwrap_or(0) + 1;
+        let keys = self.ranked(capacity);
+        let now: Vec<u64> = current.iter().map(|k| k.key).collect();
+        let new: Vec<u64> = keys.iter().map(|k| k.0).collect();
+        let distance = zebra_hotkeys::kendall_tau_topk(&now, &new);
+        let change = new != now && !new.is_empty() && distance >= self.config.tau;
+        self.decision = Some(Decision {
+            from_round,
+            change,
+            keys: if change { keys } else { current_keys(current) },
+            distance: Some(distance),
+            pushes: self.pushes,
+            keys_seen: self.counts.len(),
+        });
+        self.decision.as_ref()
+    }
+
+    /// When [`decide_on_timeout`](Self::decide_on_timeout) would decide.
+    pub fn deadline(&self) -> Option<Timestamp> {
+        match self.decision {
+            Some(_) => None,
+            None => self.first_full.map(|t| t + self.config.wait),
+        }
+    }
+
+    /// Keeps the current keys if the wait for the last `T`-th push is over.
+    pub fn decide_on_timeout(&mut self, now: Timestamp, current: &[HotKey]) -> Option<&Decision> {
+        if self.deadline().is_none_or(|d| now < d) {
+            return None;
+        }
+        self.decision = Some(Decision {
+            from_round: 1,
+            change: false,
+            keys: current_keys(current),
+            distance: None,
+            pushes: self.pushes,
+            keys_seen: self.counts.len(),
+        });
+        self.decision.as_ref()
+    }
+
+    /// Turns a decision to change that could not be installed into one to
+    /// keep `current` (the workers refuse the same keys).
+    pub fn keep_instead(&mut self, current: &[HotKey]) {
+        if let Some(d) = &mut self.decision {
+            d.change = false;
+            d.keys = current_keys(current);
+        }
+    }
+
+    /// The counted keys, hottest first (ties: smaller key first), as many
+    /// as fit `capacity` hot indices, each with its value count.
+    fn ranked(&self, capacity: u32) -> Vec<(u64, u32)> {
+        let mut order: Vec<(u64, u64)> = self.counts.iter().map(|(&k, &n)| (k, n)).collect();
+        order.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut used = 0u32;
+        let mut keys = Vec::new();
+        for (key, _) in order {
+            let len = self.lens.get(&key).copied().unwrap_or(0);
+            if len == 0 {
+                continue;
+            }
+            if let Some(next) = used.checked_add(len).filter(|&n| n <= capacity) {
+                used = next;
+                keys.push((key, len));
+            }
+            if used == capacity {
+                break;
+            }
+        }
+        keys
+    }
+
+    /// HOTSET messages (`[identity, frame]`) for the workers not yet told
+    /// of the decision whose identity is known; each is told once.
+    pub fn tell(&mut self, job: u16) -> Vec<Vec<Vec<u8>>> {
+        let Some(d) = &self.decision else {
+            return Vec::new();
+        };
+        let mut out = Vec::new();
+        for (w, (identity, told)) in self.peers.iter_mut().enumerate() {
+            let Some(id) = identity else { continue };
+            if *told {
+                continue;
+            }
+            let frame = HotSetFrame {
+                job,
+                worker: w as u16,
+                from_round: d.from_round,
+                change: d.change,
+                keys: d.keys.clone(),
+            };
+            match frame.to_bytes() {
+                Ok(bytes) => out.push(vec![id.clone(), bytes]),
+                Err(e) => log::error!("online: HOTSET for worker {w} not encodable: {e}"),
+            }
+            *told = true;
+        }
+        out
+    }
+}
+
+fn current_keys(current: &[HotKey]) -> Vec<(u64, u32)> {
+    current.iter().map(|k| (k.key, k.len)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hotset::{HotSet, KeyRanges};
+
+    fn current() -> HotSet {
+        HotSet::new([(10, 2), (11, 2)], KeyRanges::pslite(1)).unwrap()
+    }
+
+    #[test]
+    fn decides_when_every_worker_pushed_t_times() {
+        let set = current();
+        let mut c = Census::new(OnlineConfig::new(2), 2);
+        let t = Timestamp(0);
+        c.observe(t, 0, 1, b"ps9", [(5, 2), (10, 2)].into_iter());
+        c.observe(t, 0, 2, b"ps9", [(5, 2), (7, 1)].into_iter());
+        assert!(!c.counting(0) && c.counting(1));
+        c.observe(t, 0, 3, b"ps9", [(99, 1)].into_iter());
+        assert_eq!(c.decide_if_counted(set.server_keys(0), 4), None);
+        assert_eq!(c.deadline(), Some(t + Duration::from_secs(5)));
+        c.observe(t, 1, 65_537, b"ps11", [(5, 2), (7, 1)].into_iter());
+        c.observe(t, 1, 65_538, b"ps11", [(6, 3), (7, 1)].into_iter());
+        let d = c.decide_if_counted(set.server_keys(0), 4).unwrap().clone();
+        assert_eq!(d.from_round, 65_539, "after every worker's T-th round");
+        assert!(d.change);
+        assert_eq!(
+            d.keys,
+            vec![(5, 2), (7, 1)],
+            "by count (5 and 7 three times), within 4 values (6 and 10 do not fit)"
+        );
+        assert_eq!(
+            (d.pushes, d.keys_seen),
+            (4, 4),
+            "worker 0's third push not counted"
+        );
+        let msgs = c.tell(40);
+        assert_eq!(msgs.len(), 2);
+        assert_eq!(msgs[1][0], b"ps11");
+        let f = HotSetFrame::parse(&msgs[1][1]).unwrap();
+        assert_eq!(
+            (f.job, f.worker, f.from_round, f.change),
+            (40, 1, 65_539, true)
+        );
+        assert!(c.tell(40).is_empty(), "told once");
+    }
+
+    #[test]
+    fn keeps_the_set_when_close_or_when_a_worker_is_missing() {
+        let set = current();
+        let mut c = Census::new(OnlineConfig::new(1), 1);
+        c.observe(Timestamp(0), 0, 1, b"ps9", [(10, 2), (11, 2)].into_iter());
+        let d = c.decide_if_counted(set.server_keys(0), 4).unwrap();
+        assert_eq!((d.change, d.distance), (false, Some(0.0)));
+
+        let mut c = Census::new(OnlineConfig::new(1), 2);
+        c.observe(Timestamp(100), 0, 1, b"ps9", [(5, 2)].into_iter());
+        let wait = Duration::from_secs(5);
+        assert_eq!(
+            c.decide_on_timeout(Timestamp(99) + wait, set.server_keys(0)),
+            None
+        );
+        let d = c
+            .decide_on_timeout(Timestamp(100) + wait, set.server_keys(0))
+            .unwrap();
+        assert_eq!((d.change, d.from_round), (false, 1));
+        assert_eq!(d.keys, vec![(10, 2), (11, 2)]);
+        assert_eq!(c.tell(1).len(), 1, "only worker 0's identity is known");
+        c.observe(Timestamp(200), 1, 1, b"ps11", [(5, 2)].into_iter());
+        assert_eq!(c.tell(1).len(), 1, "worker 1 is told on its first push");
+    }
+
+    #[test]
+    fn bad_settings_are_named() {
+        let mut o = OnlineConfig::new(0);
+        assert!(o.validate().unwrap_err().contains("rounds"));
+        o.rounds = 3;
+        o.tau = 1.5;
+        assert!(o.validate().unwrap_err().contains("tau"));
+        o.tau = 0.1;
+        o.wait = Duration::ZERO;
+        assert!(o.validate().unwrap_err().contains("wait"));
+    }
+}
