@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online)
 
 usage() {
   cat <<EOF
@@ -12,7 +12,7 @@ usage: scripts/suites/byteps-pslite.sh [--list] [--help] [TEST...]
 
 Runs BytePS's PS-lite tests through scripts/pslaunch.py and prints one line per test,
 "PASS name" or "FAIL name (reason)"; exits non-zero if any failed.
-Tests (default: all; exact_sums_hot and trace_hot only with SUITE_SWITCH): ${TESTS[*]}
+Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_SWITCH): ${TESTS[*]}
   test_benchmark        BytePS tests/test_benchmark, PUSH_PULL mode, 2 servers, 2 workers
   test_sparse_benchmark BytePS tests/test_sparse_benchmark, mode 0 (PUSH_THEN_PULL; the
                         other modes never end), 2 servers, 2 workers
@@ -27,6 +27,11 @@ Tests (default: all; exact_sums_hot and trace_hot only with SUITE_SWITCH): ${TES
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
+  trace_online          trace_hot with ZEBRA_HOT=online:10 from a stale hot set (the profile
+                        of a trace whose keys are permuted: none of them hot): each server
+                        re-ranks after 10 pushes of every worker and installs new keys,
+                        with 1 % seeded loss on the hot path; exact, aggregated, and the
+                        decided sets' precision against the full trace's hot set >= 80 %
   mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
                         up to 3 epochs, stopping at test RMSE 0.96: the final test RMSE
                         must be below 0.97 and at least 0.1 below the initial one
@@ -69,7 +74,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|trace_hot) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|trace_hot|trace_online) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -107,7 +112,7 @@ run_job() {
     mkdir -p "$JOB_LOGDIR/stats"
     if [ -n "${HOT_KEYS_FILE:-}" ]; then cp "$HOT_KEYS_FILE" "$JOB_LOGDIR/hot.keys"
     else python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"; fi
-    local conf="$ROOT/scripts/suites/hot.conf" loss="${HOT_LOSS:-0}"
+    local conf="${HOT_CONF:-$ROOT/scripts/suites/hot.conf}" loss="${HOT_LOSS:-0}"
     envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys"
       --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p" --env "ZEBRA_HOT_LOSS=$loss")
     service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} --hot-keys $JOB_LOGDIR/hot.keys --loss $loss")
@@ -258,6 +263,30 @@ run_test() {
           if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
           else hot_check "$name"; fi
         else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+      fi ;;
+    trace_online)
+      # Online hot keys from a stale start: the hot set of the same model with other keys.
+      local stale="$LOGDIR/$name.stale" full="$LOGDIR/$name.full.keys" conf="$LOGDIR/$name.conf"
+      if gen_trace "$name" 30 32; then
+        if ! "$CLI_BIN" trace gen --out "$stale.trace" --shape oa --keys 200000 --keys-per-push 60 \
+              --workers 4 --rounds 30 --values 32 --key-seed 2 >"$LOGDIR/$name.stale.log" 2>&1 \
+            || ! "$CLI_BIN" profile --out "$stale.keys" --p 0.5 --switch-mem 64K --servers 2 "$stale.trace" \
+              >>"$LOGDIR/$name.stale.log" 2>&1 \
+            || ! "$CLI_BIN" profile --out "$full" --p 1 --switch-mem 1M --servers 2 "$TRACE" \
+              >"$LOGDIR/$name.profile.log" 2>&1; then
+          fail "$name" "zebra trace gen or profile failed: see $LOGDIR/$name.*.log"
+        else
+          { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = $LOGDIR/$name/online-%r.keys"; } >"$conf"
+          rm -f "$LOGDIR/$name"/online-*.keys
+          if HOT_KEYS_FILE="$stale.keys" HOT_CONF="$conf" HOT_LOSS="drop=0.01,seed=12" \
+              run_job "$name" 2 4 ZEBRA_HOT=online:10 -- trace_replay --trace="$TRACE"; then
+            if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
+            elif ! python3 "$ROOT/tests/lib/hotpath.py" precision --full "$full" --servers 2 \
+                "$JOB_LOGDIR/online-0.keys" "$JOB_LOGDIR/online-1.keys" >"$JOB_LOGDIR/online.txt" 2>&1; then
+              fail "$name" "$(tail -n 1 "$JOB_LOGDIR/online.txt"); logs in $JOB_LOGDIR"
+            else hot_check "$name"; sed 's/^/  /' "$JOB_LOGDIR/online.txt"; fi
+          else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+        fi
       fi ;;
   esac
 }

@@ -14,6 +14,12 @@ that a job really aggregated in the network.
       forced an unsettled request, and the servers received fewer hot bytes (trailers
       listing the hot keys, SETTLE messages, aggregates over UDP) than the hot entries of
       the same pushes whole. Prints the numbers, and all bytes of the split pushes.
+  hotpath.py precision --full FULL.keys --servers S ONLINE-0.keys ... ONLINE-(S-1).keys
+      The online decisions (online_out files of ZEBRA_HOT=online, one per server in rank
+      order) against the hot set of all the data (FULL.keys from `zebra profile` over the
+      whole trace, hottest first): per server, the share of the full data's top k of that
+      server's keys that the online set holds, k its size. Fails unless every server
+      changed its keys and reached --min.
 """
 
 import argparse
@@ -99,6 +105,51 @@ def push_bytes(logdir):
             "hot_whole": hot_whole, "hot_switch": hot_switch}, problems
 
 
+def read_keys(path):
+    """(header comment lines, [key, ...] hottest first) of a hot-keys file."""
+    header, keys = [], []
+    with open(path) as f:
+        for line in f:
+            text = line.strip()
+            if text.startswith("#"):
+                header.append(text)
+                continue
+            first = text.split("#", 1)[0].split()
+            if not first:
+                continue
+            if "-" in first[0]:
+                a, b = (int(x) for x in first[0].split("-"))
+                keys.extend(range(a, b + 1))
+            else:
+                keys.append(int(first[0]))
+    return header, keys
+
+
+def precision(args):
+    _, full = read_keys(args.full)
+    step = U64_MAX // args.servers
+    failed = False
+    if len(args.online) != args.servers:
+        print(f"hotpath precision: {len(args.online)} online files for {args.servers} servers", file=sys.stderr)
+        return 1
+    for server, path in enumerate(args.online):
+        try:
+            header, keys = read_keys(path)
+        except OSError as e:
+            print(f"hotpath precision: server {server}: {e}", file=sys.stderr)
+            failed = True
+            continue
+        mine = [k for k in full if k // step == server][: len(keys)]
+        found = len(set(mine) & set(keys)) / len(mine) if mine else 0.0
+        changed = any(" changed " in h for h in header)
+        print(f"server {server}: {'changed' if changed else 'kept'} its hot keys: {len(keys)} keys, "
+              f"precision {100 * found:.1f} % against the full data's top {len(mine)}")
+        if not changed or found < args.min:
+            print(f"hotpath precision: server {server} below {100 * args.min:.0f} % or unchanged", file=sys.stderr)
+            failed = True
+    return 1 if failed else 0
+
+
 def check(args):
     b, problems = push_bytes(args.logdir)
     pairs, whole, split, udp = b["pairs"], b["whole"], b["split"], b["udp"]
@@ -128,11 +179,18 @@ def main():
     m.add_argument("--key", action="append", required=True, help="K:VALUES")
     c = sub.add_parser("check")
     c.add_argument("logdir")
+    r = sub.add_parser("precision")
+    r.add_argument("--full", required=True)
+    r.add_argument("--servers", type=int, required=True)
+    r.add_argument("--min", type=float, default=0.8, help="lowest precision that passes (0..1)")
+    r.add_argument("online", nargs="+")
     args = p.parse_args()
     if args.cmd == "exact-sums":
         exact_sums(args)
     elif args.cmd == "mxnet":
         mxnet(args)
+    elif args.cmd == "precision":
+        return precision(args)
     else:
         return check(args)
     return 0

@@ -543,6 +543,11 @@ impl ServerAgent {
         self.control.extend(msgs);
     }
 
+    /// The online decision, once taken.
+    pub fn online_decision(&self) -> Option<&crate::online::Decision> {
+        self.census.as_ref().and_then(Census::decision)
+    }
+
     /// Messages to send on the server's ROUTER (`[worker identity, frame]`):
     /// the online decision for each worker. PS-lite never reads what a
     /// worker's DEALER receives; Zebra's worker side does.

@@ -55,6 +55,11 @@ pub const VARIABLES: &[Variable] = &[
         help: "the hot-keys file (PS-lite keys hottest first, `KEY [VALUES]` or `A-B [VALUES]` per line); the switch, every worker and every server read the same file",
     },
     Variable {
+        name: "ZEBRA_HOT",
+        default: "file",
+        help: "`file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory",
+    },
+    Variable {
         name: "ZEBRA_HOT_CONFIG",
         default: "(none: protocol defaults)",
         help: "the hot-path settings file `zebra switch --config` reads (`key = value` lines): registers, slots, timeouts, packet size; every party must use the same one",
@@ -100,6 +105,17 @@ pub const VARIABLES: &[Variable] = &[
         help: "with ZEBRA_NET=dpdk or raw: the IPv4 default gateway of the user-level stack",
     },
 ];
+
+/// Where the hot keys come from (`ZEBRA_HOT`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HotMode {
+    /// The hot-keys file, for the whole job.
+    #[default]
+    File,
+    /// Re-ranked online from the file's set, after `rounds` pushes (None:
+    /// the hot-path configuration's `online_rounds`).
+    Online { rounds: Option<u32> },
+}
 
 /// How a server presents a round's hot sums (`ZEBRA_DELIVERY`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -235,6 +251,7 @@ pub struct Config {
     pub switch: Option<String>,
     pub hot_keys: Option<PathBuf>,
     pub hot_config: Option<PathBuf>,
+    pub hot_mode: HotMode,
     pub delivery: Delivery,
     pub flavor: Flavor,
     /// `ZEBRA_NET` and, for the user-level stack, its EAL arguments, address and gateway.
@@ -265,6 +282,7 @@ impl Default for Config {
             switch: None,
             hot_keys: None,
             hot_config: None,
+            hot_mode: HotMode::File,
             delivery: Delivery::PerWorker,
             flavor: Flavor::Auto,
             net: Network::Kernel,
@@ -390,6 +408,19 @@ impl Config {
                 "ZEBRA_HOT_KEYS" | "ZEBRA_HOT_CONFIG" if value.trim().is_empty() => {}
                 "ZEBRA_HOT_KEYS" => cfg.hot_keys = Some(PathBuf::from(value)),
                 "ZEBRA_HOT_CONFIG" => cfg.hot_config = Some(PathBuf::from(value)),
+                "ZEBRA_HOT" => match value.trim() {
+                    "" | "file" => cfg.hot_mode = HotMode::File,
+                    "online" => cfg.hot_mode = HotMode::Online { rounds: None },
+                    v => match v.strip_prefix("online:").map(|t| t.trim().parse::<u32>()) {
+                        Some(Ok(t)) if t > 0 => cfg.hot_mode = HotMode::Online { rounds: Some(t) },
+                        _ => errors.push(ConfigError::BadValue {
+                            name: "ZEBRA_HOT",
+                            value: value.to_string(),
+                            expected:
+                                "file, online, or online:T with T a positive number of pushes",
+                        }),
+                    },
+                },
                 "ZEBRA_DELIVERY" => match value.trim() {
                     "" | "per-worker" => cfg.delivery = Delivery::PerWorker,
                     "merged" => cfg.delivery = Delivery::Merged,
@@ -508,7 +539,15 @@ mod tests {
         assert!(c.wants_switch());
         assert_eq!(c.hot_keys, Some(PathBuf::from("/tmp/hot.keys")));
         assert_eq!((c.delivery, c.flavor), (Delivery::Merged, Flavor::Protobuf));
+        assert_eq!(c.hot_mode, HotMode::File);
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
+        for (v, want) in [
+            ("online", HotMode::Online { rounds: None }),
+            ("online:30", HotMode::Online { rounds: Some(30) }),
+            ("file", HotMode::File),
+        ] {
+            assert_eq!(parse(&[("ZEBRA_HOT", v)]).unwrap().hot_mode, want, "{v}");
+        }
         let t = parse(&[("ZEBRA_TRACE", "/t/w%r.%p"), ("ZEBRA_TRACE_MAX_MB", "2")]).unwrap();
         assert_eq!(
             (t.trace.as_deref(), t.trace_max_bytes),
@@ -519,6 +558,8 @@ mod tests {
             ("ZEBRA_SWITCH", ":9950", "HOST:PORT"),
             ("ZEBRA_SWITCH", "h:99999", "HOST:PORT"),
             ("ZEBRA_DELIVERY", "both", "per-worker or merged"),
+            ("ZEBRA_HOT", "online:0", "online:T"),
+            ("ZEBRA_HOT", "sampled", "online:T"),
             ("ZEBRA_PSLITE_FLAVOR", "thrift", "auto, byteps or protobuf"),
             ("ZEBRA_TRACE_MAX_MB", "0", "MiB"),
         ] {

@@ -36,7 +36,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
 use zebra_agent::{AgentConfig, Delivery, HotSet, Outgoing, ServerAgent, WorkerAgent};
-use zebra_config::{Flavor, HotLoss};
+use zebra_config::{Flavor, HotLoss, HotMode};
 use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
 use zebra_engine::{Error, Part, Socket};
 use zebra_hotkeys::TraceWriter;
@@ -86,6 +86,8 @@ struct Aggregation {
     agent: AgentConfig,
     proto: zebra_proto::Config,
     loss: Option<HotLoss>,
+    /// `online_out`: where a server writes its online decision (`%r`: rank).
+    online_out: Option<String>,
 }
 
 fn env_count(name: &str, problems: &mut Vec<String>) -> u16 {
@@ -197,6 +199,11 @@ impl Aggregation {
         agent.format = flavor(config.flavor);
         agent.settle_timeout = built.settle_timeout;
         agent.max_clean_values = u32::from(built.proto.max_seqs);
+        if let HotMode::Online { rounds } = config.hot_mode {
+            let mut online = built.online.clone();
+            online.rounds = rounds.unwrap_or(online.rounds);
+            agent.online = Some(online);
+        }
         agent.validate().map_err(|e| vec![e.to_string()])?;
         let switch = built
             .switch
@@ -207,6 +214,7 @@ impl Aggregation {
             agent,
             proto: built.proto,
             loss: config.hot_loss.or(built.loss),
+            online_out: built.online_out,
         })
     }
 }
@@ -300,6 +308,7 @@ impl Hook {
             (ZMQ_DEALER, ProcessRole::Worker) => Hook::Dealer(Arc::new(DealerHook {
                 socket: socket.clone(),
                 parts: Mutex::new(Vec::new()),
+                recv: Mutex::new(DealerRecv::default()),
             })),
             (ZMQ_ROUTER, ProcessRole::Server) if p.plan.aggregation.is_some() => {
                 let hook = RouterHook::start(socket.clone());
@@ -331,13 +340,32 @@ fn send_all(socket: &Socket, frames: Vec<Bytes>) -> Result<(), Error> {
     Ok(())
 }
 
-/// A worker's DEALER: keeps a message's parts until the last one.
+/// A worker's DEALER: keeps a message's parts until the last one, and
+/// takes a server's online decision (a one-frame Zebra message) out of what
+/// it receives.
 #[derive(Debug)]
 pub struct DealerHook {
     socket: Socket,
     /// The message being assembled; its lock also keeps a SETTLE from
     /// interleaving with a message being sent.
     parts: Mutex<Vec<Bytes>>,
+    recv: Mutex<DealerRecv>,
+}
+
+/// The receiving side of a worker's DEALER. BytePS's van reads its DEALERs
+/// (its servers answer through their ROUTER); dmlc's and MXNet's never do.
+/// Either way a HOTSET from the server must be seen: the app's reads filter
+/// it out, and before each push Zebra reads whatever waits, keeping the
+/// app's parts, in order, for the app's next reads.
+#[derive(Debug, Default)]
+struct DealerRecv {
+    /// Parts of the app's messages read by Zebra, not yet by the app.
+    kept: VecDeque<Part>,
+    /// The last part read from the engine had MORE (a message boundary
+    /// comes after a part without it).
+    in_message: bool,
+    /// MORE of the last part the app took.
+    more: bool,
 }
 
 impl DealerHook {
@@ -359,6 +387,64 @@ impl DealerHook {
     fn send_whole(&self, frames: Vec<Vec<u8>>) -> Result<(), Error> {
         let _guard = lock(&self.parts);
         send_all(&self.socket, frames.into_iter().map(Bytes::from).collect())
+    }
+
+    /// One part from the engine for `st`: a one-frame Zebra message at a
+    /// message boundary is handed to the worker side and skipped.
+    fn next_part(&self, st: &mut DealerRecv, dontwait: bool) -> Result<Part, Error> {
+        loop {
+            let part = self.socket.recv(dontwait)?;
+            if !st.in_message && !part.more && zebra_agent::frame::has_magic(&part.data) {
+                match process().and_then(Process::worker) {
+                    Some(w) => w.on_server_message(&part.data),
+                    None => log::error!("zebra: a Zebra message on a DEALER before the worker side started, dropped"),
+                }
+                continue;
+            }
+            st.in_message = part.more;
+            return Ok(part);
+        }
+    }
+
+    /// The app's receive.
+    pub fn recv(&self, dontwait: bool) -> Result<Part, Error> {
+        let mut st = lock(&self.recv);
+        let part = match st.kept.pop_front() {
+            Some(p) => p,
+            None => self.next_part(&mut st, dontwait)?,
+        };
+        st.more = part.more;
+        Ok(part)
+    }
+
+    /// Before a push: reads what waits (without blocking), so that a
+    /// server's decision is seen even if the app never reads this DEALER.
+    /// Skipped while the app is in a blocking receive (which sees it).
+    fn read_waiting(&self) {
+        let Ok(mut st) = self.recv.try_lock() else {
+            return;
+        };
+        loop {
+            match self.next_part(&mut st, true) {
+                Ok(part) => st.kept.push_back(part),
+                Err(Error::Again) if st.in_message => std::thread::yield_now(),
+                Err(_) => return,
+            }
+        }
+    }
+
+    /// `ZMQ_POLLIN` when kept parts wait.
+    pub fn events(&self) -> i32 {
+        if lock(&self.recv).kept.is_empty() {
+            0
+        } else {
+            ZMQ_POLLIN
+        }
+    }
+
+    /// `ZMQ_RCVMORE` of the last part the app took.
+    pub fn more(&self) -> bool {
+        lock(&self.recv).more
     }
 }
 
@@ -387,6 +473,27 @@ impl WorkerSide {
             splitter,
             tracer,
         }))
+    }
+
+    /// A server's message to this worker (its online decision).
+    fn on_server_message(&self, frame: &[u8]) {
+        let Some(s) = &self.splitter else {
+            log::error!(
+                "zebra: worker {}: a server's Zebra message without a hot path, dropped",
+                self.rank
+            );
+            return;
+        };
+        let mut agent = lock(&s.agent);
+        match agent.on_recv(&[frame]) {
+            Ok(()) => log::info!(
+                "zebra: worker {}: online hot-key decision {} of {} taken",
+                self.rank,
+                agent.stats().hotsets,
+                s.links.len()
+            ),
+            Err(e) => log::error!("zebra: worker {}: {e}", self.rank),
+        }
     }
 
     fn send(&self, dealer: &Arc<DealerHook>, frames: Vec<Bytes>) -> Result<(), Error> {
@@ -560,6 +667,7 @@ impl Splitter {
     }
 
     fn send(&self, dealer: &Arc<DealerHook>, frames: Vec<Bytes>) -> Result<(), Error> {
+        dealer.read_waiting();
         let refs: Vec<&[u8]> = frames.iter().map(|b| &b[..]).collect();
         let outgoing = lock(&self.agent).on_send_to_recver(&refs);
         let split = match outgoing {
@@ -666,6 +774,11 @@ pub struct RouterHook {
     inbox: Mutex<Inbox>,
     ready: Condvar,
     received_bytes: AtomicU64,
+    /// The engine socket, for the app's messages and Zebra's own to
+    /// workers; the lock keeps each message whole.
+    socket: Mutex<Socket>,
+    /// The app's message being assembled.
+    parts: Mutex<Vec<Bytes>>,
 }
 
 impl RouterHook {
@@ -674,6 +787,8 @@ impl RouterHook {
             inbox: Mutex::new(Inbox::default()),
             ready: Condvar::new(),
             received_bytes: AtomicU64::new(0),
+            socket: Mutex::new(socket.clone()),
+            parts: Mutex::new(Vec::new()),
         });
         let h = hook.clone();
         let spawned = std::thread::Builder::new()
@@ -710,6 +825,33 @@ impl RouterHook {
             match process().and_then(Process::server) {
                 Some(s) => s.on_message(frames, self),
                 None => self.push(vec![frames]),
+            }
+        }
+    }
+
+    /// One part the app sends (BytePS's servers answer workers through
+    /// their ROUTER): kept until the message's last part, then sent whole,
+    /// so that Zebra's own messages never land between its parts.
+    pub fn send(&self, data: Bytes, more: bool) -> Result<(), Error> {
+        let mut parts = lock(&self.parts);
+        parts.push(data);
+        if more {
+            return Ok(());
+        }
+        let frames = std::mem::take(&mut *parts);
+        send_all(&lock(&self.socket), frames)
+    }
+
+    /// Sends Zebra's own messages (`[identity, frame]`) to workers.
+    fn send_control(&self, messages: Vec<Vec<Vec<u8>>>) {
+        if messages.is_empty() {
+            return;
+        }
+        let socket = lock(&self.socket);
+        for m in messages {
+            let to = String::from_utf8_lossy(&m[0]).into_owned();
+            if let Err(e) = send_all(&socket, m.into_iter().map(Bytes::from).collect()) {
+                log::error!("zebra: message to {to} not sent: {e}");
             }
         }
     }
@@ -775,8 +917,11 @@ impl RouterHook {
 /// The server side of this process.
 struct ServerSide {
     process: &'static Process,
+    rank: u16,
     agent: Mutex<ServerAgent>,
     link: Option<ServerLink>,
+    online_out: Option<String>,
+    decision_written: std::sync::atomic::AtomicBool,
 }
 
 impl ServerSide {
@@ -811,8 +956,11 @@ impl ServerSide {
         );
         let side = Arc::new(ServerSide {
             process: p,
+            rank,
             agent: Mutex::new(agent),
             link,
+            online_out: plan.online_out.clone(),
+            decision_written: std::sync::atomic::AtomicBool::new(false),
         });
         if side.link.is_some() {
             let s = side.clone();
@@ -831,6 +979,7 @@ impl ServerSide {
         let now = self.process.clock.now();
         let mut agent = lock(&self.agent);
         let out = agent.on_recv(now, frames);
+        self.send_control(&mut agent, router);
         for f in out.fallbacks {
             let added = match &self.link {
                 Some(link) => link.add_fallback(f).map_err(|e| e.to_string()),
@@ -880,6 +1029,9 @@ impl ServerSide {
                 None => Vec::new(),
             };
             deliver.extend(agent.poll(now));
+            if let Some(router) = lock(&self.process.router).upgrade() {
+                self.send_control(&mut agent, &router);
+            }
             if !deliver.is_empty() {
                 match lock(&self.process.router).upgrade() {
                     Some(router) => router.push(deliver),
@@ -889,6 +1041,38 @@ impl ServerSide {
                     ),
                 }
             }
+        }
+    }
+
+    /// Sends what the agent has for the workers (its online decision), and
+    /// writes the decision to `online_out` the first time.
+    fn send_control(&self, agent: &mut ServerAgent, router: &RouterHook) {
+        let msgs = agent.take_control();
+        if msgs.is_empty() {
+            return;
+        }
+        router.send_control(msgs);
+        if self.decision_written.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        let (Some(out), Some(d)) = (&self.online_out, agent.online_decision()) else {
+            return;
+        };
+        let path = out.replace("%r", &self.rank.to_string());
+        let mut text = format!(
+            "# zebra online hot keys of PS-lite server {}: {} after {} pushes of {} keys, \
+             from round {}\n",
+            self.rank,
+            if d.change { "changed" } else { "kept" },
+            d.pushes,
+            d.keys_seen,
+            d.from_round
+        );
+        for (key, len) in &d.keys {
+            text.push_str(&format!("{key} {len}\n"));
+        }
+        if let Err(e) = std::fs::write(&path, text) {
+            log::error!("zebra: online_out {path}: {e}");
         }
     }
 

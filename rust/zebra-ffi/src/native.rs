@@ -165,8 +165,13 @@ fn socket_set(socket: &SocketHandle, option: i32, value: &[u8]) -> i32 {
 }
 
 fn socket_get(socket: &SocketHandle, option: i32, value: &mut Vec<u8>) -> i32 {
-    if let (Hook::Router(r), opt::RCVMORE) = (&socket.2, option) {
-        *value = i32::from(r.more()).to_ne_bytes().to_vec();
+    let hooked_more = match (&socket.2, option) {
+        (Hook::Router(r), opt::RCVMORE) => Some(r.more()),
+        (Hook::Dealer(d), opt::RCVMORE) => Some(d.more()),
+        _ => None,
+    };
+    if let Some(more) = hooked_more {
+        *value = i32::from(more).to_ne_bytes().to_vec();
         return 0;
     }
     code(socket.with(|s| s.get_option(option)).map(|v| *value = v))
@@ -203,6 +208,7 @@ fn socket_events(socket: &SocketHandle) -> i32 {
     let engine = socket.0.as_ref().map(|s| s.events()).unwrap_or(0);
     match &socket.2 {
         Hook::Router(r) if engine != 0 => (engine & !ZMQ_POLLIN) | r.events(),
+        Hook::Dealer(d) => engine | d.events(),
         _ => engine,
     }
 }
@@ -220,10 +226,11 @@ fn socket_wait_in(socket: &SocketHandle, timeout_us: u32) {
     }
 }
 
-/// Sends one part, through the hook of a worker's DEALER.
+/// Sends one part, through the hook of a worker's DEALER or a server's ROUTER.
 fn send(socket: &SocketHandle, data: Bytes, more: bool, dontwait: bool) -> i32 {
     code(socket.with(|s| match &socket.2 {
         Hook::Dealer(d) => d.send(data, more),
+        Hook::Router(r) => r.send(data, more),
         _ => s.send(data, more, dontwait),
     }))
 }
@@ -295,6 +302,7 @@ unsafe fn set_release_hook(hook: usize) {
 fn socket_recv(socket: &SocketHandle, dontwait: bool, error_code: &mut i32) -> Box<RecvPart> {
     let received = socket.with(|s| match &socket.2 {
         Hook::Router(r) => r.recv(dontwait),
+        Hook::Dealer(d) => d.recv(dontwait),
         _ => s.recv(dontwait),
     });
     match received {

@@ -33,7 +33,7 @@ use zebra_proto::{Config, JobConfig, LayoutKind, NumberMode, Packing};
 
 use std::sync::Arc;
 
-use zebra_agent::{AgentConfig, HotSet, KeyRanges};
+use zebra_agent::{AgentConfig, HotSet, KeyRanges, OnlineConfig};
 
 use crate::hotkeys::HotKeys;
 use crate::switch_node::SwitchNodeConfig;
@@ -101,6 +101,10 @@ pub const KNOBS: &[Knob] = &[
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
     knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
+    knob("online_rounds", "online-rounds", "T", "100", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
+    knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
+    knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: a server still missing some worker's T-th push this long after the first one's keeps its hot keys"),
+    knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
     Knob {
         repeat: true,
         ..knob("server_addr", "server-addr", "INDEX=HOST:PORT", "(learned from REGISTER)", "fix server INDEX's address instead of learning it from its REGISTER (repeatable)")
@@ -138,7 +142,15 @@ pub struct HotpathConfig {
     pub loss: Option<HotLoss>,
     /// `settle_timeout_ms`: the PS-lite level's last resort (`zebra-agent`).
     pub settle_timeout: Duration,
+    /// `online_rounds`, `online_tau`, `online_wait_ms`: the online
+    /// re-ranking, used when `ZEBRA_HOT=online` asks for it.
+    pub online: OnlineConfig,
+    /// `online_out`: where each server writes its decided hot keys.
+    pub online_out: Option<String>,
 }
+
+/// Default of `online_rounds`.
+pub const ONLINE_ROUNDS: u32 = 100;
 
 /// Default of `settle_timeout_ms`.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
@@ -353,6 +365,10 @@ struct Builder {
     server_addrs: BTreeMap<u16, (SocketAddr, String)>,
     loss: Option<HotLoss>,
     settle_timeout: Option<Duration>,
+    online_rounds: Option<u32>,
+    online_tau: Option<f64>,
+    online_wait: Option<Duration>,
+    online_out: Option<String>,
 }
 
 fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
@@ -468,6 +484,22 @@ impl Builder {
                 });
             }
             "dense_ranks" => self.dense_ranks = Some(int(e, 0, u32::MAX)?),
+            "online_rounds" => self.online_rounds = Some(int(e, 1, u32::MAX)?),
+            "online_tau" => {
+                let expected = "expected a distance in 0..=1";
+                let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
+                if !(0.0..=1.0).contains(&d) {
+                    return Err(e.bad(expected));
+                }
+                self.online_tau = Some(d);
+            }
+            "online_wait_ms" => self.online_wait = Some(millis(e)?),
+            "online_out" => {
+                if e.value.is_empty() {
+                    return Err(e.bad("expected a file path"));
+                }
+                self.online_out = Some(e.value.clone());
+            }
             "server_addr" => {
                 let expected = "expected INDEX=HOST:PORT";
                 let (index, addr) = e.value.split_once('=').ok_or_else(|| e.bad(expected))?;
@@ -582,6 +614,13 @@ impl Builder {
                 .collect(),
             loss: self.loss,
             settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
+            online: {
+                let mut o = OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS));
+                o.tau = self.online_tau.unwrap_or(o.tau);
+                o.wait = self.online_wait.unwrap_or(o.wait);
+                o
+            },
+            online_out: self.online_out,
         })
     }
 }
@@ -638,7 +677,14 @@ mod tests {
             ("number", "f32".into()),
             ("layout", "heat".into()),
             ("dense_ranks", "0".into()),
+            ("online_rounds", ONLINE_ROUNDS.to_string()),
+            ("online_tau", OnlineConfig::new(1).tau.to_string()),
+            (
+                "online_wait_ms",
+                OnlineConfig::new(1).wait.as_millis().to_string(),
+            ),
         ];
+        assert_eq!(c.online, OnlineConfig::new(ONLINE_ROUNDS));
         for (key, value) in defaults {
             assert_eq!(knob_by_key(key).unwrap().default, value, "{key}");
         }
