@@ -7,7 +7,10 @@
 #   SUITE_LOGDIR    logs go to $SUITE_LOGDIR/<test-name>/ (default: a temp dir)
 #   SUITE_SWITCH    the `zebra` binary: trace each job once (ZEBRA_TRACE), `zebra profile` the
 #                   trace into a hot-keys file, then run the job beside `zebra switch` and check
-#                   it aggregated (tests/lib/hotpath.py; empty: no switch)
+#                   it aggregated (tests/lib/hotpath.py; empty: no switch). Adds the test
+#                   mxnet-dist-sync-2w-2s-online: the same job with ZEBRA_HOT=online:8 (each
+#                   server decides after 8 pushes of each worker; MXNet's workers never read
+#                   their DEALERs, so the decision is read before each push), exact
 #   MXNET_SUITE_TIMEOUT   seconds before one job is killed (default 120)
 #
 # Prints "PASS name" or "FAIL name (reason)" per test; exits non-zero if any failed.
@@ -26,6 +29,7 @@ TESTS=(
     "mxnet-dist-sync-2w-2s 2 2"
     "mxnet-dist-sync-3w-2s-small-bound 2 3 --bigarray-bound 100 --rounds 6"
 )
+[ -n "${SUITE_SWITCH:-}" ] && TESTS+=("mxnet-dist-sync-2w-2s-online 2 2")
 
 failed=0
 fail() {
@@ -95,6 +99,7 @@ run_test() {
         hot=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_HOT_KEYS=$dir/hot.keys"
             --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$dir/stats/%p"
             --service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} --hot-keys $dir/hot.keys")
+        case $name in *-online) hot+=(--env "ZEBRA_HOT=online:8") ;; esac
     fi
     start=$(date +%s.%N)
     "$PY" "$ROOT/scripts/pslaunch.py" --servers "$servers" --workers "$workers" \
@@ -132,6 +137,19 @@ run_test() {
             return
         fi
         sed 's/^/  /' "$dir/hotpath.txt"
+        case $name in
+            *-online)
+                # Every server that owns hot keys (and so counted pushes) decided once.
+                local online
+                online=$(grep -h -o 'online_counted: [0-9]*, online_changed: [0-9]*, online_kept: [0-9]*' \
+                    "$dir"/stats/* | tr -d ',')
+                if ! echo "$online" | awk '$2 > 0 { n++; if ($4 + $6 != 1) bad = 1 }
+                        END { exit !(n > 0 && !bad) }'; then
+                    fail "$name" "not every server with hot keys took one online decision ($online); logs in $dir"
+                    return
+                fi
+                echo "  online: $(echo "$online" | paste -sd';')" ;;
+        esac
     fi
     echo "PASS $name"
     printf '  %s: %ss; %s; logs in %s\n' "$name" "$(awk "BEGIN { printf \"%.1f\", $end - $start }")" \
