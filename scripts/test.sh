@@ -150,11 +150,13 @@ run_part netns-stack netns_stack
 # The emulated testbed of scripts/pslaunch.py (--net netns); skipped, with the reason,
 # without root.
 run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
-# The training benchmark of scripts/demo.sh (two workers, one epoch) and the aggregation-
-# throughput benchmark (two workers, a small trace), each skipped, with the
-# reason, without root or without the clients.
+# The training benchmark of scripts/demo.sh (two workers, one epoch), the aggregation-
+# throughput benchmark (two workers, a small trace), each skipped, with the reason,
+# without root or without the clients; and the online hot-key benchmark (loopback),
+# skipped without the clients.
 [ $quick = 1 ] || run_part bench-train-smoke python3 "$root/tests/testbed/test_bench_train.py"
 [ $quick = 1 ] || run_part bench-agg-smoke python3 "$root/tests/testbed/test_bench_agg.py"
+[ $quick = 1 ] || run_part bench-online-smoke python3 "$root/tests/testbed/test_bench_online.py"
 
 if [ $quick = 0 ]; then
   for spec in "byteps-pslite libzmq" "byteps-pslite off" "byteps-pslite relinked" "byteps-pslite on" "byteps-pslite mixed" "byteps-pslite on+switch" \
