@@ -13,7 +13,13 @@
 //!   takes whole messages from the engine through [`ServerAgent::on_recv`];
 //!   a thread on the [`ServerLink`] feeds aggregates and applied fallbacks to
 //!   the agent and calls its `poll`. What the agent releases waits in an
-//!   inbox that the app's `zmq_msg_recv` reads part by part.
+//!   inbox that the app's `zmq_msg_recv` reads part by part. What the app
+//!   sends on the ROUTER (BytePS answers workers there) leaves whole, so
+//!   that the agent's own messages to workers never land between its parts.
+//! - **Online hot keys** (`ZEBRA_HOT=online`): a server's agent sends its
+//!   decision on the ROUTER to each worker's DEALER; the DEALER hook takes
+//!   it out of what the app reads (BytePS) and reads what waits before each
+//!   push (dmlc and MXNet never read their DEALERs).
 //! - The process learns its PS-lite node id from the identity `ps<id>` it
 //!   gives its DEALERs (PS-lite sets it once the scheduler has assigned the
 //!   id, before any push): the worker or server side starts then. Messages
@@ -25,7 +31,8 @@
 //!
 //! The job's size comes from PS-lite's own `DMLC_NUM_WORKER` and
 //! `DMLC_NUM_SERVER`; the protocol settings from `ZEBRA_HOT_CONFIG` (the file
-//! `zebra switch --config` reads), the hot keys from `ZEBRA_HOT_KEYS`.
+//! `zebra switch --config` reads), the hot keys from `ZEBRA_HOT_KEYS` (and
+//! `ZEBRA_HOT`).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::net::SocketAddr;
