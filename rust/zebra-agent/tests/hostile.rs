@@ -144,3 +144,76 @@ fn mutated_messages_never_panic() {
     }
     assert!(splits > 1500, "most mutations still split: {splits}");
 }
+
+/// Online hot keys: what a worker does with bad HOTSET frames. Mutations
+/// never panic; a decision it cannot use (a key of no server, more values
+/// than the job has) is refused and its pushes after the counted ones go
+/// whole; a second decision is ignored; a HOTSET sent to a server is
+/// dropped and counted.
+#[test]
+fn hostile_hotset_frames() {
+    let hot = Arc::new(
+        HotSet::new(
+            [(3, 3), (0x100_0000, 2), (0x200_0000, 2)],
+            KeyRanges::pslite(1),
+        )
+        .unwrap(),
+    );
+    let mut config = AgentConfig::new(1, 2, 1);
+    config.online = Some(zebra_agent::OnlineConfig::new(1));
+    let push = captured("byteps/push-sent");
+    let frame = |keys: Vec<(u64, u32)>| {
+        zebra_agent::HotSetFrame {
+            job: 1,
+            worker: 0,
+            from_round: 2,
+            change: true,
+            keys,
+        }
+        .to_bytes()
+        .unwrap()
+    };
+    let listed = |w: &mut WorkerAgent| match w.on_send(0, &refs(push.body())) {
+        Outgoing::Split(sp) => PushTrailer::parse(sp.frames.last().unwrap()).unwrap().hot,
+        Outgoing::Unchanged => panic!("an aggregated push is split"),
+    };
+
+    let mut rng = SplitMix64::new(0x4075E7);
+    let good = frame(vec![(0x100_0004, 2), (0x100_0000, 2)]);
+    for _ in 0..2000 {
+        let mut w = WorkerAgent::new(config.clone(), hot.clone(), 0).unwrap();
+        let bad = mutate(&mut rng, std::slice::from_ref(&good));
+        let _ = w.on_recv(&refs(&bad));
+        let _ = w.on_send(0, &refs(push.body()));
+    }
+
+    let mut w = WorkerAgent::new(config.clone(), hot.clone(), 0).unwrap();
+    assert!(!listed(&mut w).is_empty(), "the first push is counted, hot");
+    assert!(listed(&mut w).is_empty(), "then whole until the decision");
+    assert!(w.on_recv(&[b"ZBPS".as_slice()]).is_err());
+    let err = w.on_recv(&[&frame(vec![(u64::MAX, 1)])]).unwrap_err();
+    assert!(err.to_string().contains("refused"), "{err}");
+    assert!(
+        listed(&mut w).is_empty(),
+        "a refused decision: whole pushes"
+    );
+    assert!(w.on_recv(&[&good]).is_err(), "one decision per server");
+    assert!(listed(&mut w).is_empty());
+
+    let mut w = WorkerAgent::new(config.clone(), hot.clone(), 0).unwrap();
+    let _ = listed(&mut w);
+    let err = w.on_recv(&[&frame(vec![(0x100_0000, 8)])]).unwrap_err();
+    assert!(err.to_string().contains("hot values"), "{err}");
+
+    let mut w = WorkerAgent::new(config.clone(), hot.clone(), 0).unwrap();
+    let _ = listed(&mut w);
+    w.on_recv(&[&good]).unwrap();
+    assert!(
+        !listed(&mut w).is_empty(),
+        "from the decision's round, the new keys"
+    );
+
+    let mut s = ServerAgent::new(config, hot, 0).unwrap();
+    s.on_recv(Timestamp::ZERO, vec![b"ps9".to_vec(), good]);
+    assert_eq!(s.stats().bad_frames, 1);
+}
