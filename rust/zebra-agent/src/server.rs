@@ -480,12 +480,22 @@ impl ServerAgent {
         } else if let Some(c) = &mut self.census {
             c.observe(now, t.worker, t.round, identity, std::iter::empty());
         }
+        self.decide(None);
+    }
+
+    /// Online: decides once every worker's counted pushes are in, or, at
+    /// `timeout_now`, keeps the keys if some are still missing after the
+    /// wait; tells the workers that do not know yet.
+    fn decide(&mut self, timeout_now: Option<Timestamp>) {
         let capacity = self.hot.indices(self.server);
         let current = self.hot.server_keys(self.server);
-        let decided = self
-            .census
-            .as_mut()
-            .and_then(|c| c.decide_if_counted(current, capacity).cloned());
+        let decided = self.census.as_mut().and_then(|c| {
+            match timeout_now {
+                None => c.decide_if_counted(current, capacity),
+                Some(now) => c.decide_on_timeout(now, current),
+            }
+            .cloned()
+        });
         if let Some(d) = decided {
             self.install(d);
         }
@@ -722,15 +732,7 @@ impl ServerAgent {
     /// queued behind them.
     pub fn poll(&mut self, now: Timestamp) -> Vec<Frames> {
         let mut deliver = Vec::new();
-        let current = self.hot.server_keys(self.server);
-        let kept = self
-            .census
-            .as_mut()
-            .and_then(|c| c.decide_on_timeout(now, current).cloned());
-        if let Some(d) = kept {
-            self.install(d);
-            self.tell();
-        }
+        self.decide(Some(now));
         let timeout = self.config.settle_timeout;
         let overdue: Vec<SenderKey> = self
             .queues

@@ -367,12 +367,39 @@ pub struct DealerHook {
 #[derive(Debug, Default)]
 struct DealerRecv {
     /// Parts of the app's messages read by Zebra, not yet by the app.
-    kept: VecDeque<Part>,
+    kept: AppParts,
     /// The last part read from the engine had MORE (a message boundary
     /// comes after a part without it).
     in_message: bool,
-    /// MORE of the last part the app took.
+}
+
+/// Parts waiting for the app, and MORE of the last one it took.
+#[derive(Debug, Default)]
+struct AppParts {
+    parts: VecDeque<Part>,
     more: bool,
+}
+
+impl AppParts {
+    fn push(&mut self, part: Part) {
+        self.parts.push_back(part);
+    }
+
+    /// The next part for the app.
+    fn pop(&mut self) -> Option<Part> {
+        let p = self.parts.pop_front()?;
+        self.more = p.more;
+        Some(p)
+    }
+
+    /// `ZMQ_POLLIN` when a part waits.
+    fn events(&self) -> i32 {
+        if self.parts.is_empty() {
+            0
+        } else {
+            ZMQ_POLLIN
+        }
+    }
 }
 
 impl DealerHook {
@@ -416,11 +443,11 @@ impl DealerHook {
     /// The app's receive.
     pub fn recv(&self, dontwait: bool) -> Result<Part, Error> {
         let mut st = lock(&self.recv);
-        let part = match st.kept.pop_front() {
-            Some(p) => p,
-            None => self.next_part(&mut st, dontwait)?,
-        };
-        st.more = part.more;
+        if let Some(p) = st.kept.pop() {
+            return Ok(p);
+        }
+        let part = self.next_part(&mut st, dontwait)?;
+        st.kept.more = part.more;
         Ok(part)
     }
 
@@ -433,7 +460,7 @@ impl DealerHook {
         };
         loop {
             match self.next_part(&mut st, true) {
-                Ok(part) => st.kept.push_back(part),
+                Ok(part) => st.kept.push(part),
                 Err(Error::Again) if st.in_message => std::thread::yield_now(),
                 Err(_) => return,
             }
@@ -442,16 +469,12 @@ impl DealerHook {
 
     /// `ZMQ_POLLIN` when kept parts wait.
     pub fn events(&self) -> i32 {
-        if lock(&self.recv).kept.is_empty() {
-            0
-        } else {
-            ZMQ_POLLIN
-        }
+        lock(&self.recv).kept.events()
     }
 
     /// `ZMQ_RCVMORE` of the last part the app took.
     pub fn more(&self) -> bool {
-        lock(&self.recv).more
+        lock(&self.recv).kept.more
     }
 }
 
@@ -769,10 +792,9 @@ impl Splitter {
 /// Messages released to the server app, part by part.
 #[derive(Debug, Default)]
 struct Inbox {
-    parts: VecDeque<Part>,
+    app: AppParts,
     /// The engine socket stopped: its context terminated (else closed).
     stopped: Option<bool>,
-    more: bool,
 }
 
 /// A server's ROUTER: a pump thread reads the engine; the app reads the inbox.
@@ -871,12 +893,12 @@ impl RouterHook {
         let mut inbox = lock(&self.inbox);
         for m in messages {
             let n = m.len();
-            inbox
-                .parts
-                .extend(m.into_iter().enumerate().map(|(i, f)| Part {
+            for (i, f) in m.into_iter().enumerate() {
+                inbox.app.push(Part {
                     data: f.into(),
                     more: i + 1 < n,
-                }));
+                });
+            }
         }
         drop(inbox);
         self.ready.notify_all();
@@ -887,8 +909,7 @@ impl RouterHook {
     pub fn recv(&self, dontwait: bool) -> Result<Part, Error> {
         let mut inbox = lock(&self.inbox);
         loop {
-            if let Some(p) = inbox.parts.pop_front() {
-                inbox.more = p.more;
+            if let Some(p) = inbox.app.pop() {
                 return Ok(p);
             }
             match inbox.stopped {
@@ -908,16 +929,12 @@ impl RouterHook {
 
     /// `ZMQ_POLLIN` when a part waits.
     pub fn events(&self) -> i32 {
-        if lock(&self.inbox).parts.is_empty() {
-            0
-        } else {
-            ZMQ_POLLIN
-        }
+        lock(&self.inbox).app.events()
     }
 
     /// `ZMQ_RCVMORE` of the last part the app took.
     pub fn more(&self) -> bool {
-        lock(&self.inbox).more
+        lock(&self.inbox).app.more
     }
 }
 
