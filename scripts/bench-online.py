@@ -10,6 +10,8 @@ path. The runs:
   stale      ZEBRA_HOT=file with the hot set of another trace of the same model whose keys
              are permuted (--key-seed 2): a profile that no longer fits the job
   online:T   ZEBRA_HOT=online:T from that stale set, for each T of --rounds-counted
+  none:T     ZEBRA_HOT=online:T without a hot-keys file, each server's job sized for as many
+             values as the right set gives it (online_capacity), for the first T
   oracle     ZEBRA_HOT=file with the hot set `zebra profile` picks from the whole trace
 
 Per run: exact (every worker's and server's OK line), the servers' precision (the share of
@@ -74,16 +76,24 @@ def main():
     zebra("profile", "--out", full, "--p", "1", "--switch-mem", "4M", "--servers", str(args.servers), trace)
     _, full_keys = hotpath.read_keys(full)
 
-    runs = [("stale", stale, None)] + [(f"online:{t}", stale, t) for t in counted] + [("oracle", oracle, None)]
+    step = hotpath.U64_MAX // args.servers
+    _, oracle_keys = hotpath.read_keys(oracle)
+    capacity = max(sum(1 for k in oracle_keys if k // step == s) for s in range(args.servers)) * args.values
+    runs = ([("stale", stale, None)] + [(f"online:{t}", stale, t) for t in counted]
+            + [(f"none:{counted[0]}", None, counted[0])] + [("oracle", oracle, None)])
     results = []
     for i, (name, keys, t) in enumerate(runs, 1):
         logdir = os.path.join(args.out, "logs", name.replace(":", "-"))
         conf = os.path.join(args.out, f"{name.replace(':', '-')}.conf")
         with open(args.hot_config) as f, open(conf, "w") as out:
             out.write(f.read() + f"\nonline_out = {logdir}/online-%r.keys\n")
+            if keys is None:
+                out.write(f"online_capacity = {capacity}\n")
         run_args = type(args)(**vars(args))
         run_args.servers, run_args.hot_config = args.servers, conf
-        cmd = benchlib.launch_cmd(run_args, "on+switch", workers, logdir, keys)
+        cmd = benchlib.launch_cmd(run_args, "on+switch", workers, logdir, keys or "")
+        if keys is None:
+            cmd = without_hot_keys(cmd)
         cmd[-1:-1] = ["--env", f"ZEBRA_HOT_LOSS={args.loss}", "--env", f"ZEBRA_STATS={logdir}/stats/%p"]
         if t is not None:
             cmd[-1:-1] = ["--env", f"ZEBRA_HOT=online:{t}"]
@@ -108,6 +118,17 @@ def main():
     return 0 if all(r["exact"] for r in results) else 1
 
 
+def without_hot_keys(cmd):
+    """A launch command with no hot-keys file: neither ZEBRA_HOT_KEYS nor --hot-keys."""
+    out = []
+    for arg in cmd:
+        if arg.startswith("ZEBRA_HOT_KEYS="):
+            out.pop()
+            continue
+        out.append(arg.replace(" --hot-keys ", " ") if arg.startswith("switch=") else arg)
+    return out
+
+
 def measure(name, t, logdir, keys, full_keys, servers, workers, ok):
     """One run's row."""
     logs = benchlib.worker_logs(logdir) if os.path.isdir(logdir) else ""
@@ -122,12 +143,13 @@ def measure(name, t, logdir, keys, full_keys, servers, workers, ok):
     precision, from_round = [], None
     for s in range(servers):
         online = os.path.join(logdir, f"online-{s}.keys")
+        mine = []
         if t is not None and os.path.exists(online):
             header, mine = hotpath.read_keys(online)
             m = next((DECISION.match(h) for h in header if DECISION.match(h)), None)
             if m and m.group(1) == "changed":
                 from_round = int(m.group(4)) if from_round is None else min(from_round, int(m.group(4)))
-        else:
+        elif t is None:
             mine = [k for k in hotpath.read_keys(keys)[1] if k // step == s]
         top = [k for k in full_keys if k // step == s][: len(mine)]
         precision.append(len(set(top) & set(mine)) / len(top) if top else 0.0)

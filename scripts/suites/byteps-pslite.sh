@@ -27,11 +27,12 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
-  trace_online          trace_hot with ZEBRA_HOT=online:10 from a stale hot set (the profile
-                        of a trace whose keys are permuted: none of them hot): each server
-                        re-ranks after 10 pushes of every worker and installs new keys,
-                        with 1 % seeded loss on the hot path; exact, aggregated, and the
-                        decided sets' precision against the full trace's hot set >= 80 %
+  trace_online          trace_hot with ZEBRA_HOT=online:10, from a stale hot set (the profile
+                        of a trace whose keys are permuted: none of them hot) and from no
+                        hot-keys file (online_capacity): each server re-ranks after 10
+                        pushes of every worker and installs new keys, with 1 % seeded loss
+                        on the hot path; exact, aggregated, and the decided sets' precision
+                        against the full trace's hot set >= 80 %
   mf_train_smoke        tests/pslite-app/mf_train on MovieLens-100k, 1 server, 2 workers,
                         up to 3 epochs, stopping at test RMSE 0.96: the final test RMSE
                         must be below 0.97 and at least 0.1 below the initial one
@@ -110,12 +111,18 @@ run_job() {
   if [ -n "${SUITE_SWITCH:-}" ]; then
     rm -rf "$JOB_LOGDIR/stats"
     mkdir -p "$JOB_LOGDIR/stats"
-    if [ -n "${HOT_KEYS_FILE:-}" ]; then cp "$HOT_KEYS_FILE" "$JOB_LOGDIR/hot.keys"
-    else python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"; fi
+    # HOT_KEYS_FILE=none: no hot-keys file (online hot keys, the jobs sized by the config).
+    local keys_flag=""
+    if [ "${HOT_KEYS_FILE:-}" != none ]; then
+      if [ -n "${HOT_KEYS_FILE:-}" ]; then cp "$HOT_KEYS_FILE" "$JOB_LOGDIR/hot.keys"
+      else python3 "$ROOT/tests/lib/hotpath.py" exact-sums --servers "$servers" ${HOT_KEYS_ARGS:-} >"$JOB_LOGDIR/hot.keys"; fi
+      envs+=(--env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys")
+      keys_flag="--hot-keys $JOB_LOGDIR/hot.keys"
+    fi
     local conf="${HOT_CONF:-$ROOT/scripts/suites/hot.conf}" loss="${HOT_LOSS:-0}"
-    envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys"
+    envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}"
       --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p" --env "ZEBRA_HOT_LOSS=$loss")
-    service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} --hot-keys $JOB_LOGDIR/hot.keys --loss $loss")
+    service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag --loss $loss")
   fi
   local out="$JOB_LOGDIR/pslaunch.log"
   if python3 "$LAUNCHER" --servers "$servers" --workers "$workers" --timeout "$TIMEOUT" \
@@ -265,8 +272,9 @@ run_test() {
         else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
       fi ;;
     trace_online)
-      # Online hot keys from a stale start: the hot set of the same model with other keys.
-      local stale="$LOGDIR/$name.stale" full="$LOGDIR/$name.full.keys" conf="$LOGDIR/$name.conf"
+      # Online hot keys from a stale start (the hot set of the same model with other keys),
+      # and from no hot-keys file at all (each server's job sized by online_capacity).
+      local stale="$LOGDIR/$name.stale" full="$LOGDIR/$name.full.keys" start problems=""
       if gen_trace "$name" 30 32; then
         if ! "$CLI_BIN" trace gen --out "$stale.trace" --shape oa --keys 200000 --keys-per-push 60 \
               --workers 4 --rounds 30 --values 32 --key-seed 2 >"$LOGDIR/$name.stale.log" 2>&1 \
@@ -276,16 +284,31 @@ run_test() {
               >"$LOGDIR/$name.profile.log" 2>&1; then
           fail "$name" "zebra trace gen or profile failed: see $LOGDIR/$name.*.log"
         else
-          { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = $LOGDIR/$name/online-%r.keys"; } >"$conf"
-          rm -f "$LOGDIR/$name"/online-*.keys
-          if HOT_KEYS_FILE="$stale.keys" HOT_CONF="$conf" HOT_LOSS="drop=0.01,seed=12" \
-              run_job "$name" 2 4 ZEBRA_HOT=online:10 -- trace_replay --trace="$TRACE"; then
-            if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
+          for start in stale none; do
+            local job="$name-$start" conf="$LOGDIR/$name-$start.conf" keys="$stale.keys"
+            { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = $LOGDIR/$job/online-%r.keys"; } >"$conf"
+            if [ $start = none ]; then keys=none; echo "online_capacity = 640" >>"$conf"; fi
+            rm -f "$LOGDIR/$job"/online-*.keys
+            if ! HOT_KEYS_FILE="$keys" HOT_CONF="$conf" HOT_LOSS="drop=0.01,seed=12" \
+                run_job "$job" 2 4 ZEBRA_HOT=online:10 -- trace_replay --trace="$TRACE"; then
+              problems+="from $start: $JOB_REASON; "
+            elif ! replay_ok 4; then problems+="from $start: a node did not report OK; "
             elif ! python3 "$ROOT/tests/lib/hotpath.py" precision --full "$full" --servers 2 \
                 "$JOB_LOGDIR/online-0.keys" "$JOB_LOGDIR/online-1.keys" >"$JOB_LOGDIR/online.txt" 2>&1; then
-              fail "$name" "$(tail -n 1 "$JOB_LOGDIR/online.txt"); logs in $JOB_LOGDIR"
-            else hot_check "$name"; sed 's/^/  /' "$JOB_LOGDIR/online.txt"; fi
-          else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+              problems+="from $start: $(tail -n 1 "$JOB_LOGDIR/online.txt"); "
+            elif [ -n "${SUITE_SWITCH:-}" ] \
+                && ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+              problems+="from $start: $(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); "
+            fi
+          done
+          if [ -n "$problems" ]; then fail "$name" "${problems%; }; logs in $LOGDIR/$name-*"
+          else
+            pass "$name"
+            for start in stale none; do
+              echo "  from $start: $(cat "$LOGDIR/$name-$start/hotpath.txt")"
+              sed 's/^/    /' "$LOGDIR/$name-$start/online.txt"
+            done
+          fi
         fi
       fi ;;
   esac

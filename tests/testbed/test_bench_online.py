@@ -3,7 +3,7 @@
 
 Four workers replay a small OA-like trace (trace_replay, every sum checked) beside
 `zebra switch` on loopback with 1 % loss on the hot path: from a stale hot set, with
-ZEBRA_HOT=online:5, and with the right set. The test checks that every run was exact,
+ZEBRA_HOT=online:5 from that set and from none, and with the right set. The test checks that every run was exact,
 that the online run changed both servers' keys at a round, found most of the hot keys,
 and cost the servers fewer bytes than the stale set. Skipped with the reason without the
 built clients (scripts/setup.sh --clients).
@@ -27,7 +27,7 @@ MISSING = [p for p in NEEDED if not os.path.exists(os.path.join(ROOT, p))]
 class BenchOnlineSmoke(unittest.TestCase):
     def test_online_from_a_stale_set(self):
         _, runs = run_bench(self, "bench-online.py", ["--rounds-counted", "5", "--trace-rounds", "15"])
-        self.assertEqual(set(runs), {"stale", "online:5", "oracle"})
+        self.assertEqual(set(runs), {"stale", "online:5", "none:5", "oracle"})
         for name, r in runs.items():
             self.assertTrue(r["exact"], name)
         online, stale = runs["online:5"], runs["stale"]
@@ -36,6 +36,10 @@ class BenchOnlineSmoke(unittest.TestCase):
         self.assertGreaterEqual(min(online["precision"]), 0.8, online)
         self.assertEqual(max(stale["precision"]), 0.0, "the stale set shares no hot key")
         self.assertLess(online["bytes_ratio"], stale["bytes_ratio"])
+        none = runs["none:5"]
+        self.assertIsNotNone(none["from_round"], "no server found keys without a file")
+        self.assertGreaterEqual(min(none["precision"]), 0.7, none)
+        self.assertLess(none["bytes_ratio"], stale["bytes_ratio"])
 
 
 if __name__ == "__main__":

@@ -156,6 +156,9 @@ pub struct HotSet {
     by_key: HashMap<u64, HotKey>,
     /// Per server: its hot keys in index order.
     per_server: Vec<Vec<HotKey>>,
+    /// Per server: its job's hot indices, at least what its keys use (more
+    /// with [`HotSet::with_capacity`], for keys found online).
+    capacity: Vec<u32>,
     ranges: KeyRanges,
 }
 
@@ -203,10 +206,28 @@ impl HotSet {
             per_server[server as usize].push(hk);
         }
         Ok(HotSet {
+            capacity: next.iter().map(|&n| n as u32).collect(),
             by_key,
             per_server,
             ranges,
         })
+    }
+
+    /// This set with every server's job holding at least `values` hot
+    /// indices: room for keys that online re-ranking may install
+    /// (`crate::online`), also for a server that starts with none.
+    pub fn with_capacity(mut self, values: u32) -> Result<HotSet, HotSetError> {
+        if u64::from(values) > MAX_INDICES {
+            return Err(HotSetError::TooMany {
+                server: 0,
+                indices: u64::from(values),
+                max: MAX_INDICES,
+            });
+        }
+        for c in &mut self.capacity {
+            *c = (*c).max(values);
+        }
+        Ok(self)
     }
 
     /// A hot set whose keys all have `len` values.
@@ -233,8 +254,8 @@ impl HotSet {
             };
             mine
         });
-        let set = HotSet::new(list, self.ranges.clone())?;
-        let (indices, capacity) = (set.indices(server), self.indices(server));
+        let mut set = HotSet::new(list, self.ranges.clone())?;
+        let (indices, capacity) = (set.used(server), self.indices(server));
         if indices > capacity {
             return Err(HotSetError::OverCapacity {
                 server,
@@ -242,6 +263,7 @@ impl HotSet {
                 capacity,
             });
         }
+        set.capacity.clone_from(&self.capacity);
         Ok(set)
     }
 
@@ -272,9 +294,14 @@ impl HotSet {
         &self.ranges
     }
 
-    /// Hot indices of server `server`'s job (0: the server has no hot key
-    /// and no job).
+    /// Hot indices of server `server`'s job (0: the server has no job):
+    /// what its keys use, or more ([`HotSet::with_capacity`]).
     pub fn indices(&self, server: u16) -> u32 {
+        self.capacity.get(server as usize).copied().unwrap_or(0)
+    }
+
+    /// Hot indices server `server`'s keys use.
+    pub fn used(&self, server: u16) -> u32 {
         self.per_server
             .get(server as usize)
             .and_then(|keys| keys.last())
@@ -458,6 +485,23 @@ mod tests {
                 capacity: 3
             })
         );
+        let roomy = h.clone().with_capacity(5).unwrap();
+        assert_eq!(
+            (roomy.indices(0), roomy.used(0), roomy.indices(1)),
+            (5, 3, 5)
+        );
+        let n = roomy.replace_server(0, &[(9, 4)]).unwrap();
+        assert_eq!((n.indices(0), n.used(0)), (5, 4), "the capacity stays");
+        let empty = HotSet::new([], KeyRanges::pslite(2))
+            .unwrap()
+            .with_capacity(8)
+            .unwrap();
+        assert!(empty.is_empty());
+        assert_eq!(empty.job_configs(&AgentConfig::new(20, 4, 2)).len(), 2);
+        assert!(HotSet::new([], KeyRanges::pslite(1))
+            .unwrap()
+            .with_capacity(u32::MAX)
+            .is_err());
     }
 
     #[test]

@@ -201,7 +201,10 @@ impl Census {
         let now: Vec<u64> = current.iter().map(|k| k.key).collect();
         let new: Vec<u64> = keys.iter().map(|k| k.0).collect();
         let distance = zebra_hotkeys::kendall_tau_topk(&now, &new);
-        let change = new != now && !new.is_empty() && distance >= self.config.tau;
+        // From no keys at all any counted ones are a change (the distance
+        // of an empty list to any other is 0: every pair is tied in it).
+        let change =
+            new != now && !new.is_empty() && (now.is_empty() || distance >= self.config.tau);
         self.decision = Some(Decision {
             from_round,
             change,
@@ -371,6 +374,27 @@ mod tests {
         assert_eq!(c.tell(1).len(), 1, "only worker 0's identity is known");
         c.observe(Timestamp(200), 1, 1, b"ps11", [(5, 2)].into_iter());
         assert_eq!(c.tell(1).len(), 1, "worker 1 is told on its first push");
+    }
+
+    #[test]
+    fn from_no_keys_any_counted_ones_are_a_change() {
+        let empty = HotSet::new([], KeyRanges::pslite(1))
+            .unwrap()
+            .with_capacity(3)
+            .unwrap();
+        let mut c = Census::new(OnlineConfig::new(1), 1);
+        c.observe(
+            Timestamp(0),
+            0,
+            1,
+            b"ps9",
+            [(4, 2), (6, 1), (8, 1)].into_iter(),
+        );
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap();
+        assert_eq!((d.change, d.from_round), (true, 2));
+        assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
     }
 
     #[test]

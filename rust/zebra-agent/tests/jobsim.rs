@@ -108,6 +108,9 @@ struct Scenario {
     /// Online hot keys, starting from the wrong guess: keys `HOT..2 HOT`
     /// (cold ones) instead of `0..HOT`.
     online: Option<OnlineConfig>,
+    /// Online hot keys from no key at all, each server's job sized for
+    /// `HOT` keys.
+    online_from_nothing: bool,
 }
 
 impl Scenario {
@@ -130,6 +133,7 @@ impl Scenario {
             packet_size: 192,
             init_pushes: 0,
             online: None,
+            online_from_nothing: false,
         }
     }
 
@@ -149,6 +153,13 @@ impl Scenario {
     }
 
     fn hot_set(&self) -> HotSet {
+        if self.online_from_nothing {
+            let capacity = (0..HOT).map(|j| self.len_of(j)).sum();
+            return HotSet::new([], KeyRanges::pslite(self.servers))
+                .unwrap()
+                .with_capacity(capacity)
+                .unwrap();
+        }
         let first = if self.online.is_some() { HOT } else { 0 };
         let list = (first..first + HOT).flat_map(|j| (0..self.servers).map(move |s| (s, j)));
         let keys: Vec<(u64, u32)> = list
@@ -1162,7 +1173,7 @@ fn rounds_line_up_after_a_barrier() {
 }
 
 /// Online hot keys (`zebra_agent::online`): every worker starts with the
-/// wrong hot set (cold keys), each server counts its keys over the first
+/// wrong hot set (cold keys), or none, each server counts its keys over the first
 /// 30 pushes of every worker, finds the truly hot ones, and every worker
 /// switches at one round boundary, with loss, duplication and reordering
 /// on the hot path, a straggler and a worker that stops early: the sums
@@ -1171,9 +1182,15 @@ fn rounds_line_up_after_a_barrier() {
 /// hottest are asserted (precision on skewed traces: `docs/HOTKEYS.md`).
 #[test]
 fn online_change_over_is_exact_under_loss() {
-    for (seed, loss) in [(21, 0.0), (22, 0.01), (23, 0.02)] {
+    for (seed, loss, from_nothing) in [
+        (21, 0.0, false),
+        (22, 0.01, false),
+        (23, 0.02, false),
+        (25, 0.01, true),
+    ] {
         let s = Scenario {
             online: Some(OnlineConfig::new(30)),
+            online_from_nothing: from_nothing,
             ..Scenario::new(seed, loss)
         };
         let (_, z) = check("online", &s);
@@ -1184,7 +1201,11 @@ fn online_change_over_is_exact_under_loss() {
         );
         for (i, keys) in z.final_keys.iter().enumerate() {
             let full = full_data_ranking(&s, i as u16);
-            let start: Vec<u64> = (HOT..2 * HOT).map(|j| s.key(i as u16, j)).collect();
+            let start: Vec<u64> = if from_nothing {
+                Vec::new()
+            } else {
+                (HOT..2 * HOT).map(|j| s.key(i as u16, j)).collect()
+            };
             let p = zebra_hotkeys::precision(&full[..keys.len()], keys);
             let p0 = zebra_hotkeys::precision(&full[..keys.len()], &start);
             println!(

@@ -131,13 +131,14 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
 fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
     let p = &config.proto;
     let j = config.job();
-    let keys = match &config.hot_keys {
-        Some(hk) => format!("{} hot keys from the file", hk.len()),
-        None => format!("hot ranks 0..{}", j.hot_keys),
+    let keys = match (&config.hot_keys, &config.hot_set) {
+        (Some(hk), _) => format!("{} hot keys from the file", hk.len()),
+        (None, Some(_)) => format!("{} hot values a job, keys found online", j.hot_keys),
+        (None, None) => format!("hot ranks 0..{}", j.hot_keys),
     };
     let jobs = match &config.hot_set {
         Some(_) => format!(
-            "jobs {} (one per PS-lite server owning a hot key)",
+            "jobs {} (one per PS-lite server with hot keys)",
             p.jobs
                 .iter()
                 .map(|j| j.id.to_string())

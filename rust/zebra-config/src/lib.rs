@@ -57,7 +57,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ZEBRA_HOT",
         default: "file",
-        help: "`file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory",
+        help: "`file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does)",
     },
     Variable {
         name: "ZEBRA_HOT_CONFIG",

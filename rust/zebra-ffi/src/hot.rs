@@ -198,6 +198,14 @@ impl Aggregation {
                     .into(),
             ]);
         };
+        if hot.is_empty() && config.hot_mode == HotMode::File {
+            return Err(vec![
+                "no hot key: the hot-path settings size the jobs (online_capacity) without a \
+                 hot-keys file, which only ZEBRA_HOT=online fills; set ZEBRA_HOT=online or \
+                 ZEBRA_HOT_KEYS"
+                    .into(),
+            ]);
+        }
         let mut agent = AgentConfig::new(built.job_base, workers, servers);
         agent.delivery = match config.delivery {
             zebra_config::Delivery::PerWorker => Delivery::PerWorker,

@@ -104,6 +104,7 @@ pub const KNOBS: &[Knob] = &[
     knob("online_rounds", "online-rounds", "T", "100", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
     knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
     knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: a server still missing some worker's T-th push this long after the first one's keeps its hot keys"),
+    knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size"),
     knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
     Knob {
         repeat: true,
@@ -369,6 +370,7 @@ struct Builder {
     online_tau: Option<f64>,
     online_wait: Option<Duration>,
     online_out: Option<String>,
+    online_capacity: Option<u32>,
 }
 
 fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
@@ -494,6 +496,7 @@ impl Builder {
                 self.online_tau = Some(d);
             }
             "online_wait_ms" => self.online_wait = Some(millis(e)?),
+            "online_capacity" => self.online_capacity = Some(int(e, 1, u32::MAX)?),
             "online_out" => {
                 if e.value.is_empty() {
                     return Err(e.bad("expected a file path"));
@@ -534,12 +537,13 @@ impl Builder {
                 );
                 None
             }
-            (None, None) => {
+            (None, None) if self.online_capacity.is_none() => {
                 problems.push(
-                    "hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file)".into(),
+                    "hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file; or online_capacity for keys found online)".into(),
                 );
                 None
             }
+            (None, None) => None,
             (Some(path), None) => match HotKeys::load(path) {
                 Ok(hk) => Some(hk),
                 Err(e) => {
@@ -564,10 +568,20 @@ impl Builder {
         let dense_ranks = self.dense_ranks.unwrap_or(0);
         let job_base = self.job.unwrap_or(1);
         let workers = self.workers.unwrap_or(0);
-        let (jobs, hot_set) = match &hot_keys {
-            Some(hk) => {
-                let hot = HotSet::new(hk.entries(), KeyRanges::pslite(servers))
+        let entries = match &hot_keys {
+            Some(hk) => Some(hk.entries().collect::<Vec<_>>()),
+            None if self.hot_key_count.is_none() => self.online_capacity.map(|_| Vec::new()),
+            None => None,
+        };
+        let (jobs, hot_set) = match entries {
+            Some(entries) => {
+                let mut hot = HotSet::new(entries, KeyRanges::pslite(servers))
                     .map_err(|e| SettingsError::one(format!("hot keys: {e}")))?;
+                if let Some(values) = self.online_capacity {
+                    hot = hot
+                        .with_capacity(values)
+                        .map_err(|e| SettingsError::one(format!("online_capacity: {e}")))?;
+                }
                 let agent = AgentConfig::new(job_base, workers, servers);
                 agent
                     .validate()
@@ -691,6 +705,22 @@ mod tests {
         for k in KNOBS {
             assert!(k.flag.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
         }
+    }
+
+    #[test]
+    fn online_capacity_without_a_file() {
+        let mut s = Settings::new();
+        s.set("workers", "4").unwrap();
+        s.set("servers", "2").unwrap();
+        let err = s.clone().build().unwrap_err().to_string();
+        assert!(err.contains("online_capacity"), "{err}");
+        s.set("online_capacity", "640").unwrap();
+        let c = s.build().unwrap();
+        let hot = c.hot_set.unwrap();
+        assert!(hot.is_empty());
+        assert_eq!((hot.indices(0), hot.indices(1)), (640, 640));
+        let jobs: Vec<(u16, u32)> = c.proto.jobs.iter().map(|j| (j.id, j.hot_keys)).collect();
+        assert_eq!(jobs, vec![(1, 640), (2, 640)]);
     }
 
     #[test]
