@@ -715,10 +715,19 @@ impl ServerAgent {
         deliver
     }
 
+    /// Values for a round already forgotten: lost if any is not zero; an
+    /// aggregate or fallback of zeros only (a round whose requests listed no
+    /// hot key were all delivered before it came) loses nothing.
     fn late_values(&mut self, round: u32, what: &str, values: impl Iterator<Item = f32>) {
-        self.stats.late += 1;
         let lost = values.filter(|v| *v != 0.0).count() as u64;
-        if lost > 0 {
+        if lost == 0 {
+            self.stats.late_empty += 1;
+            log::debug!(
+                "server {}: {what} of zeros for round {round}, after it",
+                self.server
+            );
+        } else {
+            self.stats.late += 1;
             self.stats.lost_values += lost;
             log::error!(
                 "server {}: {what} for round {round} after every request of the round was \

@@ -106,8 +106,12 @@ pub struct ServerAgentStats {
     /// Listed hot indices that are not the first value of a hot key of
     /// this server (logged; the key is left out of the request).
     pub bad_keys: u64,
-    /// Aggregates, fallbacks and trailers for rounds already forgotten.
+    /// Aggregates and fallbacks with non-zero values, trailers and SETTLEs
+    /// for rounds already forgotten.
     pub late: u64,
+    /// Aggregates and fallbacks of zeros only for rounds already forgotten
+    /// (nothing lost: e.g. a round whose requests listed no hot key).
+    pub late_empty: u64,
     /// Non-zero hot values that arrived too late to be delivered, or were
     /// left when a round was forgotten (logged; must stay 0).
     pub lost_values: u64,

@@ -354,6 +354,15 @@ fn a_push_without_hot_keys_is_still_a_round() {
         ..Default::default()
     };
     assert_eq!(w.on_round_done(JOB, &summary), Ok(None));
+    // The switch's aggregate of that round (an empty DONE) comes after the
+    // request was delivered and the round forgotten: nothing is lost.
+    assert!(s.on_round(aggregate(1, 1, vec![])).is_empty());
+    assert!(s.on_round(aggregate(1, 1, vec![(0, 0.0)])).is_empty());
+    let st = s.stats();
+    assert_eq!((st.late_empty, st.late, st.lost_values), (2, 0, 0));
+    s.on_round(aggregate(1, 1, vec![(0, 2.5), (1, 0.0)]));
+    let st = s.stats();
+    assert_eq!((st.late_empty, st.late, st.lost_values), (2, 1, 1));
 }
 
 /// Every packet refused by the switch: the SETTLE carries the pairs, the
