@@ -3,7 +3,8 @@
 #
 #   scripts/fuzz.sh CRATE SECONDS [TARGET...]
 #
-#   CRATE    a crate under rust/ with a fuzz/ directory (zebra-zmtp, zebra-pslite)
+#   CRATE    a crate under rust/ with a fuzz/ directory (zebra-zmtp, zebra-pslite,
+#            zebra-proto, zebra-agent)
 #   SECONDS  per target; TARGETs default to every fuzz/fuzz_targets/*.rs
 #
 # cargo-fuzz needs nightly features; on the stable toolchain RUSTC_BOOTSTRAP=1 unlocks
@@ -12,7 +13,7 @@
 # Exits non-zero if a target finds a crash.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-[ $# -ge 2 ] || { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+[ $# -ge 2 ] || { sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 dir=$root/rust/$1/fuzz
 seconds=$2
 shift 2

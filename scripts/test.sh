@@ -48,7 +48,8 @@ rust_tests() {
   passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + i))
 }
 
-# The fuzz targets of every parser of network bytes (ZMTP, PS-lite meta), bounded
+# The fuzz targets of every parser of network bytes (ZMTP, PS-lite meta, hot-path
+# UDP datagrams, Zebra frames), bounded
 # (FUZZ_SECONDS per target, default 30), from the committed seeds. cargo-fuzz is
 # installed on first use.
 fuzz() {
@@ -58,7 +59,7 @@ fuzz() {
     cargo install --locked --quiet cargo-fuzz || { echo "FAIL fuzz (cargo install cargo-fuzz failed)"; return 1; }
   fi
   local crate f target log
-  for crate in zebra-zmtp zebra-pslite; do
+  for crate in zebra-zmtp zebra-pslite zebra-proto zebra-agent; do
     for f in "$root/rust/$crate/fuzz/fuzz_targets"/*.rs; do
       target=$(basename "$f" .rs)
       log=$logs/fuzz-$crate-$target.log
