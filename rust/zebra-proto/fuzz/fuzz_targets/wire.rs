@@ -76,54 +76,21 @@ fn check_parsers(data: &[u8]) {
             None => assert!(typed.is_err(), "typed parse accepted {typed:?}"),
         }
     }
-    agree(
-        &hot,
-        if let Ok(Message::Hot(r)) = &msg {
-            Some(r)
-        } else {
-            None
-        },
-    );
-    agree(
-        &resp,
-        if let Ok(Message::Response(r)) = &msg {
-            Some(r)
-        } else {
-            None
-        },
-    );
-    agree(
-        &agg,
-        if let Ok(Message::Aggregate(r)) = &msg {
-            Some(r)
-        } else {
-            None
-        },
-    );
-    agree(
-        &cov,
-        if let Ok(Message::Coverage(r)) = &msg {
-            Some(r)
-        } else {
-            None
-        },
-    );
-    agree(
-        &ack,
-        if let Ok(Message::AggregateAck(r)) = &msg {
-            Some(r)
-        } else {
-            None
-        },
-    );
-    agree(
-        &reg,
-        if let Ok(Message::Register(r)) = &msg {
-            Some(r)
-        } else {
-            None
-        },
-    );
+    // What Message::parse made of the bytes as variant `$v`, if that.
+    macro_rules! as_variant {
+        ($v:ident) => {
+            match &msg {
+                Ok(Message::$v(r)) => Some(r),
+                _ => None,
+            }
+        };
+    }
+    agree(&hot, as_variant!(Hot));
+    agree(&resp, as_variant!(Response));
+    agree(&agg, as_variant!(Aggregate));
+    agree(&cov, as_variant!(Coverage));
+    agree(&ack, as_variant!(AggregateAck));
+    agree(&reg, as_variant!(Register));
 
     let Ok(m) = msg else { return };
     let bytes = m.to_bytes();
