@@ -17,6 +17,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+use nix::{setsockopt_impl, sockopt_impl};
 use zebra_zmtp::{Connection, Event, PeerInfo};
 
 /// A message to send: its parts in order (up to four without an
@@ -95,10 +96,27 @@ const DIRECT_READ_MIN: usize = 16 * 1024;
 const READ_AFTER_DIRECT: usize = 8 * 1024;
 /// See [`READ_AFTER_DIRECT`].
 const SHORT_READ_AFTER: usize = 32 * 1024;
+/// Most bytes a TCP stream waits for (`SO_RCVLOWAT`) before waking its
+/// reader while a large body is missing (see [`NetConn::await_input`]): a
+/// larger body is read in steps of this, its copy overlapping the arrival
+/// of the rest (4 MiB messages on loopback: faster than with one wake-up
+/// for the whole body).
+const LOWAT_MAX: usize = 1 << 20;
 /// How far ahead of the bytes received a large body reserves memory (see
 /// [`zebra_zmtp::Config::reserve_ahead`]): bodies up to this size are read
 /// into one buffer, allocated once.
 pub(crate) const RESERVE_AHEAD: usize = 64 << 20;
+
+// `SO_RCVLOWAT`, which nix does not define, by nix's own macro for options
+// it lacks (its `unsafe` is nix's: an `int` passed by pointer).
+sockopt_impl!(
+    /// The receive low-water mark: readiness waits for this many bytes.
+    RcvLowat,
+    SetOnly,
+    libc::SOL_SOCKET,
+    libc::SO_RCVLOWAT,
+    usize
+);
 
 /// An I/O thread's read buffer. Each read fills the front of the spare
 /// room, and the bytes read are split off as shared [`Bytes`] that message
@@ -167,6 +185,17 @@ impl Stream {
             Stream::Tcp(s) => zmtp.read_body_from(&mut s.take(max as u64)),
             Stream::Unix(s) => zmtp.read_body_from(&mut s.take(max as u64)),
             Stream::Smol(s) => zmtp.read_body_from(&mut s.take(max as u64)),
+        }
+    }
+
+    /// Sets `SO_RCVLOWAT` on TCP; a no-op on the others (whose readiness
+    /// does not follow it).
+    fn set_recv_lowat(&self, bytes: usize) -> io::Result<()> {
+        match self {
+            Stream::Tcp(s) => {
+                nix::sys::socket::setsockopt(s, RcvLowat, &bytes).map_err(io::Error::from)
+            }
+            Stream::Unix(_) | Stream::Smol(_) => Ok(()),
         }
     }
 
@@ -406,6 +435,8 @@ pub(crate) struct NetConn {
     /// The last read that brought bytes went straight into a body, for at
     /// least [`SHORT_READ_AFTER`] bytes.
     read_direct: bool,
+    /// The stream's `SO_RCVLOWAT` (1: the kernel's default).
+    recv_lowat: usize,
 }
 
 /// Chunks taken out of a connection to be written without the pipe lock.
@@ -456,6 +487,7 @@ impl NetConn {
             wbuf: VecDeque::new(),
             spare: Vec::with_capacity(MAX_IOV),
             read_direct: false,
+            recv_lowat: 1,
         }
     }
 
@@ -618,7 +650,12 @@ impl NetConn {
                     return;
                 }
                 Ok(n) => n,
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    if let Err(e) = self.await_input() {
+                        turn.failure = Some(Failure::Io(e));
+                    }
+                    return;
+                }
                 Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
                 Err(e) => {
                     turn.failure = Some(Failure::Io(e));
@@ -644,6 +681,32 @@ impl NetConn {
                 return;
             }
         }
+    }
+
+    /// Sets how much input wakes the reader next: while a large body is
+    /// missing, the rest of it (at most [`LOWAT_MAX`]), else any byte. The
+    /// body is read in one go instead of one read (and one wake-up) per
+    /// burst of segments, and, what matters more, the kernel acknowledges
+    /// each segment at once while fewer bytes than the mark wait unread,
+    /// instead of when the reader next reads: with BBR (paced, and this
+    /// machine's default) late acknowledgements lower the sender's
+    /// bandwidth estimate and so its pace, and a reader that keeps catching
+    /// up with a slowed sender keeps it slow (1 MiB messages on loopback:
+    /// docs/BENCHMARKS.md, run 7). Only bytes the decoder needs for the
+    /// current frame are waited for, so nothing stalls; a peer that closes
+    /// or fails wakes the reader regardless.
+    fn await_input(&mut self) -> io::Result<()> {
+        let missing = self.zmtp.body_missing();
+        let lowat = if missing >= DIRECT_READ_MIN {
+            missing.min(LOWAT_MAX)
+        } else {
+            1
+        };
+        if lowat != self.recv_lowat {
+            self.stream.set_recv_lowat(lowat)?;
+            self.recv_lowat = lowat;
+        }
+        Ok(())
     }
 
     fn drain_events(&mut self, parts: &mut Parts, turn: &mut Turn) {

@@ -527,6 +527,113 @@ fn garbage_from_a_raw_stream_closes_only_that_connection() {
     ctx.terminate().unwrap();
 }
 
+/// A DEALER speaking ZMTP over a plain blocking stream, so that a test
+/// decides how its bytes reach the wire.
+struct RawDealer {
+    stream: std::net::TcpStream,
+    zmtp: zebra_zmtp::Connection,
+}
+
+impl RawDealer {
+    fn connect(addr: &str, identity: &'static [u8]) -> RawDealer {
+        let stream = std::net::TcpStream::connect(addr).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let config =
+            zebra_zmtp::Config::new(zebra_zmtp::SocketType::Dealer).with_identity(identity);
+        let mut peer = RawDealer {
+            stream,
+            zmtp: zebra_zmtp::Connection::new(config).unwrap(),
+        };
+        let mut buf = [0u8; 512];
+        while !peer.zmtp.is_handshake_done() {
+            let out = peer.output();
+            peer.stream.write_all(&out).unwrap();
+            let n = peer.stream.read(&mut buf).unwrap();
+            assert!(n > 0, "closed in the handshake");
+            peer.zmtp.handle_input(&buf[..n]).unwrap();
+        }
+        let out = peer.output();
+        peer.stream.write_all(&out).unwrap();
+        peer
+    }
+
+    /// The bytes the ZMTP state has to send.
+    fn output(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        while let Some(chunk) = self.zmtp.poll_output() {
+            out.extend_from_slice(&chunk);
+        }
+        out
+    }
+
+    /// A message's bytes on the wire.
+    fn encode(&mut self, parts: Vec<Bytes>) -> Vec<u8> {
+        self.zmtp.send_message(parts).unwrap();
+        self.output()
+    }
+
+    fn send(&mut self, parts: Vec<Bytes>) {
+        let wire = self.encode(parts);
+        self.stream.write_all(&wire).unwrap();
+    }
+}
+
+/// A large body that arrives in pieces, with pauses, is received whole
+/// before anything follows it; a peer that closes inside a large body is
+/// dropped, not waited for. (The reader asks the kernel to
+/// wake it only once the rest of a large body is in: it must never wait
+/// for more than the frame needs.)
+#[test]
+fn large_body_in_pieces_and_peer_closing_inside_one() {
+    use zebra_engine::consts::event as ev;
+    init_log();
+    let ctx = Context::new();
+    let router = socket(&ctx, ZMQ_ROUTER);
+    router
+        .monitor(Some("inproc://pieces"), i32::from(ev::DISCONNECTED))
+        .unwrap();
+    let watch = socket(&ctx, ZMQ_PAIR);
+    watch.connect("inproc://pieces").unwrap();
+    router.bind("tcp://127.0.0.1:*").unwrap();
+    let ep = last_endpoint(&router);
+    let addr = ep.strip_prefix("tcp://").unwrap();
+    let body: Bytes = (0..(1u32 << 20) + 3)
+        .map(|i| (i % 253) as u8)
+        .collect::<Vec<u8>>()
+        .into();
+
+    let mut slow = RawDealer::connect(addr, b"slow");
+    for _ in 0..8 {
+        slow.send(vec![Bytes::from_static(b"warm"), body.clone()]);
+        assert!(recv_msg(&router)[2] == body);
+    }
+    let wire = slow.encode(vec![Bytes::from_static(b"head"), body.clone()]);
+    for piece in wire.chunks(100_000) {
+        slow.stream.write_all(piece).unwrap();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let got = recv_msg(&router);
+    assert_eq!(strs(&got[..2]), [&b"slow"[..], b"head"]);
+    assert!(got[2] == body, "the body came whole and in place");
+    slow.send(vec![Bytes::from_static(b"tail")]);
+    assert_eq!(strs(&recv_msg(&router)), [&b"slow"[..], b"tail"]);
+
+    let mut cut = RawDealer::connect(addr, b"cut");
+    let wire = cut.encode(vec![body.clone()]);
+    cut.stream.write_all(&wire[..wire.len() / 2]).unwrap();
+    std::thread::sleep(Duration::from_millis(20));
+    drop(cut);
+    assert_eq!(recv_msg(&watch)[0][..2], ev::DISCONNECTED.to_ne_bytes());
+
+    slow.send(vec![Bytes::from_static(b"after")]);
+    assert_eq!(strs(&recv_msg(&router)), [&b"slow"[..], b"after"]);
+    router.close();
+    watch.close();
+    ctx.terminate().unwrap();
+}
+
 #[test]
 fn rcvhwm_pushes_back_and_loses_nothing() {
     init_log();
