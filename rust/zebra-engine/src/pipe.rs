@@ -136,6 +136,14 @@ pub(crate) const BACKLOG_BYTES: usize = 1 << 20;
 /// A message of at least this many bytes is large (see [`BACKLOG_BYTES`]).
 pub(crate) const LARGE_MSG: usize = 16 * 1024;
 
+/// Longest a sender of a large message waits, past [`BACKLOG_BYTES`], for
+/// a connection whose kernel buffer is full to take bytes again (see
+/// [`Pipe::push`]): about what a 10 Gbit/s link takes to drain a third of
+/// a 4 MiB buffer, when the kernel reports room again. A peer that reads
+/// slower than that costs its senders this much per large message, no
+/// more.
+pub(crate) const WIRE_WAIT: Duration = Duration::from_millis(2);
+
 /// After a quiet spell, the calling thread writes at most this much
 /// itself; more is left to the I/O thread, so that the caller can prepare
 /// its next messages while the kernel copies these.
@@ -218,8 +226,13 @@ impl Pipe {
     /// thread, which sends what accumulated in one `writev`, unless the
     /// message is large and more than [`BACKLOG_BYTES`] are waiting: then
     /// the calling thread writes (after waiting for the current writer, if
-    /// any). The parts are taken out of `msg`.
-    pub fn push(self: &Arc<Self>, msg: &mut Msg) {
+    /// any), and if the kernel's buffer is full, it first waits (unless
+    /// `dontwait`) until the I/O thread writes again, at most [`WIRE_WAIT`]:
+    /// a sender that outruns the wire piles up messages in memory it has to
+    /// touch fresh (1 MiB messages on loopback: 200 to 500 MB queued, a
+    /// page fault per 4 KiB as the allocator hands it back and forth, and
+    /// about half the throughput lost). The parts are taken out of `msg`.
+    pub fn push(self: &Arc<Self>, msg: &mut Msg, dontwait: bool) {
         let mut st = self.lock();
         if st.terminated || st.closing {
             return;
@@ -232,6 +245,7 @@ impl Pipe {
         }
         let mut command = None;
         let large = msg_len(msg) >= LARGE_MSG;
+        let mut waited_for_wire = false;
         let PipeState { out, link, .. } = &mut *st;
         match link {
             Link::Net(conn)
@@ -259,10 +273,24 @@ impl Pipe {
             let Link::Net(conn) = link else {
                 break;
             };
-            if conn.failed.is_some() || !conn.connected || conn.blocked {
+            if conn.failed.is_some() || !conn.connected {
                 break;
             }
             let backlog = large && out.bytes() + conn.encoded() > BACKLOG_BYTES;
+            if conn.blocked {
+                if !backlog || dontwait || waited_for_wire {
+                    break;
+                }
+                waited_for_wire = true;
+                *write_waiters += 1;
+                st = self
+                    .write_done
+                    .wait_timeout(st, WIRE_WAIT)
+                    .unwrap_or_else(|e| e.into_inner())
+                    .0;
+                st.write_waiters -= 1;
+                continue;
+            }
             if conn.writing {
                 if !backlog {
                     break;

@@ -529,8 +529,8 @@ impl SocketCore {
                 ..
             } = &mut *st;
             match (target.take(), sole) {
-                (Some(pipe), _) => pipe.push(parts),
-                (None, Some((pipe, _))) if !self.is_router() => pipe.push(parts),
+                (Some(pipe), _) => pipe.push(parts, dontwait),
+                (None, Some((pipe, _))) if !self.is_router() => pipe.push(parts, dontwait),
                 _ => {}
             }
             parts.clear();
@@ -592,7 +592,7 @@ impl SocketCore {
             return;
         }
         if let Some((p, _)) = lock(&self.routing).choose() {
-            p.push(&mut parts);
+            p.push(&mut parts, true);
         }
     }
 

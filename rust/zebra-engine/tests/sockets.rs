@@ -527,22 +527,31 @@ fn garbage_from_a_raw_stream_closes_only_that_connection() {
     ctx.terminate().unwrap();
 }
 
-/// A DEALER speaking ZMTP over a plain blocking stream, so that a test
-/// decides how its bytes reach the wire.
-struct RawDealer {
+/// A peer speaking ZMTP over a plain blocking stream, so that a test
+/// decides how its bytes reach the wire (and whether it reads at all).
+struct RawPeer {
     stream: std::net::TcpStream,
     zmtp: zebra_zmtp::Connection,
 }
 
-impl RawDealer {
-    fn connect(addr: &str, identity: &'static [u8]) -> RawDealer {
+impl RawPeer {
+    /// A DEALER connected to `addr`.
+    fn connect(addr: &str, identity: &'static [u8]) -> RawPeer {
         let stream = std::net::TcpStream::connect(addr).unwrap();
+        RawPeer::over(stream, zebra_zmtp::SocketType::Dealer, identity)
+    }
+
+    /// Runs the handshake on `stream`.
+    fn over(
+        stream: std::net::TcpStream,
+        socket_type: zebra_zmtp::SocketType,
+        identity: &'static [u8],
+    ) -> RawPeer {
         stream
             .set_read_timeout(Some(Duration::from_secs(10)))
             .unwrap();
-        let config =
-            zebra_zmtp::Config::new(zebra_zmtp::SocketType::Dealer).with_identity(identity);
-        let mut peer = RawDealer {
+        let config = zebra_zmtp::Config::new(socket_type).with_identity(identity);
+        let mut peer = RawPeer {
             stream,
             zmtp: zebra_zmtp::Connection::new(config).unwrap(),
         };
@@ -604,7 +613,7 @@ fn large_body_in_pieces_and_peer_closing_inside_one() {
         .collect::<Vec<u8>>()
         .into();
 
-    let mut slow = RawDealer::connect(addr, b"slow");
+    let mut slow = RawPeer::connect(addr, b"slow");
     for _ in 0..8 {
         slow.send(vec![Bytes::from_static(b"warm"), body.clone()]);
         assert!(recv_msg(&router)[2] == body);
@@ -620,7 +629,7 @@ fn large_body_in_pieces_and_peer_closing_inside_one() {
     slow.send(vec![Bytes::from_static(b"tail")]);
     assert_eq!(strs(&recv_msg(&router)), [&b"slow"[..], b"tail"]);
 
-    let mut cut = RawDealer::connect(addr, b"cut");
+    let mut cut = RawPeer::connect(addr, b"cut");
     let wire = cut.encode(vec![body.clone()]);
     cut.stream.write_all(&wire[..wire.len() / 2]).unwrap();
     std::thread::sleep(Duration::from_millis(20));
@@ -631,6 +640,49 @@ fn large_body_in_pieces_and_peer_closing_inside_one() {
     assert_eq!(strs(&recv_msg(&router)), [&b"slow"[..], b"after"]);
     router.close();
     watch.close();
+    ctx.terminate().unwrap();
+}
+
+/// A sender of large messages to a peer that stops reading waits for the
+/// wire once its kernel buffer is full, a bounded time per message, and
+/// never when it asked not to block.
+#[test]
+fn sending_to_a_peer_that_does_not_read_waits_a_bounded_time() {
+    init_log();
+    let ctx = Context::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dealer = socket(&ctx, ZMQ_DEALER);
+    dealer
+        .connect(&format!("tcp://{}", listener.local_addr().unwrap()))
+        .unwrap();
+    let (stream, _) = listener.accept().unwrap();
+    let _deaf = RawPeer::over(stream, zebra_zmtp::SocketType::Router, b"");
+    let body = Bytes::from(vec![3u8; 1 << 20]);
+    let send_all = |dontwait: bool| {
+        let start = Instant::now();
+        for _ in 0..40 {
+            dealer.send(body.clone(), false, dontwait).unwrap();
+        }
+        start.elapsed()
+    };
+    // The kernel's buffers on both sides fill first.
+    send_all(false);
+    let blocking = send_all(false);
+    let nonblocking = send_all(true);
+    assert!(
+        blocking >= Duration::from_millis(40),
+        "sends waited for the wire: {blocking:?}"
+    );
+    assert!(
+        blocking < Duration::from_secs(5),
+        "each wait is bounded: {blocking:?}"
+    );
+    assert!(
+        nonblocking < blocking / 2,
+        "ZMQ_DONTWAIT sends do not wait: {nonblocking:?} against {blocking:?}"
+    );
+    set_int(&dealer, opt::LINGER, 0);
+    dealer.close();
     ctx.terminate().unwrap();
 }
 
