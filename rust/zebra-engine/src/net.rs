@@ -17,7 +17,6 @@ use bytes::{Buf, Bytes, BytesMut};
 use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
-use nix::{setsockopt_impl, sockopt_impl};
 use zebra_zmtp::{Connection, Event, PeerInfo};
 
 /// A message to send: its parts in order (up to four without an
@@ -107,17 +106,6 @@ const LOWAT_MAX: usize = 1 << 20;
 /// into one buffer, allocated once.
 pub(crate) const RESERVE_AHEAD: usize = 64 << 20;
 
-// `SO_RCVLOWAT`, which nix does not define, by nix's own macro for options
-// it lacks (its `unsafe` is nix's: an `int` passed by pointer).
-sockopt_impl!(
-    /// The receive low-water mark: readiness waits for this many bytes.
-    RcvLowat,
-    SetOnly,
-    libc::SOL_SOCKET,
-    libc::SO_RCVLOWAT,
-    usize
-);
-
 /// An I/O thread's read buffer. Each read fills the front of the spare
 /// room, and the bytes read are split off as shared [`Bytes`] that message
 /// bodies slice; the allocation is reused once every slice is gone.
@@ -192,9 +180,7 @@ impl Stream {
     /// does not follow it).
     fn set_recv_lowat(&self, bytes: usize) -> io::Result<()> {
         match self {
-            Stream::Tcp(s) => {
-                nix::sys::socket::setsockopt(s, RcvLowat, &bytes).map_err(io::Error::from)
-            }
+            Stream::Tcp(s) => zebra_net::sys::set_recv_lowat(s, bytes),
             Stream::Unix(_) | Stream::Smol(_) => Ok(()),
         }
     }

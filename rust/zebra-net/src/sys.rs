@@ -1,11 +1,12 @@
 //! The OS calls the stack makes through `libc`: eventfds, `AF_PACKET` sockets, `ppoll`,
 //! and `setns` (to put a thread into a network namespace, as the tests and the netns
-//! testbed do).
+//! testbed do); and the one socket option of kernel streams the engine needs that its
+//! socket crates lack (`SO_RCVLOWAT`).
 #![allow(unsafe_code)]
 
 use std::fs::File;
 use std::io;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsFd, AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::time::Duration;
 
 fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
@@ -18,6 +19,24 @@ fn check(ret: libc::c_int) -> io::Result<libc::c_int> {
 
 fn check_size(ret: libc::ssize_t) -> io::Result<usize> {
     usize::try_from(ret).map_err(|_| io::Error::last_os_error())
+}
+
+/// Sets a socket's receive low-water mark (`SO_RCVLOWAT`): readiness waits for this many
+/// bytes (at least 1; more than `c_int` holds is clamped).
+pub fn set_recv_lowat(socket: &impl AsFd, bytes: usize) -> io::Result<()> {
+    let value = libc::c_int::try_from(bytes.max(1)).unwrap_or(libc::c_int::MAX);
+    // SAFETY: the descriptor is open for the call (borrowed); the option value is a c_int
+    // that lives across the call, and its size is passed with it.
+    check(unsafe {
+        libc::setsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVLOWAT,
+            (&value as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    })?;
+    Ok(())
 }
 
 /// A non-blocking eventfd: one thread signals, another waits on it with poll/epoll.
