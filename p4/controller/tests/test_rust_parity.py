@@ -52,6 +52,9 @@ CASES = [
     "workers = 2\nhot_key_count = 3\nmax_seqs = 65536\nworker_max_in_flight = 1048577\npacking = Strict\n",
     "workers = 2\nhot_key_count = 3\nslots = 40000\n",
     "workers = 2\nworkers = 3\n\"quoted key\" = 1\nhot_key_count\n",
+    "workers = 2\nonline_tau = 1.5\nonline_rounds = 0\nonline_wait_ms = 0\nonline_out =\nonline_capacity = 0\n",
+    "workers = 2\nonline_tau = NaN\nonline_capacity = 3000000000\n",
+    "workers = 2\nonline_tau = 1_0\n",
 ]
 
 

@@ -82,6 +82,11 @@ KNOBS = [
     Knob("number", "number", "f32|fixed:BITS", "f32", "value format"),
     Knob("layout", "layout", "heat|random:SEED", "heat", "register layout"),
     Knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks"),
+    Knob("online_rounds", "online-rounds", "T", "100", "ZEBRA_HOT=online: pushes counted per worker; the switch ignores it"),
+    Knob("online_tau", "online-tau", "D", "0.05", "ZEBRA_HOT=online: distance that changes the keys; the switch ignores it"),
+    Knob("online_wait_ms", "online-wait-ms", "MS", "5000", "ZEBRA_HOT=online: wait for the last counted push; the switch ignores it"),
+    Knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least; without a hot-keys file, the job's size"),
+    Knob("online_out", "online-out", "FILE", "(none)", "ZEBRA_HOT=online: where servers write their decision; the switch ignores it"),
     Knob("server_addr", "server-addr", "INDEX=HOST:PORT", "(learned from REGISTER)", "fix a server's address", repeat=True),
     Knob("loss", "loss", "SPEC", "(off)", "seeded faults on every send", env="ZEBRA_HOT_LOSS"),
 ]
@@ -365,6 +370,7 @@ class _Builder:
         self.dense_ranks = None
         self.server_addrs = {}
         self.loss = None
+        self.online_capacity = None
 
     def cfg(self):
         if self.config is None:
@@ -437,6 +443,19 @@ class _Builder:
                 raise _Bad(e.bad(expected))
         elif k == "dense_ranks":
             self.dense_ranks = _int(e, 0, 0xFFFFFFFF, 32)
+        elif k == "online_rounds":
+            _int(e, 1, 0xFFFFFFFF, 32)
+        elif k == "online_tau":
+            d = _rust_f64(e.value)
+            if d is None or not 0.0 <= d <= 1.0:
+                raise _Bad(e.bad("expected a distance in 0..=1"))
+        elif k == "online_wait_ms":
+            _millis(e)
+        elif k == "online_capacity":
+            self.online_capacity = _int(e, 1, 0xFFFFFFFF, 32)
+        elif k == "online_out":
+            if not e.value:
+                raise _Bad(e.bad("expected a file path"))
         elif k == "server_addr":
             expected = "expected INDEX=HOST:PORT"
             if "=" not in e.value:
@@ -469,8 +488,11 @@ class _Builder:
                 "hot keys: give a hot-keys file (hot_keys / --hot-keys) or a count "
                 "(hot_key_count / --hot-key-count), not both"
             )
-        elif self.hot_keys_file is None and self.hot_key_count is None:
-            problems.append("hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file)")
+        elif self.hot_keys_file is None and self.hot_key_count is None and self.online_capacity is None:
+            problems.append(
+                "hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file; "
+                "or online_capacity for keys found online)"
+            )
         elif self.hot_keys_file is not None:
             try:
                 hot_keys = HotKeys.load(self.hot_keys_file)
@@ -482,10 +504,24 @@ class _Builder:
                 problems.append(f"{origin}: server_addr names server {index}, the job has {servers} servers")
         if problems:
             raise SettingsError(problems)
-        count = len(hot_keys) if hot_keys is not None else self.hot_key_count
-        job = JobConfig(self.job if self.job is not None else 1, self.workers, count, servers)
+        max_indices = consts.MAX_REGISTERS * consts.MAX_REGISTER_ENTRIES
+        if self.online_capacity is not None and self.online_capacity > max_indices:
+            raise SettingsError([
+                f"online_capacity: server 0: {self.online_capacity} hot values, a switch holds at most {max_indices}"
+            ])
+        owners = None
         if hot_keys is not None:
-            job.owners = pslite_owners(hot_keys.keys, servers)
+            count, owners = len(hot_keys), pslite_owners(hot_keys.keys, servers)
+        elif self.hot_key_count is not None:
+            count = self.hot_key_count
+        else:
+            # Keys found online (no file): every server's job has online_capacity values,
+            # ranks of this one-job model split by owner like hot_key_count's.
+            count = self.online_capacity * servers
+            owners = [s for s in range(servers) for _ in range(self.online_capacity)]
+        job = JobConfig(self.job if self.job is not None else 1, self.workers, count, servers)
+        if owners is not None:
+            job.owners = owners
         if self.number is not None:
             job.number, job.frac_bits = self.number
         if self.layout is not None:
