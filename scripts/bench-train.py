@@ -13,6 +13,9 @@ machine hits every configuration alike:
              `zebra switch` running as a service in its own namespace; skipped, with
              the reason, when this build's `zebra switch` or `zebra config` does not
              accept them
+  on+online  on+switch without a hot-keys file: ZEBRA_HOT=online:T (--online-rounds),
+             the server's job sized for the profiled rows' values; the keys are found
+             during the job (its decision in logs/<run>/online-0.keys)
 
 for each worker count N. Metrics per run: time to the target test RMSE (worker 0's
 evaluations), training steps per second (all workers), server ingress bytes (the
@@ -31,8 +34,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
-                      run_report, switch_unavailable, worker_counts, worker_logs)
+from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, online_precision, parse_configs, parser, pyplot,
+                      ratio, run_plan, run_report, switch_unavailable, worker_counts, worker_logs)
 
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
 WORKER = re.compile(r"^mf: worker rank=(\d+) steps=(\d+) .* time_s=([0-9.]+)", re.M)
@@ -215,6 +218,13 @@ def main():
 
     runs = run_plan(configs, counts, args.repeats, out, lambda c, n, logdir: mf_cmd(args, c, n, logdir, hot_keys),
                     parse_run, describe, log)
+    for r in runs:
+        if r["config"].startswith("on+online"):
+            logdir = os.path.join(out, "logs", f"N{r['workers']}-{r['config']}-{r['repeat']}")
+            r["online_precision"] = online_precision(logdir, hot_keys, args.servers)
+            shown = ", ".join("-" if p is None else f"{100 * p:.1f} %" for p in r["online_precision"])
+            log(f"N={r['workers']} {r['config']} repetition {r['repeat']}: the online keys hold {shown} of the "
+                f"profiled hot rows (after {args.online_rounds} pushes of each worker)")
 
     with open(os.path.join(out, "runs.json"), "w") as f:
         json.dump({"args": vars(args), "hot_share": hot_share, "runs": runs}, f, indent=1)

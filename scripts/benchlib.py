@@ -10,15 +10,60 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = ("libzmq", "off", "on", "on+switch")
+CONFIGS = ("libzmq", "off", "on", "on+switch", "on+online")
+# "on+online" is on+switch with no hot-keys file: ZEBRA_HOT=online:T (--online-rounds), each
+# server's job sized for the profiled hot set's values (online_capacity), its keys found
+# during the job; each server writes what it decided to the run's online-<rank>.keys.
 # A Zebra configuration may run over Zebra's user-level stack instead of the kernel's
 # network: "on@dpdk", "on+switch@dpdk" (pslaunch --user-stack; --net netns only).
 USER_STACKS = ("dpdk", "raw")
 
 
 def base_config(config):
-    """"on+switch@dpdk" -> "on+switch"."""
-    return config.partition("@")[0]
+    """"on+switch@dpdk" -> "on+switch"; "on+online" is an on+switch configuration too."""
+    base = config.partition("@")[0]
+    return "on+switch" if base == "on+online" else base
+
+
+def hot_keys_of(path):
+    """(key, values) of a hot-keys file (`KEY VALUES` or `A-B VALUES` lines), hottest first."""
+    with open(path) as f:
+        for line in f:
+            fields = line.split("#", 1)[0].split()
+            if not fields:
+                continue
+            first, last = (int(x) for x in fields[0].split("-")) if "-" in fields[0] else (int(fields[0]),) * 2
+            values = int(fields[1]) if len(fields) > 1 else 1
+            for key in range(first, last + 1):
+                yield key, values
+
+
+def server_of(key, servers):
+    """PS-lite's default owner of `key` among `servers`."""
+    return min(key // ((2**64 - 1) // servers), servers - 1)
+
+
+def hot_values_per_server(hot_keys, servers):
+    """The values a hot-keys file puts in each PS-lite server's job."""
+    per = [0] * servers
+    for key, values in hot_keys_of(hot_keys):
+        per[server_of(key, servers)] += values
+    return per
+
+
+def online_precision(logdir, hot_keys, servers):
+    """For an on+online run: per server, the share of `hot_keys`' top k keys of that server
+    that its online decision holds (k the decision's size); None where it wrote none."""
+    out = []
+    for s in range(servers):
+        path = os.path.join(logdir, f"online-{s}.keys")
+        if not os.path.exists(path):
+            out.append(None)
+            continue
+        decided = [k for k, _ in hot_keys_of(path)]
+        top = [k for k, _ in hot_keys_of(hot_keys) if server_of(k, servers) == s][:len(decided)]
+        out.append(len(set(top) & set(decided)) / len(top) if top else None)
+    return out
 SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
 SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
@@ -83,6 +128,8 @@ def add_testbed_args(p, server_rate):
                    help="hot-path settings of on+switch for the switch and every process (ZEBRA_HOT_CONFIG; "
                    "default scripts/bench-hot.conf: full-MTU packets and a round timeout longer than the "
                    "workers' spread on a shaped 2-core testbed)")
+    p.add_argument("--online-rounds", type=int, default=10,
+                   help="on+online: ZEBRA_HOT=online:T, the pushes of each worker counted (default 10)")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run (default 600)")
     p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
     p.add_argument("--zebra", default=os.path.join(ROOT, "target/release/zebra"))
@@ -93,7 +140,7 @@ def parse_configs(p, args):
 
     def known(c):
         base, at, net = c.partition("@")
-        return base in CONFIGS and (not at or (net in USER_STACKS and base in ("on", "on+switch")))
+        return base in CONFIGS and (not at or (net in USER_STACKS and base in ("on", "on+switch", "on+online")))
 
     if not all(map(known, configs)) or not configs or args.repeats < 1:
         p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk)")
@@ -118,13 +165,29 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
         cmd += ["--user-stack", user_stack]
     if config != "libzmq":
         cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
-    if config == "on+switch":
-        cmd += ["--service", f"switch={args.zebra} switch --config {args.hot_config} "
-                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}} "
-                f"--hot-keys {hot_keys}",
-                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_KEYS={hot_keys}",
-                "--env", f"ZEBRA_HOT_CONFIG={args.hot_config}"]
+    if config in ("on+switch", "on+online"):
+        conf, keys = args.hot_config, f" --hot-keys {hot_keys}"
+        if config == "on+online":
+            conf, keys = online_config(args, hot_keys, logdir), ""
+            cmd += ["--env", f"ZEBRA_HOT=online:{args.online_rounds}"]
+        else:
+            cmd += ["--env", f"ZEBRA_HOT_KEYS={hot_keys}"]
+        cmd += ["--service", f"switch={args.zebra} switch --config {conf} "
+                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}}{keys}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_CONFIG={conf}"]
     return cmd + ["--"]
+
+
+def online_config(args, hot_keys, logdir):
+    """The hot-path settings of an on+online run: --hot-config, each server's job sized for
+    the values `hot_keys` gives the busiest server, the decisions written to the logdir."""
+    os.makedirs(logdir, exist_ok=True)
+    path = os.path.join(logdir, "online.conf")
+    with open(args.hot_config) as f, open(path, "w") as out:
+        out.write(f.read())
+        out.write(f"\nonline_capacity = {max(hot_values_per_server(hot_keys, args.servers))}\n"
+                  f"online_out = {logdir}/online-%r.keys\n")
+    return path
 
 
 def alternate(items, rep):

@@ -32,12 +32,14 @@
 //!    before `F` see the old set or whole pushes; rounds from `F` on the
 //!    new set or whole pushes. The server maps each round's hot ordinals
 //!    and indices with the set of that round.
-//! 3. If some worker's `T`-th push has not come `wait` after the first one
-//!    did (a worker that pushes less to this server, or stopped), the
-//!    server decides to keep the starting set, which is exact at any
-//!    round. Workers that have not pushed `T` times keep aggregating;
-//!    those waiting resume. A worker the server has not told yet is told
-//!    on its next push.
+//! 3. If, once some worker pushed its `T`-th, no counted push has come for
+//!    `wait` (a worker that pushes less to this server, or stopped), the
+//!    server decides without it: it keeps the starting set, which is exact
+//!    at any round (workers that have not pushed `T` times keep
+//!    aggregating; those waiting resume); or, if it started with no key,
+//!    takes the counted keys from the round after every round it has seen
+//!    (nobody aggregated before, so no round can mix two sets). A worker
+//!    the server has not told yet is told on its next push.
 //!
 //! A worker that cannot use a decision (malformed, another server's keys,
 //! too many values) logs it and sends that server whole pushes from then
@@ -60,8 +62,8 @@ pub struct OnlineConfig {
     /// The new set replaces the current one when their top-k Kendall tau
     /// distance ([`zebra_hotkeys::kendall_tau_topk`]) is at least this.
     pub tau: f64,
-    /// How long a server waits for the last worker's `T`-th push after the
-    /// first one's before it keeps the current set.
+    /// How long, once some worker pushed its `T`-th, a server waits for the
+    /// next counted push before it decides without the missing ones.
     pub wait: Duration,
 }
 
@@ -122,6 +124,10 @@ pub struct Census {
     pushes: u64,
     /// When the first worker's `T`-th push arrived.
     first_full: Option<Timestamp>,
+    /// When the last counted push arrived.
+    last_counted: Option<Timestamp>,
+    /// The largest round of any push seen, counted or not.
+    max_round: u32,
     decision: Option<Decision>,
     /// Per worker: its identity (for the ROUTER), and whether it was told.
     peers: Vec<(Option<Vec<u8>>, bool)>,
@@ -137,6 +143,8 @@ impl Census {
             lens: HashMap::new(),
             pushes: 0,
             first_full: None,
+            last_counted: None,
+            max_round: 0,
             decision: None,
             peers: vec![(None, false); workers as usize],
         }
@@ -173,9 +181,11 @@ impl Census {
         if peer.0.is_none() {
             peer.0 = Some(identity.to_vec());
         }
+        self.max_round = self.max_round.max(round);
         if !self.counting(w) {
             return;
         }
+        self.last_counted = Some(now);
         for (key, len) in keys {
             *self.counts.entry(key).or_default() += 1;
             self.lens.entry(key).or_insert(len);
@@ -197,6 +207,17 @@ impl Census {
             return None;
         }
         let from_round = self.counted.iter().map(|c| c.1).max().unwrap_or(0) + 1;
+        self.conclude(from_round, current, capacity)
+    }
+
+    /// The decision from the counts: change to the counted ranking from
+    /// `from_round` if it is far enough from `current`, else keep.
+    fn conclude(
+        &mut self,
+        from_round: u32,
+        current: &[HotKey],
+        capacity: u32,
+    ) -> Option<&Decision> {
         let keys = self.ranked(capacity);
         let now: Vec<u64> = current.iter().map(|k| k.key).collect();
         let new: Vec<u64> = keys.iter().map(|k| k.0).collect();
@@ -216,18 +237,33 @@ impl Census {
         self.decision.as_ref()
     }
 
-    /// When [`decide_on_timeout`](Self::decide_on_timeout) would decide.
+    /// When [`decide_on_timeout`](Self::decide_on_timeout) would decide:
+    /// `wait` after the last counted push, once some worker pushed its
+    /// `T`-th (workers that are slow but pushing move it on; one that
+    /// stopped does not).
     pub fn deadline(&self) -> Option<Timestamp> {
-        match self.decision {
-            Some(_) => None,
-            None => self.first_full.map(|t| t + self.config.wait),
+        match (&self.decision, self.first_full, self.last_counted) {
+            (None, Some(_), Some(last)) => Some(last + self.config.wait),
+            _ => None,
         }
     }
 
-    /// Keeps the current keys if the wait for the last `T`-th push is over.
-    pub fn decide_on_timeout(&mut self, now: Timestamp, current: &[HotKey]) -> Option<&Decision> {
+    /// Decides at the deadline, some worker's `T`-th push still missing.
+    /// With current keys, keeps them: a worker that has not pushed `T`
+    /// times may still aggregate with them at any round. With none, nobody
+    /// aggregates before the decision, so the counted keys are exact from
+    /// any round: from the one after every round seen.
+    pub fn decide_on_timeout(
+        &mut self,
+        now: Timestamp,
+        current: &[HotKey],
+        capacity: u32,
+    ) -> Option<&Decision> {
         if self.deadline().is_none_or(|d| now < d) {
             return None;
+        }
+        if current.is_empty() {
+            return self.conclude(self.max_round.saturating_add(1), current, capacity);
         }
         self.decision = Some(Decision {
             from_round: 1,
@@ -363,11 +399,11 @@ mod tests {
         c.observe(Timestamp(100), 0, 1, b"ps9", [(5, 2)].into_iter());
         let wait = Duration::from_secs(5);
         assert_eq!(
-            c.decide_on_timeout(Timestamp(99) + wait, set.server_keys(0)),
+            c.decide_on_timeout(Timestamp(99) + wait, set.server_keys(0), 4),
             None
         );
         let d = c
-            .decide_on_timeout(Timestamp(100) + wait, set.server_keys(0))
+            .decide_on_timeout(Timestamp(100) + wait, set.server_keys(0), 4)
             .unwrap();
         assert_eq!((d.change, d.from_round), (false, 1));
         assert_eq!(d.keys, vec![(10, 2), (11, 2)]);
@@ -394,6 +430,47 @@ mod tests {
             .decide_if_counted(empty.server_keys(0), empty.indices(0))
             .unwrap();
         assert_eq!((d.change, d.from_round), (true, 2));
+        assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
+    }
+
+    #[test]
+    fn the_wait_runs_from_the_last_counted_push() {
+        let set = current();
+        let mut c = Census::new(OnlineConfig::new(2), 2);
+        let wait = Duration::from_secs(5);
+        c.observe(Timestamp(0), 0, 1, b"ps9", [(5, 2)].into_iter());
+        assert_eq!(c.deadline(), None, "nobody pushed T times yet");
+        c.observe(Timestamp(10), 0, 2, b"ps9", [(5, 2)].into_iter());
+        assert_eq!(c.deadline(), Some(Timestamp(10) + wait));
+        c.observe(Timestamp(20), 0, 3, b"ps9", [(5, 2)].into_iter());
+        assert_eq!(c.deadline(), Some(Timestamp(10) + wait), "not counted");
+        c.observe(Timestamp(4_000_000), 1, 1, b"ps11", [(5, 2)].into_iter());
+        assert_eq!(
+            c.deadline(),
+            Some(Timestamp(4_000_000) + wait),
+            "a slow worker moves it"
+        );
+        let now = Timestamp(4_000_000) + wait;
+        let d = c.decide_on_timeout(now, set.server_keys(0), 4).unwrap();
+        assert!(!d.change, "with keys, a missing worker keeps them");
+    }
+
+    #[test]
+    fn from_no_keys_a_timeout_takes_the_counted_ones() {
+        let empty = HotSet::new([], KeyRanges::pslite(1))
+            .unwrap()
+            .with_capacity(3)
+            .unwrap();
+        let mut c = Census::new(OnlineConfig::new(1), 2);
+        c.observe(Timestamp(0), 0, 7, b"ps9", [(4, 2), (6, 1)].into_iter());
+        c.observe(Timestamp(0), 0, 9, b"ps9", [(8, 1)].into_iter());
+        let now = Timestamp(0) + Duration::from_secs(5);
+        let d = c.decide_on_timeout(now, empty.server_keys(0), 3).unwrap();
+        assert_eq!(
+            (d.change, d.from_round),
+            (true, 10),
+            "after every round seen"
+        );
         assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
     }
 

@@ -492,7 +492,7 @@ impl ServerAgent {
         let decided = self.census.as_mut().and_then(|c| {
             match timeout_now {
                 None => c.decide_if_counted(current, capacity),
-                Some(now) => c.decide_on_timeout(now, current),
+                Some(now) => c.decide_on_timeout(now, current, capacity),
             }
             .cloned()
         });

@@ -103,7 +103,7 @@ pub const KNOBS: &[Knob] = &[
     knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
     knob("online_rounds", "online-rounds", "T", "100", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
     knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
-    knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: a server still missing some worker's T-th push this long after the first one's keeps its hot keys"),
+    knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: once some worker pushed its T-th, a server with no counted push for this long decides without the missing ones (keeps its hot keys; starting from none, takes the counted ones)"),
     knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size"),
     knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
     Knob {
