@@ -2,9 +2,11 @@
 """Smoke test of scripts/bench-train.py, the benchmark behind scripts/demo.sh.
 
 Two workers train mf_train on MovieLens-100k for at most an epoch on the netns testbed
-(the server's ingress shaped), on the real libzmq and with Zebra beside `zebra switch`;
-the test checks that both runs reached the target RMSE, that the switch summed pairs in
-rounds that completed, and that the table, the runs and the plot were written. Skipped
+(the server's ingress shaped), on the real libzmq, with Zebra beside `zebra switch`, and
+the same with online hot keys instead of the profiled file (on+online); the test checks
+that every run reached the target RMSE, that the switch summed pairs in rounds that
+completed, that the online run found most of the profiled hot rows, and that the table,
+the runs and the plot were written. Skipped
 with the reason without root or without the built clients (scripts/setup.sh --clients).
 
   python3 tests/testbed/test_bench_train.py
@@ -23,16 +25,19 @@ from benchtest import main, needs, run_bench  # noqa: E402
 class BenchTrainSmoke(unittest.TestCase):
     def test_two_workers_libzmq_and_switch(self):
         out, runs = run_bench(self, "bench-train.py", [
-            "--workers", "2", "--configs", "libzmq,on+switch", "--repeats", "1", "--epochs", "1",
+            "--workers", "2", "--configs", "libzmq,on+switch,on+online", "--repeats", "1", "--epochs", "1",
             "--target-rmse", "1.04", "--eval-every", "2", "--server-rate", "20mbit", "--shape", "ingress",
             "--subnet", "10.97.0.0/24", "--timeout", "240"])
-        for config in ("libzmq", "on+switch"):
+        for config in ("libzmq", "on+switch", "on+online"):
             self.assertTrue(runs[config]["ok"], config)
             self.assertIsNotNone(runs[config]["time_to_target_s"], f"{config} did not reach RMSE 1.04")
             self.assertGreater(runs[config]["server_ingress_bytes"], 0)
         zebra = runs["on+switch"]
         self.assertGreater(zebra["switch_pairs"], 0, "the switch summed nothing")
         self.assertGreater(zebra["rounds_completed"], 0, "no round completed")
+        online = runs["on+online"]
+        self.assertGreater(online["switch_pairs"], 0, "nothing summed with the online keys")
+        self.assertGreaterEqual(online["online_precision"][0], 0.7, online["online_precision"])
         for name in ("table.md", "rmse_N2.png"):
             self.assertTrue(os.path.exists(os.path.join(out, name)), name)
         with open(os.path.join(out, "table.md")) as f:

@@ -25,20 +25,23 @@
 //!    decision, it sends pushes to that server whole (a trailer listing no
 //!    hot key, an empty round at the switch): cold keys are always exact.
 //! 2. The server decides once every worker's `T`-th push has arrived: no
-//!    worker can then aggregate with the old set after round `F` = the
-//!    largest round among those `T`-th pushes + 1. The decision (a HOTSET
-//!    frame on the server's ROUTER, to each worker's DEALER) names `F` and
-//!    the new keys; a worker uses them for its rounds from `F` on. Rounds
-//!    before `F` see the old set or whole pushes; rounds from `F` on the
-//!    new set or whole pushes. The server maps each round's hot ordinals
-//!    and indices with the set of that round.
+//!    worker can then aggregate with the old set any more, and all the
+//!    rounds it did are among those the server has seen. The decision (a
+//!    HOTSET frame on the server's ROUTER, to each worker's DEALER) names
+//!    the new keys and `F`, the first round of the barrier epoch after
+//!    every round seen; a worker uses the new keys for its rounds from `F`
+//!    on, and, as after a PS-lite barrier, its next push is round `F`, so
+//!    that workers that drifted apart while pushing whole meet again.
+//!    Rounds before `F` see the old set or whole pushes; rounds from `F`
+//!    on the new set or whole pushes. The server maps each round's hot
+//!    ordinals and indices with the set of that round.
 //! 3. If, once some worker pushed its `T`-th, no counted push has come for
 //!    `wait` (a worker that pushes less to this server, or stopped), the
 //!    server decides without it: it keeps the starting set, which is exact
 //!    at any round (workers that have not pushed `T` times keep
 //!    aggregating; those waiting resume); or, if it started with no key,
-//!    takes the counted keys from the round after every round it has seen
-//!    (nobody aggregated before, so no round can mix two sets). A worker
+//!    takes the counted keys from `F` as above (nobody aggregated before,
+//!    so no round can mix two sets). A worker
 //!    the server has not told yet is told on its next push.
 //!
 //! A worker that cannot use a decision (malformed, another server's keys,
@@ -52,6 +55,7 @@ use zebra_proto::Timestamp;
 
 use crate::frame::HotSetFrame;
 use crate::hotset::HotKey;
+use crate::worker::EPOCH_ROUNDS;
 
 /// Online re-ranking settings; every worker and server of a job uses the
 /// same ones.
@@ -115,8 +119,8 @@ pub struct Decision {
 #[derive(Debug)]
 pub struct Census {
     config: OnlineConfig,
-    /// Per worker: pushes counted, and the round of its `T`-th.
-    counted: Vec<(u32, u32)>,
+    /// Per worker: pushes counted.
+    counted: Vec<u32>,
     counts: HashMap<u64, u64>,
     /// Values per key: the first count seen (a worker sends a key whose
     /// count differs from its hot set's cold, so a wrong one costs speed).
@@ -138,7 +142,7 @@ impl Census {
     pub fn new(config: OnlineConfig, workers: u16) -> Census {
         Census {
             config,
-            counted: vec![(0, 0); workers as usize],
+            counted: vec![0; workers as usize],
             counts: HashMap::new(),
             lens: HashMap::new(),
             pushes: 0,
@@ -161,7 +165,7 @@ impl Census {
             && self
                 .counted
                 .get(w as usize)
-                .is_some_and(|c| c.0 < self.config.rounds)
+                .is_some_and(|&c| c < self.config.rounds)
     }
 
     /// A push of worker `w`, round `round`, from `identity`, carrying `keys`
@@ -192,9 +196,8 @@ impl Census {
         }
         self.pushes += 1;
         let c = &mut self.counted[w as usize];
-        c.0 += 1;
-        if c.0 == self.config.rounds {
-            c.1 = round;
+        *c += 1;
+        if *c == self.config.rounds {
             self.first_full.get_or_insert(now);
         }
     }
@@ -203,11 +206,21 @@ impl Census {
     /// the counts (`current`: the server's keys now, hottest first;
     /// `capacity`: its job's hot indices).
     pub fn decide_if_counted(&mut self, current: &[HotKey], capacity: u32) -> Option<&Decision> {
-        if self.decision.is_some() || self.counted.iter().any(|c| c.0 < self.config.rounds) {
+        if self.decision.is_some() || self.counted.iter().any(|&c| c < self.config.rounds) {
             return None;
         }
-        let from_round = self.counted.iter().map(|c| c.1).max().unwrap_or(0) + 1;
-        self.conclude(from_round, current, capacity)
+        self.conclude(self.next_epoch(), current, capacity)
+    }
+
+    /// The first round of the barrier epoch after every round seen: past
+    /// every round any worker aggregated with the old keys (each worker's
+    /// first `T`, all seen), and, as a barrier does, where every worker's
+    /// pushes meet again after the decision (`crate::worker`).
+    fn next_epoch(&self) -> u32 {
+        (self.max_round / EPOCH_ROUNDS)
+            .saturating_add(1)
+            .saturating_mul(EPOCH_ROUNDS)
+            .saturating_add(1)
     }
 
     /// The decision from the counts: change to the counted ranking from
@@ -263,7 +276,7 @@ impl Census {
             return None;
         }
         if current.is_empty() {
-            return self.conclude(self.max_round.saturating_add(1), current, capacity);
+            return self.conclude(self.next_epoch(), current, capacity);
         }
         self.decision = Some(Decision {
             from_round: 1,
@@ -364,7 +377,10 @@ mod tests {
         c.observe(t, 1, 65_537, b"ps11", [(5, 2), (7, 1)].into_iter());
         c.observe(t, 1, 65_538, b"ps11", [(6, 3), (7, 1)].into_iter());
         let d = c.decide_if_counted(set.server_keys(0), 4).unwrap().clone();
-        assert_eq!(d.from_round, 65_539, "after every worker's T-th round");
+        assert_eq!(
+            d.from_round, 131_073,
+            "the barrier epoch after every round seen"
+        );
         assert!(d.change);
         assert_eq!(
             d.keys,
@@ -382,7 +398,7 @@ mod tests {
         let f = HotSetFrame::parse(&msgs[1][1]).unwrap();
         assert_eq!(
             (f.job, f.worker, f.from_round, f.change),
-            (40, 1, 65_539, true)
+            (40, 1, 131_073, true)
         );
         assert!(c.tell(40).is_empty(), "told once");
     }
@@ -429,7 +445,7 @@ mod tests {
         let d = c
             .decide_if_counted(empty.server_keys(0), empty.indices(0))
             .unwrap();
-        assert_eq!((d.change, d.from_round), (true, 2));
+        assert_eq!((d.change, d.from_round), (true, 65_537));
         assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
     }
 
@@ -468,8 +484,8 @@ mod tests {
         let d = c.decide_on_timeout(now, empty.server_keys(0), 3).unwrap();
         assert_eq!(
             (d.change, d.from_round),
-            (true, 10),
-            "after every round seen"
+            (true, 65_537),
+            "the barrier epoch after every round seen"
         );
         assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
     }

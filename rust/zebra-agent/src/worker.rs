@@ -97,6 +97,9 @@ struct Stream {
     /// Online: a decision this worker could not use; whole pushes from the
     /// `T+1`-th on.
     refused: bool,
+    /// Online: barrier epochs skipped at the decision, so that every
+    /// worker's pushes after it meet again from its first round.
+    epoch_offset: u32,
 }
 
 /// The worker side of one PS-lite worker.
@@ -251,8 +254,8 @@ impl WorkerAgent {
             }
         };
 
-        let previous = self.streams[server as usize].last_round;
-        let round = self.next_round(previous);
+        let stream = &self.streams[server as usize];
+        let round = self.next_round(stream.last_round, stream.epoch_offset);
         let set = self.set_for(server, round);
         if set.is_none() {
             self.stats.whole_pushes += 1;
@@ -279,7 +282,7 @@ impl WorkerAgent {
             job,
             worker: self.rank,
             round,
-            previous,
+            previous: self.streams[server as usize].last_round,
             val_type: view.val_type(),
             lens: view.has_lens(),
             settles: pairs.len() > self.config.max_clean_values as usize,
@@ -323,11 +326,12 @@ impl WorkerAgent {
     }
 
     /// The round after `previous` (module docs): the current barrier
-    /// epoch's next one.
-    fn next_round(&self, previous: u32) -> u32 {
+    /// epoch's next one, the epochs counted from `offset`.
+    fn next_round(&self, previous: u32, offset: u32) -> u32 {
         let next = previous.saturating_add(1);
         u32::try_from(self.stats.barriers)
             .ok()
+            .and_then(|b| b.checked_add(offset))
             .and_then(|b| b.checked_mul(EPOCH_ROUNDS))
             .and_then(|base| base.checked_add(1))
             .map_or(next, |first| first.max(next))
@@ -393,6 +397,13 @@ impl WorkerAgent {
             )));
         }
         self.stats.hotsets += 1;
+        // The decision's first round starts a barrier epoch: this worker's
+        // next push to the server is that round, as every other worker's
+        // (pushes whole while waiting let workers drift apart).
+        if h.from_round % EPOCH_ROUNDS == 1 {
+            let barriers = u32::try_from(self.stats.barriers).unwrap_or(u32::MAX);
+            stream.epoch_offset = (h.from_round / EPOCH_ROUNDS).saturating_sub(barriers);
+        }
         if !h.change {
             stream.decision = Some((h.from_round, self.hot.clone()));
             return Ok(());
