@@ -97,8 +97,8 @@ struct Stream {
     /// Online: a decision this worker could not use; whole pushes from the
     /// `T+1`-th on.
     refused: bool,
-    /// Online: barrier epochs skipped at the decision, so that every
-    /// worker's pushes after it meet again from its first round.
+    /// Online: 1 after the decision, which skips a barrier epoch so that
+    /// every worker's pushes after it meet again.
     epoch_offset: u32,
 }
 
@@ -397,12 +397,16 @@ impl WorkerAgent {
             )));
         }
         self.stats.hotsets += 1;
-        // The decision's first round starts a barrier epoch: this worker's
-        // next push to the server is that round, as every other worker's
-        // (pushes whole while waiting let workers drift apart).
+        // The decision's first round starts the barrier epoch after every
+        // round the server saw: from now on this worker counts its barrier
+        // epochs to the server from one more, as every other worker does,
+        // whenever the decision reaches it. Its next push starts a new
+        // epoch, where the workers meet again (pushes whole while waiting
+        // let them drift apart), and stays at or past the decision's first
+        // round: the server saw a round of epoch `e` only after every worker
+        // had sent its `e`-th BARRIER request.
         if h.from_round % EPOCH_ROUNDS == 1 {
-            let barriers = u32::try_from(self.stats.barriers).unwrap_or(u32::MAX);
-            stream.epoch_offset = (h.from_round / EPOCH_ROUNDS).saturating_sub(barriers);
+            stream.epoch_offset = 1;
         }
         if !h.change {
             stream.decision = Some((h.from_round, self.hot.clone()));
