@@ -1261,7 +1261,11 @@ fn online_when_a_worker_stops_early() {
             ..Scenario::new(seed, 0.01)
         };
         let (_, z) = check("online", &s);
-        let changed = if from_nothing { u64::from(s.servers) } else { 0 };
+        let changed = if from_nothing {
+            u64::from(s.servers)
+        } else {
+            0
+        };
         assert_eq!(z.online_changed, changed, "from nothing: {from_nothing}");
         assert!(z.whole_pushes > 0, "the others waited, pushing whole");
     }
