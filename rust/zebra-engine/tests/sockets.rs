@@ -665,8 +665,20 @@ fn sending_to_a_peer_that_does_not_read_waits_a_bounded_time() {
         }
         start.elapsed()
     };
-    // The kernel's buffers on both sides fill first.
-    send_all(false);
+    // The kernel's buffers on both sides fill first: on a loaded machine the
+    // handshake and the I/O thread's first writes take their time, so send
+    // one message at a time until a blocking send waits (at most 200 MiB,
+    // far below the high-water mark).
+    let primed = (0..200).any(|_| {
+        let start = Instant::now();
+        dealer.send(body.clone(), false, false).unwrap();
+        let waited = start.elapsed() >= Duration::from_millis(1);
+        if !waited {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        waited
+    });
+    assert!(primed, "no blocking send waited for the wire");
     let blocking = send_all(false);
     let nonblocking = send_all(true);
     assert!(
