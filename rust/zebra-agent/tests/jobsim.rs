@@ -1134,6 +1134,21 @@ fn server_bytes_against_vanilla() {
     assert!(z.zmq_bytes + z.udp_bytes < v.zmq_bytes);
 }
 
+/// Worker 0 alone pushes 5 times (MXNet's `kv.init`), then every worker
+/// passes a barrier and pushes 100 dense rounds of MXNet-style values.
+fn barrier_scenario(seed: u64, loss: f64) -> Scenario {
+    Scenario {
+        init_pushes: 5,
+        style: Style::Mxnet,
+        straggler: None,
+        stops: vec![],
+        rounds: 100,
+        dense: true,
+        packet_size: 1472,
+        ..Scenario::new(seed, loss)
+    }
+}
+
 /// MXNet's worker 0 alone pushes every key's initial value, then every
 /// worker passes a barrier: the round numbers start again after it, so the
 /// workers' pushes of the plan aggregate instead of meeting rounds that
@@ -1141,16 +1156,7 @@ fn server_bytes_against_vanilla() {
 #[test]
 fn rounds_line_up_after_a_barrier() {
     for loss in [0.0, 0.01] {
-        let s = Scenario {
-            init_pushes: 5,
-            style: Style::Mxnet,
-            straggler: None,
-            stops: vec![],
-            rounds: 100,
-            dense: true,
-            packet_size: 1472,
-            ..Scenario::new(12, loss)
-        };
+        let s = barrier_scenario(12, loss);
         let (v, z) = check("barrier", &s);
         let rounds = u64::from(s.rounds) * u64::from(s.servers);
         assert!(
@@ -1234,14 +1240,7 @@ fn online_change_over_around_a_barrier() {
     for loss in [0.0, 0.01] {
         let s = Scenario {
             online: Some(OnlineConfig::new(8)),
-            init_pushes: 5,
-            style: Style::Mxnet,
-            straggler: None,
-            stops: vec![],
-            rounds: 100,
-            dense: true,
-            packet_size: 1472,
-            ..Scenario::new(27, loss)
+            ..barrier_scenario(27, loss)
         };
         let (_, z) = check("barrier", &s);
         assert_eq!(z.online_changed, u64::from(s.servers), "loss {loss}");
