@@ -76,27 +76,24 @@ def main():
     zebra("profile", "--out", full, "--p", "1", "--switch-mem", "4M", "--servers", str(args.servers), trace)
     _, full_keys = hotpath.read_keys(full)
 
-    step = hotpath.U64_MAX // args.servers
-    _, oracle_keys = hotpath.read_keys(oracle)
-    capacity = max(sum(1 for k in oracle_keys if k // step == s) for s in range(args.servers)) * args.values
     runs = ([("stale", stale, None)] + [(f"online:{t}", stale, t) for t in counted]
             + [(f"none:{counted[0]}", None, counted[0])] + [("oracle", oracle, None)])
     results = []
     for i, (name, keys, t) in enumerate(runs, 1):
         logdir = os.path.join(args.out, "logs", name.replace(":", "-"))
-        conf = os.path.join(args.out, f"{name.replace(':', '-')}.conf")
-        with open(args.hot_config) as f, open(conf, "w") as out:
-            out.write(f.read() + f"\nonline_out = {logdir}/online-%r.keys\n")
-            if keys is None:
-                out.write(f"online_capacity = {capacity}\n")
         run_args = type(args)(**vars(args))
-        run_args.servers, run_args.hot_config = args.servers, conf
-        cmd = benchlib.launch_cmd(run_args, "on+switch", workers, logdir, keys or "")
         if keys is None:
-            cmd = without_hot_keys(cmd)
+            # benchlib's on+online: no file, each job sized for the right set's values.
+            run_args.online_rounds = t
+            cmd = benchlib.launch_cmd(run_args, "on+online", workers, logdir, oracle)
+        else:
+            run_args.hot_config = os.path.join(args.out, f"{name.replace(':', '-')}.conf")
+            with open(args.hot_config) as f, open(run_args.hot_config, "w") as out:
+                out.write(f.read() + f"\nonline_out = {logdir}/online-%r.keys\n")
+            cmd = benchlib.launch_cmd(run_args, "on+switch", workers, logdir, keys)
+            if t is not None:
+                cmd[-1:-1] = ["--env", f"ZEBRA_HOT=online:{t}"]
         cmd[-1:-1] = ["--env", f"ZEBRA_HOT_LOSS={args.loss}", "--env", f"ZEBRA_STATS={logdir}/stats/%p"]
-        if t is not None:
-            cmd[-1:-1] = ["--env", f"ZEBRA_HOT=online:{t}"]
         os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
         print(f"[{i}/{len(runs)}] {name} ...", file=sys.stderr)
         res = subprocess.run(cmd + [replay, f"--trace={trace}"], env=benchlib.clean_env(),
@@ -116,17 +113,6 @@ def main():
         print(f"| {r['run']} | {'yes' if r['exact'] else 'NO'} | {prec} | {first} "
               f"| {r['whole_pushes']} | {r['pairs']} | {benchlib.fmt(r['bytes_ratio'], '.2f')}x |")
     return 0 if all(r["exact"] for r in results) else 1
-
-
-def without_hot_keys(cmd):
-    """A launch command with no hot-keys file: neither ZEBRA_HOT_KEYS nor --hot-keys."""
-    out = []
-    for arg in cmd:
-        if arg.startswith("ZEBRA_HOT_KEYS="):
-            out.pop()
-            continue
-        out.append(arg.replace(" --hot-keys ", " ") if arg.startswith("switch=") else arg)
-    return out
 
 
 def measure(name, t, logdir, keys, full_keys, servers, workers, ok):
