@@ -363,6 +363,14 @@ mod tests {
         HotSet::new([(10, 2), (11, 2)], KeyRanges::pslite(1)).unwrap()
     }
 
+    /// One server's job of `capacity` values with no hot key yet.
+    fn no_keys(capacity: u32) -> HotSet {
+        HotSet::new([], KeyRanges::pslite(1))
+            .unwrap()
+            .with_capacity(capacity)
+            .unwrap()
+    }
+
     #[test]
     fn decides_when_every_worker_pushed_t_times() {
         let set = current();
@@ -430,10 +438,7 @@ mod tests {
 
     #[test]
     fn from_no_keys_any_counted_ones_are_a_change() {
-        let empty = HotSet::new([], KeyRanges::pslite(1))
-            .unwrap()
-            .with_capacity(3)
-            .unwrap();
+        let empty = no_keys(3);
         let mut c = Census::new(OnlineConfig::new(1), 1);
         c.observe(
             Timestamp(0),
@@ -473,10 +478,7 @@ mod tests {
 
     #[test]
     fn from_no_keys_a_timeout_takes_the_counted_ones() {
-        let empty = HotSet::new([], KeyRanges::pslite(1))
-            .unwrap()
-            .with_capacity(3)
-            .unwrap();
+        let empty = no_keys(3);
         let mut c = Census::new(OnlineConfig::new(1), 2);
         c.observe(Timestamp(0), 0, 7, b"ps9", [(4, 2), (6, 1)].into_iter());
         c.observe(Timestamp(0), 0, 9, b"ps9", [(8, 1)].into_iter());
