@@ -22,6 +22,7 @@ aggregates over UDP) against the same pushes whole (tests/lib/hotpath.py). Print
 (Markdown) and writes OUT/runs.json.
 """
 
+import glob
 import json
 import os
 import re
@@ -141,8 +142,8 @@ def measure(name, t, logdir, keys, full_keys, servers, workers, ok):
         precision.append(len(set(top) & set(mine)) / len(top) if top else 0.0)
     b, _ = hotpath.push_bytes(logdir) if ok else ({}, [])
     stats = ""
-    for path in sorted(os.listdir(os.path.join(logdir, "stats"))) if ok else []:
-        with open(os.path.join(logdir, "stats", path)) as f:
+    for path in sorted(glob.glob(os.path.join(logdir, "stats", "*"))) if ok else []:
+        with open(path) as f:
             stats += f.read()
     return {"run": name, "config": name, "counted": t, "exact": exact, "precision": precision, "from_round": from_round,
             "whole_pushes": hotpath.field(stats, "whole_pushes"), "pairs": b.get("pairs"),

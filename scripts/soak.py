@@ -24,6 +24,7 @@ as many epochs as fill the time. Passes when:
 """
 
 import argparse
+import glob
 import math
 import os
 import re
@@ -179,7 +180,7 @@ def main():
     failures = []
     if code != 0:
         failures.append(f"the job failed: {text.strip()[-1500:]}")
-    stats = [os.path.join(logdir, "stats", n) for n in sorted(os.listdir(os.path.join(logdir, "stats")))]
+    stats = sorted(glob.glob(os.path.join(logdir, "stats", "*")))
     lines = []
     for path in stats:
         with open(path, errors="replace") as f:

@@ -108,8 +108,12 @@ else
       library="the shim $shim in ${#reports[@]} processes (mode: $modes; forwarding to $targets, found by $found; $calls zmq calls)"
     fi
     expected_mode=$([ "$mode" = off ] || [ "$mode" = relinked ] && echo off || echo on)
-    if grep -L "^mode $expected_mode\$" "${reports[@]}" | grep -q .; then
-      echo "FAIL $suite $mode: some processes were not in mode $expected_mode"
+    stray=$(grep -L "^mode $expected_mode\$" "${reports[@]}" || true)
+    if [ -n "$stray" ]; then
+      echo "FAIL $suite $mode: some processes were not in mode $expected_mode:"
+      for report in $stray; do
+        echo "  $report ($(wc -c <"$report") bytes): $(head -n 2 "$report" | paste -sd' ' -)"
+      done
       status=1
     else
       echo "PASS $suite $mode: every process went through the shim in mode $expected_mode"

@@ -166,7 +166,7 @@ pub fn write_stats(report: &str) {
     match sink {
         StatsSink::Stderr => eprint!("{report}"),
         StatsSink::File(path) => {
-            if let Err(e) = std::fs::write(path, &report) {
+            if let Err(e) = write_whole(path, &report) {
                 log::error!(
                     "zebra: cannot write ZEBRA_STATS file {}: {e}",
                     path.display()
@@ -174,6 +174,21 @@ pub fn write_stats(report: &str) {
             }
         }
     }
+}
+
+/// Writes `text` to `path` so that a reader sees all of it or no file: a process killed
+/// while writing (a job torn down after one node failed) leaves only a hidden temporary
+/// file beside `path`, never a truncated report.
+fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(format!(".{}.tmp", std::process::id()));
+    let temporary = path.with_file_name(hidden);
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path)
 }
 
 /// The user-level stack's last words, for the statistics (set by [`shutdown_network`]).
@@ -198,4 +213,29 @@ pub fn shutdown_network() {
         }
     };
     let _ = NET_REPORT.set(line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::write_whole;
+
+    #[test]
+    fn a_report_replaces_the_old_one_whole_and_leaves_no_temporary_file() {
+        let dir = std::env::temp_dir().join(format!("zebra-ffi-stats-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("1234");
+        std::fs::write(&path, "an older, longer report\n".repeat(10)).unwrap();
+        write_whole(&path, "pid 1234\nmode on\n").unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "pid 1234\nmode on\n"
+        );
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, vec![std::ffi::OsString::from("1234")]);
+        assert!(write_whole(&dir.join("missing-dir/1234"), "x").is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
