@@ -46,7 +46,7 @@ pub mod hotset_flags {
     pub const CHANGE: u8 = 0x01;
 }
 /// HOTSET header length.
-pub const HOTSET_HEADER_LEN: usize = 24;
+pub const HOTSET_HEADER_LEN: usize = 28;
 /// Bytes per HOTSET key: the PS-lite key u64, its value count u32.
 pub const HOTSET_ENTRY_LEN: usize = 12;
 /// PUSH trailer flags (byte 6).
@@ -197,6 +197,15 @@ pub struct HotSetFrame {
     pub from_round: u32,
     /// Whether `keys` replace the server's hot keys; else keep them.
     pub change: bool,
+    /// The largest round of the job the server had seen a push of when it
+    /// decided (0: none): the worker closes the rounds up to it that it
+    /// will never push (`crate::worker`).
+    pub seen: u32,
+    /// The smallest of the workers' latest rounds the server had seen when
+    /// it decided (0: some worker had pushed none): a worker that was
+    /// further on in that barrier epoch goes on as far past the decision's
+    /// round (`crate::worker`).
+    pub floor: u32,
     /// The server's new hot keys, hottest first: `(PS-lite key, values)`.
     pub keys: Vec<(u64, u32)>,
 }
@@ -553,7 +562,7 @@ impl HotSetFrame {
     fn parse_body(b: &[u8]) -> Result<HotSetFrame, FrameError> {
         const WHAT: &str = "HOTSET";
         need(WHAT, b.len(), HOTSET_HEADER_LEN)?;
-        if b[6] & !hotset_flags::CHANGE != 0 || b[7] != 0 || b[20..24] != [0; 4] {
+        if b[6] & !hotset_flags::CHANGE != 0 || b[7] != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
         let change = b[6] & hotset_flags::CHANGE != 0;
@@ -575,6 +584,8 @@ impl HotSetFrame {
             worker: u16_at(b, 10),
             from_round: u32_at(b, 12),
             change,
+            seen: u32_at(b, 20),
+            floor: u32_at(b, 24),
             keys,
         })
     }
@@ -616,7 +627,8 @@ impl HotSetFrame {
             self.from_round,
         );
         out.extend_from_slice(&count.to_be_bytes());
-        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&self.seen.to_be_bytes());
+        out.extend_from_slice(&self.floor.to_be_bytes());
         for &(key, len) in keys {
             out.extend_from_slice(&key.to_be_bytes());
             out.extend_from_slice(&len.to_be_bytes());
@@ -821,6 +833,8 @@ mod tests {
             worker: 1,
             from_round: 65_548,
             change: true,
+            seen: 65_547,
+            floor: 65_540,
             keys: vec![(0x0102_0304_0506_0708, 4), (9, 1)],
         }
     }
@@ -832,8 +846,9 @@ mod tests {
         assert_eq!(b.len(), h.len());
         assert_eq!(&b[..8], b"ZBPS\x02\x03\x01\x00");
         assert_eq!(&b[8..16], &[0, 3, 0, 1, 0, 1, 0, 0x0c]);
-        assert_eq!(&b[16..24], &[0, 0, 0, 2, 0, 0, 0, 0]);
-        assert_eq!(&b[24..36], &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 4]);
+        assert_eq!(&b[16..24], &[0, 0, 0, 2, 0, 1, 0, 0x0b]);
+        assert_eq!(&b[24..28], &[0, 1, 0, 0x04]);
+        assert_eq!(&b[28..40], &[1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 4]);
         assert_eq!(HotSetFrame::parse(&b), Ok(h.clone()));
         let keep = HotSetFrame {
             change: false,
@@ -841,7 +856,7 @@ mod tests {
             ..h
         };
         let b = keep.to_bytes().unwrap();
-        assert_eq!((b.len(), b[6]), (24, 0));
+        assert_eq!((b.len(), b[6]), (28, 0));
         assert_eq!(HotSetFrame::parse(&b), Ok(keep));
         assert_eq!(
             PushTrailer::parse(&b),
@@ -859,7 +874,6 @@ mod tests {
         };
         assert_eq!(with(6, 3), Err(FrameError::Reserved("HOTSET")));
         assert_eq!(with(7, 1), Err(FrameError::Reserved("HOTSET")));
-        assert_eq!(with(22, 1), Err(FrameError::Reserved("HOTSET")));
         assert_eq!(
             with(6, 0),
             Err(FrameError::Reserved("HOTSET")),

@@ -30,8 +30,10 @@
 //!    HOTSET frame on the server's ROUTER, to each worker's DEALER) names
 //!    the new keys and `F`, the first round of the barrier epoch after
 //!    every round seen; a worker uses the new keys for its rounds from `F`
-//!    on, and, as after a PS-lite barrier, its next push is round `F`, so
-//!    that workers that drifted apart while pushing whole meet again.
+//!    on, and, as after a PS-lite barrier, its next push is round `F` (or
+//!    as far past it as the worker was ahead of the slowest one, closing
+//!    the rounds it skips: `crate::worker`'s `Closing`), so that workers
+//!    that drifted apart while pushing whole meet again.
 //!    Rounds before `F` see the old set or whole pushes; rounds from `F`
 //!    on the new set or whole pushes. The server maps each round's hot
 //!    ordinals and indices with the set of that round.
@@ -103,6 +105,10 @@ pub struct Decision {
     pub from_round: u32,
     /// Whether the keys change.
     pub change: bool,
+    /// The largest round of any push seen when deciding (HOTSET `seen`).
+    pub seen: u32,
+    /// The smallest of the workers' latest rounds then (HOTSET `floor`).
+    pub floor: u32,
     /// The new keys, hottest first, `(key, values)` (the current ones when
     /// kept).
     pub keys: Vec<(u64, u32)>,
@@ -132,6 +138,8 @@ pub struct Census {
     last_counted: Option<Timestamp>,
     /// The largest round of any push seen, counted or not.
     max_round: u32,
+    /// Per worker: the largest round of its pushes seen.
+    latest: Vec<u32>,
     decision: Option<Decision>,
     /// Per worker: its identity (for the ROUTER), and whether it was told.
     peers: Vec<(Option<Vec<u8>>, bool)>,
@@ -149,6 +157,7 @@ impl Census {
             first_full: None,
             last_counted: None,
             max_round: 0,
+            latest: vec![0; workers as usize],
             decision: None,
             peers: vec![(None, false); workers as usize],
         }
@@ -186,6 +195,7 @@ impl Census {
             peer.0 = Some(identity.to_vec());
         }
         self.max_round = self.max_round.max(round);
+        self.latest[w as usize] = self.latest[w as usize].max(round);
         if !self.counting(w) {
             return;
         }
@@ -210,6 +220,19 @@ impl Census {
             return None;
         }
         self.conclude(self.next_epoch(), current, capacity)
+    }
+
+    /// The smallest of the latest rounds of the workers whose counted
+    /// pushes all came (all of them unless deciding on the timeout: a
+    /// worker that stopped would hold the others' rounds back for nothing).
+    fn floor(&self) -> u32 {
+        self.latest
+            .iter()
+            .zip(&self.counted)
+            .filter(|&(_, &c)| c >= self.config.rounds)
+            .map(|(&r, _)| r)
+            .min()
+            .unwrap_or(0)
     }
 
     /// The first round of the barrier epoch after every round seen: past
@@ -242,6 +265,8 @@ impl Census {
         self.decision = Some(Decision {
             from_round,
             change,
+            seen: self.max_round,
+            floor: self.floor(),
             keys: if change { keys } else { current_keys(current) },
             distance: Some(distance),
             pushes: self.pushes,
@@ -281,6 +306,8 @@ impl Census {
         self.decision = Some(Decision {
             from_round: 1,
             change: false,
+            seen: self.max_round,
+            floor: self.floor(),
             keys: current_keys(current),
             distance: None,
             pushes: self.pushes,
@@ -338,6 +365,8 @@ impl Census {
                 worker: w as u16,
                 from_round: d.from_round,
                 change: d.change,
+                seen: d.seen,
+                floor: d.floor,
                 keys: d.keys.clone(),
             };
             match frame.to_bytes() {
@@ -405,8 +434,9 @@ mod tests {
         assert_eq!(msgs[1][0], b"ps11");
         let f = HotSetFrame::parse(&msgs[1][1]).unwrap();
         assert_eq!(
-            (f.job, f.worker, f.from_round, f.change),
-            (40, 1, 131_073, true)
+            (f.job, f.worker, f.from_round, f.change, f.seen, f.floor),
+            (40, 1, 131_073, true, 65_538, 3),
+            "seen: the largest round of any push; floor: the smallest of the workers' latest"
         );
         assert!(c.tell(40).is_empty(), "told once");
     }

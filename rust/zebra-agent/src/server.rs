@@ -782,17 +782,24 @@ impl ServerAgent {
 
     /// Whether worker `w'`s pushes before round `r` have all been released:
     /// its newest released round is `r - 1`, or the round its round-`r`
-    /// trailer names as its previous one.
+    /// trailer names as its previous one. A worker that never pushes round
+    /// `r` (it closed it with an empty DONE at an online decision, so the
+    /// switch counts it in) is caught up once its pushes before its first
+    /// round after `r` are released.
     fn caught_up(&self, w: u16, r: u32) -> bool {
         let Some(&done) = self.released.get(w as usize) else {
             return false;
         };
-        done.saturating_add(1) >= r
-            || self
-                .rounds
-                .get(&r)
-                .and_then(|rs| rs.previous.get(&w))
-                .is_some_and(|&previous| done >= previous)
+        if done.saturating_add(1) >= r {
+            return true;
+        }
+        if let Some(&previous) = self.rounds.get(&r).and_then(|rs| rs.previous.get(&w)) {
+            return done >= previous;
+        }
+        self.rounds
+            .range(r.saturating_add(1)..)
+            .find_map(|(_, rs)| rs.previous.get(&w))
+            .is_some_and(|&previous| previous < r && done >= previous)
     }
 
     /// Whether the values of round `r`'s aggregate may reach the app: every

@@ -63,6 +63,9 @@ pub struct WorkerAgentStats {
     pub whole_pushes: u64,
     /// Online: HOTSET decisions taken.
     pub hotsets: u64,
+    /// Online: rounds closed with an empty DONE on a decision (rounds the
+    /// other workers pushed whole that this one never pushes).
+    pub closed_rounds: u64,
 }
 
 /// The server agent's counters.

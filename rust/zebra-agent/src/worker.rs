@@ -23,6 +23,7 @@
 //! previous round, so the server knows which of its rounds come first.
 
 use std::collections::BTreeMap;
+use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use zebra_proto::{Fallback, FallbackCause, RoundSummary};
@@ -38,6 +39,10 @@ use crate::Frames;
 /// Rounds each barrier epoch starts apart (module docs). A round must stay
 /// below 2^29 for the P4 switch (`P4.md`): 8192 barriers.
 pub const EPOCH_ROUNDS: u32 = 1 << 16;
+
+/// Most rounds one HOTSET closes ([`SplitPush::closes`]); a worker further
+/// behind leaves the rest to the switch's round timeout.
+pub const MAX_CLOSED_ROUNDS: u32 = 4096;
 
 /// What to do with a message the worker's DEALER is sending.
 #[derive(Debug, Clone, PartialEq)]
@@ -65,6 +70,13 @@ pub struct SplitPush {
     /// `(hot index, value)` for `zebra_proto::Worker::push` (possibly
     /// empty: push it anyway).
     pub pairs: Vec<(u32, f32)>,
+    /// Online, on the first push after a decision: rounds to hand to the
+    /// zebra-proto worker with no pairs before `round`, in order (an empty
+    /// DONE packet each, as for a whole push): rounds other workers push
+    /// and this one never will, `round` being past them ([`Closing`]).
+    /// Without its DONE each would stay open at the switch until the round
+    /// timeout.
+    pub closes: Vec<RangeInclusive<u32>>,
 }
 
 /// A SETTLE message to send on the DEALER to `server`.
@@ -100,6 +112,9 @@ struct Stream {
     /// Online: 1 after the decision, which skips a barrier epoch so that
     /// every worker's pushes after it meet again.
     epoch_offset: u32,
+    /// Online: what the decision closes, and the least round of the next
+    /// push.
+    closing: Option<Closing>,
 }
 
 /// The worker side of one PS-lite worker.
@@ -129,6 +144,69 @@ enum Verdict {
     /// Hot: the key's ordinal among the server's hot keys, its first hot index.
     Hot(u32, u32),
     Cold,
+}
+
+/// What a worker does at an online decision about the rounds around it.
+///
+/// Workers drift apart while they push whole waiting for the decision
+/// (asynchronous SGD: nothing holds a fast one back). Two things keep the
+/// rounds of the switch meeting anyway:
+///
+/// 1. Rounds of the decision's `seen` epoch after this worker's last push,
+///    up to `seen`: faster workers pushed them and this one never will (its
+///    next push jumps past them), so it closes them.
+/// 2. This worker goes on as far past its jump target as its last push was
+///    past `floor`, the slowest worker's latest round, in the same barrier
+///    epoch: pushes meet by their place in the epoch, as they did before the
+///    decision, instead of the slow worker's last pushes finding no partner
+///    at the end of the job. It closes the rounds it skips.
+///
+/// Every closed round is one this worker never pushes, so its empty DONE
+/// says what a whole push would have: exact whatever the others do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Closing {
+    closes: Vec<RangeInclusive<u32>>,
+    /// The least round of the next push.
+    next: u32,
+}
+
+impl Closing {
+    /// At a decision received when this worker's last push was `last`,
+    /// `after_last` the round its next push would have had, `target` the
+    /// one it jumps to.
+    fn new(job: u16, last: u32, after_last: u32, target: u32, seen: u32, floor: u32) -> Closing {
+        let epoch = |r: u32| r.saturating_sub(1) / EPOCH_ROUNDS;
+        let mut closes = Vec::new();
+        let mut budget = MAX_CLOSED_ROUNDS;
+        let mut close = |first: u32, last: u32| {
+            if first > last {
+                return;
+            }
+            let n = last - first + 1;
+            if n > budget {
+                log::warn!(
+                    "job {job}: {n} rounds to close at the decision, more than {MAX_CLOSED_ROUNDS}: \
+                     left to the switch's round timeout"
+                );
+                return;
+            }
+            budget -= n;
+            closes.push(first..=last);
+        };
+        if seen > 0 && seen < target {
+            close(after_last.max(epoch(seen) * EPOCH_ROUNDS + 1), seen);
+        }
+        let ahead = if floor > 0 && epoch(floor) == epoch(last) {
+            last.saturating_sub(floor).min(MAX_CLOSED_ROUNDS)
+        } else {
+            0
+        };
+        let next = target.saturating_add(ahead);
+        if ahead > 0 {
+            close(target, next - 1);
+        }
+        Closing { closes, next }
+    }
 }
 
 impl WorkerAgent {
@@ -255,7 +333,9 @@ impl WorkerAgent {
         };
 
         let stream = &self.streams[server as usize];
-        let round = self.next_round(stream.last_round, stream.epoch_offset);
+        let round = self
+            .next_round(stream.last_round, stream.epoch_offset)
+            .max(stream.closing.as_ref().map_or(0, |c| c.next));
         let set = self.set_for(server, round);
         if set.is_none() {
             self.stats.whole_pushes += 1;
@@ -306,6 +386,12 @@ impl WorkerAgent {
         s.bytes_after += out.iter().map(|f| f.len() as u64).sum::<u64>();
         s.trailer_bytes += trailer.len() as u64;
         let stream = &mut self.streams[server as usize];
+        // Rounds a decision closes, each one without hot keys (no SETTLE).
+        let closes = stream.closing.take().map_or(Vec::new(), |c| c.closes);
+        for r in closes.iter().cloned().flatten() {
+            stream.open.insert(r, OpenRound::default());
+            self.stats.closed_rounds += 1;
+        }
         stream.last_round = round;
         stream.pushes = stream.pushes.saturating_add(1);
         stream.open.insert(
@@ -322,6 +408,7 @@ impl WorkerAgent {
             round,
             frames: out,
             pairs,
+            closes,
         })
     }
 
@@ -354,7 +441,10 @@ impl WorkerAgent {
 
     /// A message this worker's DEALER received (only Zebra's servers send
     /// on it: a HOTSET frame, `crate::online`). Its decision applies to
-    /// this worker's rounds from the frame's on.
+    /// this worker's rounds from the frame's on; the rounds it closes, if
+    /// any, go with this worker's next push to the server
+    /// ([`SplitPush::closes`]: handed to the zebra-proto worker by whoever
+    /// pushes, so that no round can overtake them).
     pub fn on_recv(&mut self, frames: &[&[u8]]) -> Result<(), AgentError> {
         let bad = |what: String| AgentError::Config(format!("message from a server: {what}"));
         let [frame] = frames else {
@@ -389,7 +479,7 @@ impl WorkerAgent {
                 }
             )));
         }
-        let stream = &mut self.streams[server as usize];
+        let stream = &self.streams[server as usize];
         if stream.decision.is_some() || stream.refused {
             return Err(AgentError::Config(format!(
                 "a second HOTSET of job {}, ignored",
@@ -397,6 +487,8 @@ impl WorkerAgent {
             )));
         }
         self.stats.hotsets += 1;
+        let last = stream.last_round;
+        let after_last = self.next_round(last, stream.epoch_offset);
         // The decision's first round starts the barrier epoch after every
         // round the server saw: from now on this worker counts its barrier
         // epochs to the server from one more, as every other worker does,
@@ -405,26 +497,27 @@ impl WorkerAgent {
         // let them drift apart), and stays at or past the decision's first
         // round: the server saw a round of epoch `e` only after every worker
         // had sent its `e`-th BARRIER request.
-        if h.from_round % EPOCH_ROUNDS == 1 {
-            stream.epoch_offset = 1;
-        }
-        if !h.change {
-            stream.decision = Some((h.from_round, self.hot.clone()));
-            return Ok(());
-        }
-        match self.hot.replace_server(server, &h.keys) {
-            Ok(set) => {
-                stream.decision = Some((h.from_round, Arc::new(set)));
-                Ok(())
+        let offset = u32::from(h.from_round % EPOCH_ROUNDS == 1);
+        let next = self.next_round(last, offset);
+        let stream = &mut self.streams[server as usize];
+        stream.epoch_offset = offset;
+        let set = if h.change {
+            match self.hot.replace_server(server, &h.keys) {
+                Ok(set) => Arc::new(set),
+                Err(e) => {
+                    stream.refused = true;
+                    return Err(AgentError::Config(format!(
+                        "HOTSET of job {} refused ({e}); pushes to server {server} go whole",
+                        h.job
+                    )));
+                }
             }
-            Err(e) => {
-                stream.refused = true;
-                Err(AgentError::Config(format!(
-                    "HOTSET of job {} refused ({e}); pushes to server {server} go whole",
-                    h.job
-                )))
-            }
-        }
+        } else {
+            self.hot.clone()
+        };
+        stream.decision = Some((h.from_round, set));
+        stream.closing = Some(Closing::new(h.job, last, after_last, next, h.seen, h.floor));
+        Ok(())
     }
 
     /// Whether entry `i` goes hot: a hot key of this server in `set`,
@@ -538,5 +631,66 @@ impl WorkerAgent {
             server,
             frames: vec![bytes],
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const E: u32 = EPOCH_ROUNDS;
+
+    fn closing(last: u32, target: u32, seen: u32, floor: u32) -> Closing {
+        Closing::new(1, last, last + 1, target, seen, floor)
+    }
+
+    #[test]
+    fn workers_in_step_close_nothing() {
+        let c = closing(30, E + 1, 30, 30);
+        assert_eq!((c.closes, c.next), (vec![], E + 1));
+    }
+
+    #[test]
+    fn a_slow_worker_closes_what_the_others_pushed_up_to_seen() {
+        let c = closing(30, E + 1, 44, 30);
+        assert_eq!((c.closes, c.next), (vec![31..=44], E + 1));
+        let c = Closing::new(1, 30, 2 * E + 1, 3 * E + 1, E + 9, 0);
+        assert_eq!(
+            c.closes,
+            vec![],
+            "past a barrier since: its next push is already past seen's epoch"
+        );
+    }
+
+    #[test]
+    fn a_fast_worker_goes_on_as_far_ahead_and_closes_what_it_skips() {
+        let c = closing(45, E + 1, 44, 30);
+        assert_eq!((c.closes, c.next), (vec![E + 1..=E + 15], E + 16));
+        let c = closing(45, E + 1, 44, 0);
+        assert_eq!((c.closes, c.next), (vec![], E + 1), "no floor: a jump only");
+        let c = closing(E + 3, 2 * E + 1, E + 3, 40);
+        assert_eq!(
+            (c.closes, c.next),
+            (vec![], 2 * E + 1),
+            "floor in an earlier epoch"
+        );
+    }
+
+    #[test]
+    fn closing_never_reaches_the_next_push_and_is_bounded() {
+        let c = closing(30, 40, 50, 30);
+        assert_eq!(c.closes, vec![], "seen at or past the jump target");
+        let c = closing(10, E + 1, 10 + MAX_CLOSED_ROUNDS + 1, 10);
+        assert_eq!((c.closes, c.next), (vec![], E + 1), "too many: left");
+        let c = closing(10 + MAX_CLOSED_ROUNDS + 5, E + 1, 10, 10);
+        assert_eq!(c.next, E + 1 + MAX_CLOSED_ROUNDS);
+        assert_eq!(c.closes, vec![E + 1..=E + MAX_CLOSED_ROUNDS]);
+        for (last, target, seen, floor) in [(0, 1, 0, 0), (u32::MAX - 1, u32::MAX, u32::MAX, 1)] {
+            let c = closing(last, target, seen, floor);
+            assert!(c
+                .closes
+                .iter()
+                .all(|r| *r.start() > last && *r.end() < c.next));
+        }
     }
 }

@@ -167,6 +167,8 @@ fn hostile_hotset_frames() {
             job: 1,
             worker: 0,
             from_round: 2,
+            seen: 1,
+            floor: 1,
             change: true,
             keys,
         }

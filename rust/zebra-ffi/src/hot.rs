@@ -717,10 +717,20 @@ impl Splitter {
             &dealer.socket,
             split.frames.into_iter().map(Bytes::from).collect(),
         )?;
-        let pushed = self
-            .links
-            .get(&split.job)
-            .map(|l| l.push(split.round, split.pairs));
+        let link = self.links.get(&split.job);
+        if let Some(l) = link {
+            for round in split.closes.into_iter().flatten() {
+                if let Err(e) = l.push(round, Vec::new()) {
+                    self.push_errors.fetch_add(1, Ordering::Relaxed);
+                    log::error!(
+                        "zebra: job {} round {round} not closed ({e}); it waits for the \
+                         switch's round timeout",
+                        split.job
+                    );
+                }
+            }
+        }
+        let pushed = link.map(|l| l.push(split.round, split.pairs));
         if !matches!(pushed, Some(Ok(_))) {
             self.push_errors.fetch_add(1, Ordering::Relaxed);
             log::error!(
