@@ -513,7 +513,8 @@ impl ServerAgent {
         if !d.change {
             self.stats.online_kept += 1;
             log::info!(
-                "server {server}: online hot keys: kept the {} current keys after {} pushes of {}                  keys (top-k Kendall tau distance {distance})",
+                "server {server}: online hot keys: kept the {} current keys after {} pushes of {} \
+                 keys (top-k Kendall tau distance {distance})",
                 d.keys.len(),
                 d.pushes,
                 d.keys_seen
@@ -527,7 +528,9 @@ impl ServerAgent {
                 let kept = d.keys.iter().filter(|k| old.contains(&k.0)).count();
                 self.stats.online_changed += 1;
                 log::info!(
-                    "server {server}: online hot keys: {} new keys ({kept} of them hot before)                      from round {} after {} pushes of {} keys (top-k Kendall tau distance                      {distance})",
+                    "server {server}: online hot keys: {} new keys ({kept} of them hot before) \
+                     from round {} after {} pushes of {} keys (top-k Kendall tau distance \
+                     {distance})",
                     d.keys.len(),
                     d.from_round,
                     d.pushes,
