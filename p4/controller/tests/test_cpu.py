@@ -116,6 +116,33 @@ class Store(unittest.TestCase):
         self.assertEqual(dead.abandoned, 8)
         self.assertLess(dead.retransmits, 8 * 3)
 
+    def test_a_burst_of_lost_parts_costs_one_timeout(self):
+        """As a_burst_of_lost_parts_costs_one_timeout in zebra-proto."""
+        s = AggregateStore(1000, 8)
+        for part in range(8):
+            s.add(0, 1, 1, 0, part, bytes([part]))
+        s.drain(0)
+        for part in range(4, 8):
+            s.ack(100, 1, 0, 1, part)
+        first = s.poll_at()
+        self.assertEqual(len(s.poll(first)), 1, "one resend at the timeout")
+        s.ack(first + 100, 1, 0, 1, 0)
+        again = s.poll_at()
+        self.assertLess(again, first + 500, "the others a reorder window after the acknowledgement")
+        self.assertEqual([a.payload[0] for a in s.poll(again)], [1, 2, 3], "the rest of the burst at once")
+        for part in range(1, 4):
+            s.ack(again + 100, 1, 0, 1, part)
+        self.assertEqual((len(s.pending), s.retransmits), (0, 4))
+        queued = AggregateStore(1000, 8)
+        for part in range(8):
+            queued.add(0, 1, 1, 0, part, b"p")
+        queued.drain(0)
+        first = queued.poll_at()
+        queued.poll(first)
+        for part in range(8):
+            queued.ack(first + 300, 1, 0, 1, part)
+        self.assertEqual((len(queued.pending), queued.retransmits), (0, 1), "a late window: the timeout's resend only")
+
     def test_parts_leave_as_the_window_allows(self):
         """As aggregate_parts_leave_as_the_window_allows in zebra-proto."""
         s = AggregateStore(2000, 50)

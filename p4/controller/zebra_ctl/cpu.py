@@ -102,9 +102,12 @@ class ServerDirectory:
 class _Pending:
     payload: bytes
     sent: int = 0
+    last_sent: int = 0
     next: int = 0
     retries: int = 0
     queued: bool = True
+    deferred: bool = False
+    lost: bool = False
 
 
 class AggregateStore:
@@ -141,7 +144,7 @@ class AggregateStore:
                 p = self.pending.get(key)
                 if p is None:
                     continue
-                p.queued, p.sent, p.next = False, now, now + flow.rtt.rto()
+                p.queued, p.sent, p.last_sent, p.next = False, now, now, now + flow.rtt.rto()
                 out.append(ToServer(job, server, p.payload))
         return out
 
@@ -156,6 +159,15 @@ class AggregateStore:
         # (an upper bound) is taken, as the Rust switch does.
         flow = self.flow(job, server)
         flow.on_ack(now - p.sent if p.retries == 0 or flow.rtt.samples == 0 else None)
+        flow.deferred -= p.deferred
+        if flow.deferred > 0:
+            # As Switch::lost_before: deferred parts sent no later than this one are
+            # lost if still unacknowledged a reorder window from now.
+            at = now + flow.reorder_window()
+            for key, q in self.pending.items():
+                if (key[0], key[2]) == (job, server) and q.deferred and not q.queued \
+                        and q.last_sent <= p.last_sent and not q.lost:
+                    q.lost, q.next = True, min(q.next, at)
         return True
 
     def poll(self, now):
@@ -171,23 +183,36 @@ class AggregateStore:
             if p.retries >= self.max_retries:
                 given_up.add((job, server))
                 continue
-            if (job, server) in resent:
+            lost, p.lost = p.lost, False
+            if lost:
+                flow.on_loss(now)
+            elif (job, server) in resent:
                 # As zebra-proto's Switch::poll: one part per flow per call, the
-                # oldest due; the others wait one more timeout, budget untouched.
+                # oldest due; the others wait one more timeout, budget untouched,
+                # unless a later part's acknowledgement shows them lost first.
                 p.next = now + flow.rtt.backoff(p.retries)
+                if not p.deferred:
+                    p.deferred = True
+                    flow.deferred += 1
                 self.deferred += 1
                 continue
-            resent.add((job, server))
-            if p.retries == 0:
-                flow.on_timeout(now)
+            else:
+                resent.add((job, server))
+                if p.retries == 0:
+                    flow.on_timeout(now)
+            if p.deferred:
+                p.deferred = False
+                flow.deferred -= 1
             p.retries += 1
+            p.last_sent = now
             p.next = now + flow.rtt.backoff(p.retries)
             self.retransmits += 1
             out.append(ToServer(job, server, p.payload, retransmit=True))
         for key in sorted(self.pending):
             if not self.pending[key].queued and (key[0], key[2]) in given_up:
-                del self.pending[key]
-                self.flow(key[0], key[2]).on_abandon()
+                flow = self.flow(key[0], key[2])
+                flow.deferred -= self.pending.pop(key).deferred
+                flow.on_abandon()
                 self.abandoned += 1
         return out + self.drain(now)
 

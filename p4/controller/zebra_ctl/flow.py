@@ -2,8 +2,8 @@
 
 The round trip of its parts (RttEstimator, rto.py) and a congestion window over the parts
 in flight: INITIAL_WINDOW at first, one more per window's worth of acknowledgements, halved
-(at least 1) when a part sent once times out, at most once per timeout interval. Parts
-beyond the window wait in order.
+(at least 1) when a part sent once times out or is known lost, at most once per timeout
+interval. Parts beyond the window wait in order.
 """
 
 from collections import deque
@@ -22,6 +22,8 @@ class Flow:
         self.in_flight = 0
         self.queue = deque()
         self.cut_at = None
+        # Parts in flight whose timeout passed while another part was resent.
+        self.deferred = 0
 
     def enqueue(self, key):
         self.queue.append(key)
@@ -45,10 +47,18 @@ class Flow:
 
     def on_timeout(self, now):
         self.rtt.on_timeout()
+        self.on_loss(now)
+
+    def on_loss(self, now):
+        """A part known lost: the window halves (once per timeout), the timeout stays."""
         if self.cut_at is None or now - self.cut_at >= self.rtt.rto():
             self.window = max(self.window // 2, 1)
             self.acked = 0
             self.cut_at = now
+
+    def reorder_window(self):
+        """How long after a later part's acknowledgement an earlier one counts as lost."""
+        return (self.rtt.srtt_us if self.rtt.srtt_us is not None else self.rtt.rto()) // 4
 
     def on_abandon(self):
         self.in_flight = max(self.in_flight - 1, 0)

@@ -202,9 +202,18 @@ struct Pending {
     payload: Vec<u8>,
     /// Still waiting for its flow's window (not sent yet).
     queued: bool,
+    /// First sent.
     sent: Timestamp,
+    /// Last sent (first or resent).
+    last_sent: Timestamp,
     next: Timestamp,
     retries: u32,
+    /// Its timeout passed while another part of its flow was resent
+    /// (counted in the flow's `deferred`).
+    deferred: bool,
+    /// Known lost: a part sent after it was acknowledged a reorder window
+    /// before `next`. Resent then, beside the flow's one resend a poll.
+    lost: bool,
 }
 
 type PartKey = (u16, u32, u16, u16);
@@ -342,8 +351,11 @@ impl Switch {
         // together time out together, and when the first of them is late because
         // it waits in a queue the others wait behind it; resending them all would
         // only add to the queue. The others are due again one timeout later,
-        // their retry budget untouched. A flow that gives a part up gives up its
-        // other parts in flight with it (the server is as unreachable for them).
+        // their retry budget untouched, unless an acknowledgement of a part sent
+        // after them shows them lost first (`on_aggregate_ack`): those are resent
+        // as soon as they are due, so that a burst of losses costs one timeout,
+        // not one each. A flow that gives a part up gives up its other parts in
+        // flight with it (the server is as unreachable for them).
         let mut resent: BTreeSet<(u16, u16)> = BTreeSet::new();
         let mut given_up: BTreeSet<(u16, u16)> = BTreeSet::new();
         for (&(job, round, server, part), p) in self.pending.iter_mut() {
@@ -359,15 +371,25 @@ impl Switch {
                 .flows
                 .entry((job, server))
                 .or_insert_with(|| Flow::new(initial));
-            if !resent.insert((job, server)) {
+            let lost = std::mem::take(&mut p.lost);
+            if lost {
+                flow.on_loss(now);
+            } else if !resent.insert((job, server)) {
                 p.next = now + flow.rtt.backoff(p.retries);
+                if !p.deferred {
+                    p.deferred = true;
+                    flow.deferred += 1;
+                }
                 self.stats.aggregate_deferred += 1;
                 continue;
-            }
-            if p.retries == 0 {
+            } else if p.retries == 0 {
                 flow.on_timeout(now);
             }
+            if std::mem::take(&mut p.deferred) {
+                flow.deferred = flow.deferred.saturating_sub(1);
+            }
             p.retries += 1;
+            p.last_sent = now;
             p.next = now + flow.rtt.backoff(p.retries);
             self.stats.aggregate_retransmits += 1;
             log::trace!(
@@ -393,9 +415,10 @@ impl Switch {
             .map(|(&k, _)| k)
             .collect();
         for key in abandoned {
-            self.pending.remove(&key);
+            let deferred = self.pending.remove(&key).is_some_and(|p| p.deferred);
             if let Some(flow) = self.flows.get_mut(&(key.0, key.2)) {
                 flow.on_abandon();
+                flow.deferred = flow.deferred.saturating_sub(u32::from(deferred));
             }
             out.extend(self.drain(key.0, key.2, now));
             self.stats.aggregate_abandoned += 1;
@@ -717,8 +740,11 @@ impl Switch {
                         payload,
                         queued: true,
                         sent: now,
+                        last_sent: now,
                         next: now,
                         retries: 0,
+                        deferred: false,
+                        lost: false,
                     },
                 );
                 self.flow(job_id, server).enqueue(key);
@@ -749,7 +775,32 @@ impl Switch {
         let flow = self.flow(a.job, a.server);
         let rtt = (p.retries == 0 || flow.rtt.samples() == 0).then(|| now - p.sent);
         flow.on_ack(rtt);
+        flow.deferred = flow.deferred.saturating_sub(u32::from(p.deferred));
+        if flow.deferred > 0 {
+            self.lost_before(a.job, a.server, p.last_sent, now);
+        }
         self.drain(a.job, a.server, now)
+    }
+
+    /// A part of `(job, server)` last sent at `acked_sent` was acknowledged
+    /// at `now`: deferred parts of the flow sent no later than it are lost
+    /// if still unacknowledged a reorder window from now (parts that only
+    /// waited in a queue behind it are acknowledged right after it).
+    fn lost_before(&mut self, job: u16, server: u16, acked_sent: Timestamp, now: Timestamp) {
+        let Some(flow) = self.flows.get(&(job, server)) else {
+            return;
+        };
+        let at = now + flow.reorder_window();
+        for (_, q) in self
+            .pending
+            .iter_mut()
+            .filter(|(k, q)| k.0 == job && k.2 == server && q.deferred && !q.queued)
+        {
+            if q.last_sent <= acked_sent && !q.lost {
+                q.lost = true;
+                q.next = q.next.min(at);
+            }
+        }
     }
 
     /// Sends the parts waiting for `(job, server)` that its window lets out.
@@ -767,6 +818,7 @@ impl Switch {
             };
             p.queued = false;
             p.sent = now;
+            p.last_sent = now;
             p.next = now + rto;
             out.push(SwitchAction::Aggregate {
                 job,

@@ -28,6 +28,9 @@ pub(super) struct Flow {
     queue: VecDeque<PartKey>,
     /// When the window was last halved (at most once per timeout).
     cut_at: Option<Timestamp>,
+    /// Parts in flight whose timeout passed while another part of the flow
+    /// was being resent (`Switch::poll`): lost, or late in a queue.
+    pub(super) deferred: u32,
 }
 
 impl Flow {
@@ -39,6 +42,7 @@ impl Flow {
             in_flight: 0,
             queue: VecDeque::new(),
             cut_at: None,
+            deferred: 0,
         }
     }
 
@@ -76,6 +80,13 @@ impl Flow {
     /// congestion event).
     pub(super) fn on_timeout(&mut self, now: Timestamp) {
         self.rtt.on_timeout();
+        self.on_loss(now);
+    }
+
+    /// A part is known lost (a later one's acknowledgement came back and
+    /// it did not): the window halves, at most once per timeout interval;
+    /// the timeout stays (the flow answers).
+    pub(super) fn on_loss(&mut self, now: Timestamp) {
         if self.cut_at.is_none_or(|at| now - at >= self.rtt.rto()) {
             self.window = (self.window / 2).max(1);
             self.acked = 0;
@@ -86,6 +97,13 @@ impl Flow {
     /// A part in flight was given up.
     pub(super) fn on_abandon(&mut self) {
         self.in_flight = self.in_flight.saturating_sub(1);
+    }
+
+    /// How long after a later part's acknowledgement an earlier one still
+    /// unacknowledged counts as lost rather than reordered or queued: a
+    /// quarter of the round trip (of the timeout before any is measured).
+    pub(super) fn reorder_window(&self) -> Duration {
+        self.rtt.srtt().unwrap_or_else(|| self.rtt.rto()) / 4
     }
 
     /// Parts allowed in flight now.

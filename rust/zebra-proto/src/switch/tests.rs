@@ -563,3 +563,68 @@ fn fixed_point_and_dense_and_two_jobs() {
         "slots per register + coverage words / R"
     );
 }
+
+/// A burst of lost parts: the first timeout resends one; its
+/// acknowledgement shows the others, sent with it, lost, and they are all
+/// resent a reorder window later, not one per timeout. Parts that were only
+/// queued behind a late one are acknowledged within the reorder window and
+/// never resent.
+#[test]
+fn a_burst_of_lost_parts_costs_one_timeout() {
+    let mut c = config(1, 1);
+    c.packet_size = 512;
+    c.aggregate_max_retries = 8;
+    let pairs: Vec<(u32, f32)> = (0..16).map(|i| (2 * i, 1.0)).collect();
+    let ack = |part| {
+        AggregateAckRepr {
+            job: 1,
+            server: 0,
+            round: 1,
+            part,
+        }
+        .to_bytes()
+    };
+
+    let mut s = Switch::new(c.clone()).unwrap();
+    let (data, _) = aggregates(&send(&mut s, 0, &hot(0, 1, 0, true, &pairs)));
+    assert_eq!(data.len(), 8);
+    for part in 4..8 {
+        s.handle_packet(Timestamp(100), &ack(part));
+    }
+    let first = s.poll_at().unwrap();
+    let out = s.poll(first);
+    assert_eq!(aggregates(&out).0.len(), 1, "one resend at the timeout");
+    s.handle_packet(first + Duration::from_micros(100), &ack(0));
+    let again = s.poll_at().unwrap();
+    assert!(
+        again < first + Duration::from_micros(500),
+        "the others are due a reorder window after the acknowledgement, at {again:?}"
+    );
+    let out = s.poll(again);
+    let resent: Vec<u16> = aggregates(&out).0.iter().map(|a| a.part).collect();
+    assert_eq!(resent, vec![1, 2, 3], "the rest of the burst at once");
+    for part in 1..4 {
+        s.handle_packet(again + Duration::from_micros(100), &ack(part));
+    }
+    assert_eq!(s.pending_parts(), 0);
+    assert_eq!(
+        s.stats().aggregate_retransmits,
+        4,
+        "each lost part resent once"
+    );
+
+    let mut queued = Switch::new(c).unwrap();
+    send(&mut queued, 0, &hot(0, 1, 0, true, &pairs));
+    let first = queued.poll_at().unwrap();
+    queued.poll(first);
+    let late = first + Duration::from_micros(300);
+    for part in 0..8 {
+        queued.handle_packet(late, &ack(part));
+    }
+    assert_eq!(queued.pending_parts(), 0);
+    assert_eq!(
+        queued.stats().aggregate_retransmits,
+        1,
+        "a late window: only the timeout's resend"
+    );
+}
