@@ -116,32 +116,35 @@ class Store(unittest.TestCase):
         self.assertEqual(dead.abandoned, 8)
         self.assertLess(dead.retransmits, 8 * 3)
 
-    def test_a_burst_of_lost_parts_costs_one_timeout(self):
-        """As a_burst_of_lost_parts_costs_one_timeout in zebra-proto."""
+    def test_a_burst_of_lost_parts_costs_a_round_trip(self):
+        """As a_burst_of_lost_parts_costs_a_round_trip in zebra-proto."""
         s = AggregateStore(1000, 8)
-        for part in range(8):
+        for part in range(12):
             s.add(0, 1, 1, 0, part, bytes([part]))
-        s.drain(0)
+        self.assertEqual([a.payload[0] for a in s.drain(0)], list(range(8)))
         for part in range(4, 8):
             s.ack(100, 1, 0, 1, part)
-        first = s.poll_at()
-        self.assertEqual(len(s.poll(first)), 1, "one resend at the timeout")
-        s.ack(first + 100, 1, 0, 1, 0)
-        again = s.poll_at()
-        self.assertLess(again, first + 500, "the others a reorder window after the acknowledgement")
-        self.assertEqual([a.payload[0] for a in s.poll(again)], [1, 2, 3], "the rest of the burst at once")
-        for part in range(1, 4):
-            s.ack(again + 100, 1, 0, 1, part)
+        self.assertEqual([a.payload[0] for a in s.drain(100)], [8, 9, 10, 11])
+        self.assertEqual(s.poll_at(), 1000, "sent together: no evidence")
+        for part in range(8, 12):
+            s.ack(200, 1, 0, 1, part)
+        due = s.poll_at()
+        self.assertLess(due, 1000, "lost before their timeout")
+        self.assertEqual([a.payload[0] for a in s.poll(due)], [0, 1, 2, 3], "the whole burst at once")
+        for part in range(4):
+            s.ack(due + 100, 1, 0, 1, part)
         self.assertEqual((len(s.pending), s.retransmits), (0, 4))
         queued = AggregateStore(1000, 8)
-        for part in range(8):
+        for part in range(12):
             queued.add(0, 1, 1, 0, part, b"p")
         queued.drain(0)
-        first = queued.poll_at()
-        queued.poll(first)
-        for part in range(8):
-            queued.ack(first + 300, 1, 0, 1, part)
-        self.assertEqual((len(queued.pending), queued.retransmits), (0, 1), "a late window: the timeout's resend only")
+        self.assertEqual(len(queued.poll(1000)), 1, "the timeout's resend")
+        t = 1500
+        for part in range(12):
+            queued.ack(t, 1, 0, 1, part)
+            t += 10
+            self.assertFalse([a for a in queued.poll(t) if a.retransmit])
+        self.assertEqual((len(queued.pending), queued.retransmits), (0, 1), "a late window in a queue")
 
     def test_parts_leave_as_the_window_allows(self):
         """As aggregate_parts_leave_as_the_window_allows in zebra-proto."""

@@ -106,7 +106,6 @@ class _Pending:
     next: int = 0
     retries: int = 0
     queued: bool = True
-    deferred: bool = False
     lost: bool = False
 
 
@@ -159,14 +158,14 @@ class AggregateStore:
         # (an upper bound) is taken, as the Rust switch does.
         flow = self.flow(job, server)
         flow.on_ack(now - p.sent if p.retries == 0 or flow.rtt.samples == 0 else None)
-        flow.deferred -= p.deferred
-        if flow.deferred > 0:
-            # As Switch::lost_before: deferred parts sent no later than this one are
-            # lost if still unacknowledged a reorder window from now.
+        if p.retries == 0:
+            # As Switch::lost_before: parts of the flow last sent before this one (sent
+            # once) are lost if still unacknowledged a reorder window from now.
             at = now + flow.reorder_window()
+            acked = (job, round_, server, part)
             for key, q in self.pending.items():
-                if (key[0], key[2]) == (job, server) and q.deferred and not q.queued \
-                        and q.last_sent <= p.last_sent and not q.lost:
+                if key < acked and (key[0], key[2]) == (job, server) and not q.queued \
+                        and not q.lost and q.last_sent < p.sent:
                     q.lost, q.next = True, min(q.next, at)
         return True
 
@@ -189,20 +188,14 @@ class AggregateStore:
             elif (job, server) in resent:
                 # As zebra-proto's Switch::poll: one part per flow per call, the
                 # oldest due; the others wait one more timeout, budget untouched,
-                # unless a later part's acknowledgement shows them lost first.
+                # unless the acknowledgement of a part sent after them shows them lost.
                 p.next = now + flow.rtt.backoff(p.retries)
-                if not p.deferred:
-                    p.deferred = True
-                    flow.deferred += 1
                 self.deferred += 1
                 continue
             else:
                 resent.add((job, server))
                 if p.retries == 0:
                     flow.on_timeout(now)
-            if p.deferred:
-                p.deferred = False
-                flow.deferred -= 1
             p.retries += 1
             p.last_sent = now
             p.next = now + flow.rtt.backoff(p.retries)
@@ -210,9 +203,8 @@ class AggregateStore:
             out.append(ToServer(job, server, p.payload, retransmit=True))
         for key in sorted(self.pending):
             if not self.pending[key].queued and (key[0], key[2]) in given_up:
-                flow = self.flow(key[0], key[2])
-                flow.deferred -= self.pending.pop(key).deferred
-                flow.on_abandon()
+                del self.pending[key]
+                self.flow(key[0], key[2]).on_abandon()
                 self.abandoned += 1
         return out + self.drain(now)
 

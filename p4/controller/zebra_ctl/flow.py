@@ -22,8 +22,6 @@ class Flow:
         self.in_flight = 0
         self.queue = deque()
         self.cut_at = None
-        # Parts in flight whose timeout passed while another part was resent.
-        self.deferred = 0
 
     def enqueue(self, key):
         self.queue.append(key)
@@ -57,7 +55,7 @@ class Flow:
             self.cut_at = now
 
     def reorder_window(self):
-        """How long after a later part's acknowledgement an earlier one counts as lost."""
+        """How long after the acknowledgement of a part sent later an earlier one counts as lost."""
         return (self.rtt.srtt_us if self.rtt.srtt_us is not None else self.rtt.rto()) // 4
 
     def on_abandon(self):

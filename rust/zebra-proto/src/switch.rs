@@ -208,11 +208,9 @@ struct Pending {
     last_sent: Timestamp,
     next: Timestamp,
     retries: u32,
-    /// Its timeout passed while another part of its flow was resent
-    /// (counted in the flow's `deferred`).
-    deferred: bool,
-    /// Known lost: a part sent after it was acknowledged a reorder window
-    /// before `next`. Resent then, beside the flow's one resend a poll.
+    /// Known lost: a part of its flow sent after it was acknowledged, a
+    /// reorder window before `next`. Resent then, beside the flow's one
+    /// resend a poll.
     lost: bool,
 }
 
@@ -351,10 +349,12 @@ impl Switch {
         // together time out together, and when the first of them is late because
         // it waits in a queue the others wait behind it; resending them all would
         // only add to the queue. The others are due again one timeout later,
-        // their retry budget untouched, unless an acknowledgement of a part sent
-        // after them shows them lost first (`on_aggregate_ack`): those are resent
-        // as soon as they are due, so that a burst of losses costs one timeout,
-        // not one each. A flow that gives a part up gives up its other parts in
+        // their retry budget untouched, unless the acknowledgement of a part sent
+        // after them (and only once: a resent part's acknowledgement may be its
+        // first copy's, which says nothing) shows them lost first
+        // (`on_aggregate_ack`): those are resent as soon as they are due, so that
+        // a burst of losses costs a round trip, not a timeout each. Parts that
+        // only wait in a queue are acknowledged in order, before any sent later. A flow that gives a part up gives up its other parts in
         // flight with it (the server is as unreachable for them).
         let mut resent: BTreeSet<(u16, u16)> = BTreeSet::new();
         let mut given_up: BTreeSet<(u16, u16)> = BTreeSet::new();
@@ -376,17 +376,10 @@ impl Switch {
                 flow.on_loss(now);
             } else if !resent.insert((job, server)) {
                 p.next = now + flow.rtt.backoff(p.retries);
-                if !p.deferred {
-                    p.deferred = true;
-                    flow.deferred += 1;
-                }
                 self.stats.aggregate_deferred += 1;
                 continue;
             } else if p.retries == 0 {
                 flow.on_timeout(now);
-            }
-            if std::mem::take(&mut p.deferred) {
-                flow.deferred = flow.deferred.saturating_sub(1);
             }
             p.retries += 1;
             p.last_sent = now;
@@ -415,10 +408,9 @@ impl Switch {
             .map(|(&k, _)| k)
             .collect();
         for key in abandoned {
-            let deferred = self.pending.remove(&key).is_some_and(|p| p.deferred);
+            self.pending.remove(&key);
             if let Some(flow) = self.flows.get_mut(&(key.0, key.2)) {
                 flow.on_abandon();
-                flow.deferred = flow.deferred.saturating_sub(u32::from(deferred));
             }
             out.extend(self.drain(key.0, key.2, now));
             self.stats.aggregate_abandoned += 1;
@@ -743,7 +735,6 @@ impl Switch {
                         last_sent: now,
                         next: now,
                         retries: 0,
-                        deferred: false,
                         lost: false,
                     },
                 );
@@ -775,28 +766,25 @@ impl Switch {
         let flow = self.flow(a.job, a.server);
         let rtt = (p.retries == 0 || flow.rtt.samples() == 0).then(|| now - p.sent);
         flow.on_ack(rtt);
-        flow.deferred = flow.deferred.saturating_sub(u32::from(p.deferred));
-        if flow.deferred > 0 {
-            self.lost_before(a.job, a.server, p.last_sent, now);
+        if p.retries == 0 {
+            self.lost_before(key, p.sent, now);
         }
         self.drain(a.job, a.server, now)
     }
 
-    /// A part of `(job, server)` last sent at `acked_sent` was acknowledged
-    /// at `now`: deferred parts of the flow sent no later than it are lost
-    /// if still unacknowledged a reorder window from now (parts that only
-    /// waited in a queue behind it are acknowledged right after it).
-    fn lost_before(&mut self, job: u16, server: u16, acked_sent: Timestamp, now: Timestamp) {
+    /// Part `acked` of a flow, sent once at `acked_sent`, was acknowledged
+    /// at `now`: parts of the flow last sent before it and still in flight
+    /// are lost if still unacknowledged a reorder window from now. Parts
+    /// leave a flow in key order (rounds, then parts), so only keys below
+    /// `acked` can have left before it.
+    fn lost_before(&mut self, acked: PartKey, acked_sent: Timestamp, now: Timestamp) {
+        let (job, server) = (acked.0, acked.2);
         let Some(flow) = self.flows.get(&(job, server)) else {
             return;
         };
         let at = now + flow.reorder_window();
-        for (_, q) in self
-            .pending
-            .iter_mut()
-            .filter(|(k, q)| k.0 == job && k.2 == server && q.deferred && !q.queued)
-        {
-            if q.last_sent <= acked_sent && !q.lost {
+        for (k, q) in self.pending.range_mut(..acked) {
+            if k.0 == job && k.2 == server && !q.queued && !q.lost && q.last_sent < acked_sent {
                 q.lost = true;
                 q.next = q.next.min(at);
             }

@@ -28,9 +28,6 @@ pub(super) struct Flow {
     queue: VecDeque<PartKey>,
     /// When the window was last halved (at most once per timeout).
     cut_at: Option<Timestamp>,
-    /// Parts in flight whose timeout passed while another part of the flow
-    /// was being resent (`Switch::poll`): lost, or late in a queue.
-    pub(super) deferred: u32,
 }
 
 impl Flow {
@@ -42,7 +39,6 @@ impl Flow {
             in_flight: 0,
             queue: VecDeque::new(),
             cut_at: None,
-            deferred: 0,
         }
     }
 
@@ -83,8 +79,8 @@ impl Flow {
         self.on_loss(now);
     }
 
-    /// A part is known lost (a later one's acknowledgement came back and
-    /// it did not): the window halves, at most once per timeout interval;
+    /// A part is known lost (one sent after it was acknowledged and it was
+    /// not): the window halves, at most once per timeout interval;
     /// the timeout stays (the flow answers).
     pub(super) fn on_loss(&mut self, now: Timestamp) {
         if self.cut_at.is_none_or(|at| now - at >= self.rtt.rto()) {
@@ -99,8 +95,8 @@ impl Flow {
         self.in_flight = self.in_flight.saturating_sub(1);
     }
 
-    /// How long after a later part's acknowledgement an earlier one still
-    /// unacknowledged counts as lost rather than reordered or queued: a
+    /// How long after the acknowledgement of a part sent later an earlier
+    /// one still unacknowledged counts as lost rather than reordered: a
     /// quarter of the round trip (of the timeout before any is measured).
     pub(super) fn reorder_window(&self) -> Duration {
         self.rtt.srtt().unwrap_or_else(|| self.rtt.rto()) / 4

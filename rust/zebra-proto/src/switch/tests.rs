@@ -564,17 +564,17 @@ fn fixed_point_and_dense_and_two_jobs() {
     );
 }
 
-/// A burst of lost parts: the first timeout resends one; its
-/// acknowledgement shows the others, sent with it, lost, and they are all
-/// resent a reorder window later, not one per timeout. Parts that were only
-/// queued behind a late one are acknowledged within the reorder window and
-/// never resent.
+/// A burst of lost parts: the acknowledgement of parts sent after them
+/// shows them lost, and they are all resent a reorder window later, before
+/// their timeout. Parts sent together with the acknowledged one, or only
+/// queued behind a late one, are acknowledged in order and never resent; an
+/// acknowledgement of a resent part (maybe its first copy's) says nothing.
 #[test]
-fn a_burst_of_lost_parts_costs_one_timeout() {
+fn a_burst_of_lost_parts_costs_a_round_trip() {
     let mut c = config(1, 1);
     c.packet_size = 512;
     c.aggregate_max_retries = 8;
-    let pairs: Vec<(u32, f32)> = (0..16).map(|i| (2 * i, 1.0)).collect();
+    let pairs: Vec<(u32, f32)> = (0..24).map(|i| (2 * i, 1.0)).collect();
     let ack = |part| {
         AggregateAckRepr {
             job: 1,
@@ -584,47 +584,62 @@ fn a_burst_of_lost_parts_costs_one_timeout() {
         }
         .to_bytes()
     };
+    let parts =
+        |out: &[SwitchAction]| -> Vec<u16> { aggregates(out).0.iter().map(|a| a.part).collect() };
 
     let mut s = Switch::new(c.clone()).unwrap();
-    let (data, _) = aggregates(&send(&mut s, 0, &hot(0, 1, 0, true, &pairs)));
-    assert_eq!(data.len(), 8);
-    for part in 4..8 {
-        s.handle_packet(Timestamp(100), &ack(part));
-    }
-    let first = s.poll_at().unwrap();
-    let out = s.poll(first);
-    assert_eq!(aggregates(&out).0.len(), 1, "one resend at the timeout");
-    s.handle_packet(first + Duration::from_micros(100), &ack(0));
-    let again = s.poll_at().unwrap();
-    assert!(
-        again < first + Duration::from_micros(500),
-        "the others are due a reorder window after the acknowledgement, at {again:?}"
+    let out = send(&mut s, 0, &hot(0, 1, 0, true, &pairs));
+    assert_eq!(
+        parts(&out),
+        (0..8).collect::<Vec<_>>(),
+        "12 parts, 8 in flight"
     );
-    let out = s.poll(again);
-    let resent: Vec<u16> = aggregates(&out).0.iter().map(|a| a.part).collect();
-    assert_eq!(resent, vec![1, 2, 3], "the rest of the burst at once");
-    for part in 1..4 {
-        s.handle_packet(again + Duration::from_micros(100), &ack(part));
+    let mut more = Vec::new();
+    for part in 4..8 {
+        more.extend(s.handle_packet(Timestamp(100), &ack(part)));
+    }
+    assert_eq!(parts(&more), vec![8, 9, 10, 11], "sent as the window frees");
+    assert_eq!(
+        s.poll_at(),
+        Some(Timestamp(1_000)),
+        "sent together: no evidence"
+    );
+    for part in 8..12 {
+        s.handle_packet(Timestamp(200), &ack(part));
+    }
+    let due = s.poll_at().unwrap();
+    assert!(due < Timestamp(1_000), "lost before their timeout: {due:?}");
+    let out = s.poll(due);
+    assert_eq!(parts(&out), vec![0, 1, 2, 3], "the whole burst at once");
+    for part in 0..4 {
+        s.handle_packet(due + Duration::from_micros(100), &ack(part));
     }
     assert_eq!(s.pending_parts(), 0);
-    assert_eq!(
-        s.stats().aggregate_retransmits,
-        4,
-        "each lost part resent once"
-    );
+    assert_eq!(s.stats().aggregate_retransmits, 4, "each lost part once");
 
     let mut queued = Switch::new(c).unwrap();
     send(&mut queued, 0, &hot(0, 1, 0, true, &pairs));
-    let first = queued.poll_at().unwrap();
-    queued.poll(first);
-    let late = first + Duration::from_micros(300);
-    for part in 0..8 {
-        queued.handle_packet(late, &ack(part));
+    assert_eq!(
+        parts(&queued.poll(Timestamp(1_000))),
+        vec![0],
+        "the timeout's resend"
+    );
+    let mut t = 1_500;
+    for part in 0..12 {
+        queued.handle_packet(Timestamp(t), &ack(part));
+        t += 10;
+        assert!(queued.poll(Timestamp(t)).iter().all(|a| !matches!(
+            a,
+            SwitchAction::Aggregate {
+                retransmit: true,
+                ..
+            }
+        )));
     }
     assert_eq!(queued.pending_parts(), 0);
     assert_eq!(
         queued.stats().aggregate_retransmits,
         1,
-        "a late window: only the timeout's resend"
+        "a late window in a queue: only the timeout's resend"
     );
 }
