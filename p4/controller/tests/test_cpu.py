@@ -133,7 +133,7 @@ class Store(unittest.TestCase):
         self.assertEqual([a.payload[0] for a in s.poll(due)], [0, 1, 2, 3], "the whole burst at once")
         for part in range(4):
             s.ack(due + 100, 1, 0, 1, part)
-        self.assertEqual((len(s.pending), s.retransmits), (0, 4))
+        self.assertEqual((len(s.pending), s.retransmits, s.lost), (0, 4, 4))
         queued = AggregateStore(1000, 8)
         for part in range(12):
             queued.add(0, 1, 1, 0, part, b"p")
@@ -144,7 +144,7 @@ class Store(unittest.TestCase):
             queued.ack(t, 1, 0, 1, part)
             t += 10
             self.assertFalse([a for a in queued.poll(t) if a.retransmit])
-        self.assertEqual((len(queued.pending), queued.retransmits), (0, 1), "a late window in a queue")
+        self.assertEqual((len(queued.pending), queued.retransmits, queued.lost), (0, 1, 0), "a late window in a queue")
 
     def test_parts_leave_as_the_window_allows(self):
         """As aggregate_parts_leave_as_the_window_allows in zebra-proto."""

@@ -123,6 +123,7 @@ class AggregateStore:
         self.acked = 0
         self.abandoned = 0
         self.deferred = 0
+        self.lost = 0
 
     def flow(self, job, server):
         """The aggregate flow to (job, server) (Switch::flow)."""
@@ -185,6 +186,7 @@ class AggregateStore:
             lost, p.lost = p.lost, False
             if lost:
                 flow.on_loss(now)
+                self.lost += 1
             elif (job, server) in resent:
                 # As zebra-proto's Switch::poll: one part per flow per call, the
                 # oldest due; the others wait one more timeout, budget untouched,

@@ -117,9 +117,12 @@ impl fmt::Display for SwitchNodeStats {
         writeln!(f)?;
         writeln!(
             f,
-            "  aggregate parts  {} sent, {} resent, {} acked, {} pending, {} abandoned, {} unroutable",
+            "  aggregate parts  {} sent, {} resent ({} shown lost, {} timed out), {} acked, {} \
+             pending, {} abandoned, {} unroutable",
             s.aggregate_parts,
             s.aggregate_retransmits,
+            s.aggregate_lost,
+            s.aggregate_retransmits - s.aggregate_lost,
             s.aggregate_acked,
             self.pending_parts,
             s.aggregate_abandoned,

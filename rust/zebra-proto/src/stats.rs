@@ -34,8 +34,11 @@ pub struct SwitchStats {
     pub rounds_flushed: u64,
     /// Aggregate and coverage parts sent the first time.
     pub aggregate_parts: u64,
-    /// Parts sent again after their timeout.
+    /// Parts sent again after their timeout, or once shown lost.
     pub aggregate_retransmits: u64,
+    /// Of those, parts resent because a part of their flow sent once,
+    /// after them, was acknowledged first.
+    pub aggregate_lost: u64,
     /// Aggregate parts due for a resend that waited one more timeout because
     /// an older part of the same flow was resent.
     pub aggregate_deferred: u64,

@@ -374,6 +374,7 @@ impl Switch {
             let lost = std::mem::take(&mut p.lost);
             if lost {
                 flow.on_loss(now);
+                self.stats.aggregate_lost += 1;
             } else if !resent.insert((job, server)) {
                 p.next = now + flow.rtt.backoff(p.retries);
                 self.stats.aggregate_deferred += 1;

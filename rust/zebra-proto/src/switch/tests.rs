@@ -616,6 +616,7 @@ fn a_burst_of_lost_parts_costs_a_round_trip() {
     }
     assert_eq!(s.pending_parts(), 0);
     assert_eq!(s.stats().aggregate_retransmits, 4, "each lost part once");
+    assert_eq!(s.stats().aggregate_lost, 4);
 
     let mut queued = Switch::new(c).unwrap();
     send(&mut queued, 0, &hot(0, 1, 0, true, &pairs));
@@ -642,4 +643,5 @@ fn a_burst_of_lost_parts_costs_a_round_trip() {
         1,
         "a late window in a queue: only the timeout's resend"
     );
+    assert_eq!(queued.stats().aggregate_lost, 0);
 }
