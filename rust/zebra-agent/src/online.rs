@@ -9,8 +9,10 @@
 //! A server's agent sees every push a worker aggregates to it: the cold
 //! keys in the cold part, the hot ones listed in the PUSH trailer. So the
 //! [`Census`] counts, per key of the server's range, the pushes that carry
-//! it, over each worker's first [`OnlineConfig::rounds`] pushes to this
-//! server (the same update frequency `zebra profile` ranks offline). The
+//! a non-zero update of it (in a counted push the worker sends a hot key
+//! whose values are all zero cold, so that the server sees them), over
+//! each worker's first [`OnlineConfig::rounds`] pushes to this server (the
+//! update frequency `zebra profile` ranks offline). The
 //! switch needs no count and no change: the new set must fit the hot
 //! indices the server's job has from the start (its hot keys in the
 //! starting hot-keys file size the switch memory).

@@ -470,6 +470,7 @@ impl ServerAgent {
                 .and_then(|v| v.entries().ok().map(|e| e.collect::<Vec<_>>()))
                 .unwrap_or_default()
                 .into_iter()
+                .filter(|(_, b, _)| values::decode(b).any(|v| v != 0.0))
                 .map(|(k, b, _)| (k, (b.len() / F32_BYTES) as u32))
                 .collect();
             let keys: Vec<(u64, u32)> = hot.chain(cold_keys).collect();

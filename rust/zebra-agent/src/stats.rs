@@ -41,6 +41,9 @@ pub struct WorkerAgentStats {
     pub cold_len: u64,
     /// Hot keys sent cold because the push goes to another server than the key's owner.
     pub cold_wrong_server: u64,
+    /// Online: hot keys sent cold in a counted push because every value of
+    /// theirs was zero (the server counts non-zero updates only).
+    pub cold_zero: u64,
     /// Bytes of the split pushes as the app gave them.
     pub bytes_before: u64,
     /// Bytes of the split pushes as sent (cold part and trailer).

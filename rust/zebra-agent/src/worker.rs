@@ -340,6 +340,12 @@ impl WorkerAgent {
         if set.is_none() {
             self.stats.whole_pushes += 1;
         }
+        // Online, a counted push: the server counts a key only where its
+        // update is not zero, and sees the values of cold keys only.
+        let stream = &self.streams[server as usize];
+        let counted = self.config.online.as_ref().is_some_and(|o| {
+            stream.decision.is_none() && !stream.refused && stream.pushes < o.rounds
+        });
         let mut cold = KvData::empty(view.val_type(), view.has_lens());
         let mut listed = Vec::new();
         let mut pairs = Vec::new();
@@ -348,6 +354,10 @@ impl WorkerAgent {
                 .as_deref()
                 .map(|set| self.verdict(set, server, &entries, i))
             {
+                Some(Verdict::Hot(_, _)) if counted && values::decode(bytes).all(|v| v == 0.0) => {
+                    self.stats.cold_zero += 1;
+                    cold.push_entry(key, bytes);
+                }
                 Some(Verdict::Hot(ordinal, base)) => {
                     listed.push(ordinal);
                     pairs.extend((base..).zip(values::decode(bytes)));

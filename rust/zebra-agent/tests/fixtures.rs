@@ -640,3 +640,56 @@ fn a_clean_round_needs_no_settle() {
     );
     assert_eq!(s.held(), 0);
 }
+
+/// Online, the census counts a key only where its update is not zero: in a
+/// counted push a hot key whose values are all zero goes cold (the server
+/// sees cold values only) and no key of such a push is counted; a non-zero
+/// update of the key goes hot. After the counted pushes zeros go hot again.
+#[test]
+fn online_counts_only_non_zero_updates() {
+    let c = captured("byteps/push-sent");
+    let key = kv_of(&c, &c.received_from(b"ps9")).keys[0];
+    let hot = hot(&[(key, 2)]);
+    let mut config = config(1);
+    config.online = Some(zebra_agent::OnlineConfig::new(2));
+    let zeros = {
+        let env = Message::parse_frames(c.format, Route::DealerSend, &refs(c.body())).unwrap();
+        let mut kv = env.message.kv().unwrap().unwrap().to_owned();
+        kv.vals.iter_mut().for_each(|b| *b = 0);
+        zebra_pslite::with_kv(&env.message.meta, &kv)
+            .unwrap()
+            .to_frames(c.format)
+            .unwrap()
+    };
+    let listed = |sp: &SplitPush| {
+        zebra_agent::PushTrailer::parse(sp.frames.last().unwrap())
+            .unwrap()
+            .hot
+    };
+    let mut w = WorkerAgent::new(config.clone(), hot.clone(), 0).unwrap();
+    assert_eq!(listed(&split(&mut w, c.body())), vec![0], "non-zero: hot");
+
+    let mut w = WorkerAgent::new(config.clone(), hot.clone(), 0).unwrap();
+    let mut s = ServerAgent::new(config, hot, 0).unwrap();
+    for _ in 0..2 {
+        let sp = split(&mut w, &zeros);
+        assert!(
+            listed(&sp).is_empty() && sp.pairs.is_empty(),
+            "zeros go cold"
+        );
+        s.on_recv(T0, with_identity(b"ps9", &sp.frames));
+    }
+    assert_eq!(w.stats().cold_zero, 2);
+    let d = s.online_decision().expect("decided after 2 pushes");
+    assert_eq!(
+        (d.pushes, d.keys_seen, d.change),
+        (2, 0, false),
+        "two pushes counted, no key in them: the keys stay"
+    );
+    let hotset = s.take_control();
+    assert_eq!(hotset.len(), 1);
+    w.on_recv(&refs(&hotset[0][1..])).unwrap();
+    let after = split(&mut w, &zeros);
+    assert_eq!(w.stats().cold_zero, 2, "past the counted pushes");
+    assert_eq!(listed(&after), vec![0], "zeros hot again");
+}
