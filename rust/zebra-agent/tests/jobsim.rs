@@ -1350,3 +1350,33 @@ fn online_closes_the_rounds_drifting_workers_pushed() {
         );
     }
 }
+
+/// Online hot keys with everything at once: drifting asynchronous workers
+/// (one slow, 16 pushes in flight), pushes that skip servers (rounds
+/// misaligned across workers), a straggler, a worker that stops early, 2 %
+/// loss with duplication and reordering; and drift around a PS-lite
+/// barrier with worker 0's init pushes (MXNet): exact.
+#[test]
+fn online_exact_with_drift_skipped_servers_and_loss() {
+    for seed in [31, 32, 33] {
+        let base = if seed == 33 {
+            barrier_scenario(seed, 0.01)
+        } else {
+            Scenario {
+                skip_servers: true,
+                ..Scenario::new(seed, 0.02)
+            }
+        };
+        let s = Scenario {
+            online: Some(OnlineConfig::new(20)),
+            slow: Some(2),
+            window: 16,
+            ..base
+        };
+        let (_, z) = check("mixed", &s);
+        println!(
+            "  {} rounds closed, {} pushes whole, {} servers changed",
+            z.closed_rounds, z.whole_pushes, z.online_changed
+        );
+    }
+}
