@@ -75,6 +75,29 @@ class FullFile(unittest.TestCase):
         self.assertEqual([a.port for a in c.server_addrs.values()], [9001, 9003])
         self.assertEqual(c.loss.drop_ppm, 10_000)
 
+    def test_a_key_takes_a_hot_index_per_value(self):
+        """As the shim's hot set (zebra-agent HotSet) numbers them: a key with L
+        values takes L hot indices; online_capacity pads each server's share."""
+        tmp = tempfile.mkdtemp()
+        try:
+            with open(os.path.join(tmp, "v.keys"), "w") as f:
+                f.write("7 32\n8\n9-10 4\n")
+            c = Settings.parse("workers = 2\nhot_keys = v.keys\n", os.path.join(tmp, "v.conf")).build()
+            self.assertEqual((c.job.hot_keys, c.job.owners), (41, [0] * 41))
+            c = Settings.parse("workers = 2\nhot_keys = v.keys\nonline_capacity = 50\n", os.path.join(tmp, "v.conf")).build()
+            self.assertEqual(c.job.hot_keys, 50)
+            with open(os.path.join(tmp, "big.keys"), "w") as f:
+                f.write("1 4294967295\n")
+            with self.assertRaises(SettingsError) as cm:
+                Settings.parse("workers = 2\nhot_keys = big.keys\n", os.path.join(tmp, "v.conf")).build()
+            self.assertEqual(
+                cm.exception.problems,
+                ["hot keys: server 0: 4294967295 hot values, a switch holds at most 2621440"],
+                "zebra switch's words, checked before a rank is made",
+            )
+        finally:
+            shutil.rmtree(tmp)
+
     def test_relative_hot_keys_follow_the_file(self):
         tmp = tempfile.mkdtemp()
         try:

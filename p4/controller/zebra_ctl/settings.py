@@ -511,7 +511,19 @@ class _Builder:
             ])
         owners = None
         if hot_keys is not None:
-            count, owners = len(hot_keys), pslite_owners(hot_keys.keys, servers)
+            # Hot indices, as the shim's hot set numbers them: a key with L values
+            # takes L (rust/zebra-agent/src/hotset.rs), each owned by its key's server;
+            # online_capacity makes room for at least that many values a server.
+            key_owners = pslite_owners(hot_keys.keys, servers)
+            for srv in range(servers):
+                used = sum(n for o, n in zip(key_owners, hot_keys.values) if o == srv)
+                if used > max_indices:
+                    raise SettingsError([f"hot keys: server {srv}: {used} hot values, a switch holds at most {max_indices}"])
+            owners = [o for o, n in zip(key_owners, hot_keys.values) for _ in range(n)]
+            if self.online_capacity is not None:
+                for srv in range(servers):
+                    owners.extend([srv] * max(0, self.online_capacity - owners.count(srv)))
+            count = len(owners)
         elif self.hot_key_count is not None:
             count = self.hot_key_count
         else:
