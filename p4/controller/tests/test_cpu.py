@@ -3,7 +3,10 @@ zebra-proto's Switch::poll does, parts built as Switch::close builds them,
 rounds flushed and read out, registrations; then the whole loop through the
 controller and a FakeBackend standing in for the pipeline."""
 
+import os
+import shutil
 import struct
+import tempfile
 import unittest
 
 from tests.common import data
@@ -365,6 +368,66 @@ class ControllerLoop(unittest.TestCase):
         self.c.step(0)
         self.assertEqual(self.c.bad_frames, 4)
         self.assertEqual(self.b.sent, [])
+
+
+class TwoServerJobs(unittest.TestCase):
+    """A hot-keys file whose keys two PS-lite servers own: one job per server
+    (7 and 8, as the shim makes them), regions, records and coverage placed one
+    after the other, each job's rounds read out and sent to its own server."""
+
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp()
+        with open(os.path.join(self.tmp, "two.keys"), "w") as f:
+            f.write("1 32\n9223372036854775808 16\n2 8\n")
+        with open(data("tofino.conf"), encoding="utf-8") as f:
+            text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\n")
+        self.b = FakeBackend(P.REGISTER_SIZES)
+        self.c = Controller(self.b, grace_us=1_000)
+        self.c.load(Settings.parse(text, os.path.join(self.tmp, "two.conf")).build(), PortsConfig.load(data("ports.conf")))
+
+    def tearDown(self):
+        shutil.rmtree(self.tmp)
+
+    def test_one_job_per_server_placed_one_after_the_other(self):
+        plans = self.c.plans
+        self.assertEqual([(j, p.job.hot_keys, p.job.servers, p.job_index) for j, p in plans.items()],
+                         [(7, 40, 1, 0), (8, 16, 1, 1)])
+        self.assertEqual([(p.region_base, p.region_slots) for p in plans.values()], [(0, 2), (2, 1)])
+        self.assertEqual(plans[8].record_base, 4 * 2 * plans[7].proto.max_seqs)
+        jobs = sorted((k["job_id"], d["index"], d["region_base"]) for k, _, d in self.b.entries(P.JOBS))
+        self.assertEqual(jobs, [(7, 0, 0), (8, 1, 2)])
+        self.assertEqual(len(self.b.entries(P.WORKERS)), 2 * 4 * 2)
+        self.assertEqual(len(self.b.entries(P.COPY_OFFSETS)), 2, "switch-wide entries once")
+        self.assertEqual(len(self.b.entries(P.ADDRESSES)), 1)
+
+    def test_each_jobs_round_goes_to_its_own_server(self):
+        frames = []
+        for row in range(1):
+            ctl = Ctl(consts.CtlKind.READOUT, 0, 8, 1, row, 4)
+            vals = [20 if k == 3 else consts.SLOT_UNTOUCHED for k in range(32)]
+            frames.append(ReadoutRow(ctl, row, row, (1 << 16) | 1, vals).pack())
+        for row in range(1, 4):
+            ctl = Ctl(consts.CtlKind.READOUT, 0, 8, 1, row, 4)
+            frames.append(ReadoutRow(ctl, row, row, (1 << 16) | 1, [consts.SLOT_UNTOUCHED] * 32).pack())
+        self.b.inbox = frames
+        self.c.step(100)
+        sent = sent_datagrams(self.b)
+        to_server1 = [x for x in sent if x[:2] == (0x0A000002, 9951)]
+        self.assertEqual(len(to_server1), 1, "job 8 is PS-lite server 1's, pinned by server_addr 1")
+        agg = to_server1[0][2]
+        self.assertEqual(struct.unpack_from(">H", agg, 4), (8,), "job 8")
+        self.assertEqual(struct.unpack_from(">IHI", agg, 40), (3, 1, 20), "hot index 3 of the job: key 2^63's")
+        self.assertIn((consts.CtlKind.RELEASE, 1, None), sent)
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 8, 0, 0]), SERVER0)]
+        self.c.step(200)
+        self.assertEqual(sent_datagrams(self.b), [], "server 0 of job 8 is PS-lite server 1, pinned elsewhere: refused")
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
+        self.c.step(300)
+        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))],
+                         "PS-lite server 0 registers as server 0 of job 7")
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 9, 0, 0]), SERVER0)]
+        self.c.step(400)
+        self.assertEqual(sent_datagrams(self.b), [], "job 9 is not loaded")
 
 
 if __name__ == "__main__":

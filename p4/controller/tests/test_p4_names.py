@@ -86,7 +86,7 @@ class Names(unittest.TestCase):
         for build in ("fixed", "lns"):
             plan = self.plan(build)
             for control in all_controls(b):
-                for table, key, action, data_ in control.entries(plan):
+                for table, key, action, data_ in control.entries(plan) + control.switch_entries(plan):
                     shape = (table, action, tuple(sorted(key)), tuple(data_))
                     if shape in seen:
                         continue
@@ -110,6 +110,7 @@ class Names(unittest.TestCase):
         b = FakeBackend(P.REGISTER_SIZES)
         plan = self.plan()
         for control in all_controls(b):
+            control.install_switch(plan)
             control.install(plan)
         for table, (action, data_) in b.defaults.items():
             body, _ = resolve(table)

@@ -17,11 +17,13 @@ class DocsExample(unittest.TestCase):
     def test_hot_conf_from_the_docs(self):
         c = Settings.load(data("hot.conf")).build()
         self.assertEqual((c.switch.host, c.switch.port), ("10.0.0.250", 9950))
-        j = c.job
-        self.assertEqual((j.id, j.workers, j.servers, j.hot_keys), (1, 8, 2, 6))
+        self.assertEqual(
+            [(j.id, j.workers, j.servers, j.hot_keys) for j in c.proto.jobs],
+            [(1, 8, 1, 6)],
+            "small keys belong to server 0 of 2: one job, server 1 owns no hot key",
+        )
         self.assertEqual(c.hot_keys.keys, [70000, 12, 100, 101, 102, 103])
         self.assertEqual(c.proto.round_timeout_us, 20_000)
-        self.assertEqual(j.owners, [0] * 6, "small keys belong to server 0 of 2")
 
     def test_docs_list_every_knob(self):
         with open(os.path.join(REPO, "docs", "HOTPATH.md"), encoding="utf-8") as f:
@@ -65,12 +67,16 @@ class FullFile(unittest.TestCase):
         self.assertEqual(
             (p.aggregate_max_retries, p.worker_max_retries, p.worker_max_in_flight, p.server_history), (7, 5, 9, 10)
         )
-        j = c.job
-        self.assertEqual((j.id, j.workers, j.servers, j.hot_keys), (3, 6, 2, 2))
-        self.assertEqual(j.owners, [0, 1], "PS-lite key ranges")
-        self.assertEqual((j.number, j.frac_bits), ("fixed", 12))
-        self.assertEqual((j.layout, j.layout_seed), ("random", 42))
-        self.assertEqual(j.dense_ranks, 1)
+        self.assertEqual(
+            [(j.id, j.workers, j.servers, j.hot_keys) for j in p.jobs],
+            [(3, 6, 1, 1), (4, 6, 1, 1)],
+            "one job per PS-lite server that owns a hot key (PS-lite key ranges), as zebra switch",
+        )
+        for j in p.jobs:
+            self.assertEqual((j.number, j.frac_bits), ("fixed", 12))
+            self.assertEqual((j.layout, j.layout_seed), ("random", 42))
+            self.assertEqual(j.dense_ranks, 1)
+        self.assertEqual((c.server_member(1), c.job_base), ((4, 0), 3))
         self.assertEqual(c.hot_keys.rank(7), 0)
         self.assertEqual([a.port for a in c.server_addrs.values()], [9001, 9003])
         self.assertEqual(c.loss.drop_ppm, 10_000)
@@ -83,7 +89,7 @@ class FullFile(unittest.TestCase):
             with open(os.path.join(tmp, "v.keys"), "w") as f:
                 f.write("7 32\n8\n9-10 4\n")
             c = Settings.parse("workers = 2\nhot_keys = v.keys\n", os.path.join(tmp, "v.conf")).build()
-            self.assertEqual((c.job.hot_keys, c.job.owners), (41, [0] * 41))
+            self.assertEqual([(j.id, j.hot_keys, j.servers) for j in c.proto.jobs], [(1, 41, 1)])
             c = Settings.parse("workers = 2\nhot_keys = v.keys\nonline_capacity = 50\n", os.path.join(tmp, "v.conf")).build()
             self.assertEqual(c.job.hot_keys, 50)
             with open(os.path.join(tmp, "big.keys"), "w") as f:

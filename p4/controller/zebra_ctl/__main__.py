@@ -61,11 +61,13 @@ def main(argv=None):
         print(e, file=sys.stderr)
         return 2
 
-    job = plan.job
-    print(
-        f"job {job.id}: {job.workers} workers, {job.servers} servers, {job.hot_keys} hot keys in "
-        f"{plan.region_slots} rows x {P.R} registers, {plan.copies} copies, build {plan.build}"
-    )
+    for plan in ctl.plans.values():
+        job = plan.job
+        print(
+            f"job {job.id}: {job.workers} workers, {job.servers} servers, {job.hot_keys} hot keys in "
+            f"{plan.region_slots} rows x {P.R} registers from row {plan.region_base}, {plan.copies} copies, "
+            f"build {plan.build}"
+        )
     if args.dry_run:
         for table in sorted(backend.tables):
             entries = backend.tables[table]

@@ -1,8 +1,10 @@
-"""The controller: loads a job into the switch, resets it between jobs, reads
-its counters, and runs the switch CPU's part (cpu.py) over the CPU port.
+"""The controller: loads the jobs of a settings file into the switch (one per
+PS-lite server that owns a hot key, as the shim makes them), resets it
+between loads, reads its counters, and runs the switch CPU's part (cpu.py)
+over the CPU port.
 
     c = Controller(backend)
-    c.load(settings, ports, build="fixed")    # clears everything, then installs the job
+    c.load(settings, ports, build="fixed")    # clears everything, then installs the jobs
     c.step(now_us)                             # call often: CPU port, round timers, resends
     c.counters(); c.hot_key_hits()
     c.reset()                                  # between jobs
@@ -25,7 +27,7 @@ from .cpu import (
     release,
     single_row,
 )
-from .plan import plan_job
+from .plan import plan_jobs
 from .wire import (
     CTL_LEN,
     AggregateAck,
@@ -51,6 +53,7 @@ class Controller:
         self.grace_us = grace_us
         self.row_timeout_us = row_timeout_us
         self.plan = None
+        self.plans = {}
         self.bad_frames = 0
         self.unroutable = 0
 
@@ -62,28 +65,41 @@ class Controller:
         for c in self.controls:
             c.clear()
         self.plan = None
+        self.plans = {}
 
     def load(self, hotpath, ports, build="fixed", lns_frac_bits=None):
-        """Checks the job against the program, resets the switch and installs it."""
-        plan = plan_job(hotpath, ports, build, lns_frac_bits)
+        """Checks the jobs against the program, resets the switch and installs
+        them; returns the first job's plan (`plans`: every job's, by id)."""
+        plans = plan_jobs(hotpath, ports, build, lns_frac_bits)
         self.reset()
         for c in self.controls:
-            c.install(plan)
-        self.plan = plan
+            c.install_switch(plans[0])
+            for plan in plans:
+                c.install(plan)
+        self.plan = plans[0]
+        self.plans = {p.job.id: p for p in plans}
         proto = hotpath.proto
-        pinned = {i: (int(ipaddress.ip_address(a.host)), a.port) for i, a in hotpath.server_addrs.items()}
-        self.servers = ServerDirectory(hotpath.job.id, hotpath.job.servers, pinned, ports.neighbors)
+        pinned = {}
+        for s, a in hotpath.server_addrs.items():
+            job, index = hotpath.server_member(s)
+            pinned.setdefault(job, {})[index] = (int(ipaddress.ip_address(a.host)), a.port)
+        self.servers = {
+            p.job.id: ServerDirectory(p.job.id, p.job.servers, pinned.get(p.job.id), ports.neighbors) for p in plans
+        }
         self.store = AggregateStore(proto.aggregate_rto_us, proto.aggregate_max_retries)
-        self.assembler = ReadoutAssembler(plan, self.row_timeout_us)
-        self.timer = RoundTimer(plan, proto.round_timeout_us, self.grace_us, max(proto.aggregate_rto_us, 1_000))
+        self.assemblers = {p.job.id: ReadoutAssembler(p, self.row_timeout_us) for p in plans}
+        retry = max(proto.aggregate_rto_us, 1_000)
+        self.timers = {p.job.id: RoundTimer(p, proto.round_timeout_us, self.grace_us, retry) for p in plans}
         self.switch_ip = int(ipaddress.ip_address(hotpath.switch.host))
-        return plan
+        return plans[0]
 
     def counters(self):
         return self._control(Stats).read()
 
-    def hot_key_hits(self):
-        return self._control(Accumulate).hits(self.plan)
+    def hot_key_hits(self, job=None):
+        """Pairs added per hot rank of job `job` (default: the first)."""
+        plan = self.plan if job is None else self.plans[job]
+        return self._control(Accumulate).hits(plan)
 
     # ---- the CPU part ----
 
@@ -94,14 +110,16 @@ class Controller:
         for frame in self.backend.receive_packets():
             self._on_frame(now, frame)
         rs = self._control(RoundState)
-        for copy in range(self.plan.copies):
-            _, hi = rs.round_state(self.plan, copy)
-            for action in self.timer.observe(now, copy, hi):
-                self._do(action)
-                if action.what == "READOUT":
-                    self.assembler.expect(now, hi & ~consts.ROUND_FLAGS, action.payload[1] & consts.CTL_FLAG_FLUSHED != 0)
-        for round_, row in self.assembler.missing(now):
-            self._do(single_row(self.plan.job.id, round_, row, self.timer.flushed.get(round_) is not None))
+        for job, plan in self.plans.items():
+            timer, assembler = self.timers[job], self.assemblers[job]
+            for copy in range(plan.copies):
+                _, hi = rs.round_state(plan, copy)
+                for action in timer.observe(now, copy, hi):
+                    self._do(action)
+                    if action.what == "READOUT":
+                        assembler.expect(now, hi & ~consts.ROUND_FLAGS, action.payload[1] & consts.CTL_FLAG_FLUSHED != 0)
+            for round_, row in assembler.missing(now):
+                self._do(single_row(job, round_, row, timer.flushed.get(round_) is not None))
         for action in self.store.poll(now):
             self._do(action)
 
@@ -111,7 +129,7 @@ class Controller:
             if ctl.kind == consts.CtlKind.READOUT:
                 self._on_row(now, ReadoutRow.parse(frame))
             elif ctl.kind == consts.CtlKind.FLUSH:
-                self.timer.on_flush_reply(now, ctl)
+                self._timer(ctl.job).on_flush_reply(now, ctl)
             elif ctl.kind == consts.CtlKind.TO_CPU:
                 self._on_datagram(now, parse_udp_frame(frame[CTL_LEN:]))
             else:
@@ -123,37 +141,47 @@ class Controller:
     def _on_datagram(self, now, f):
         msg = parse_datagram(f.payload)
         if isinstance(msg, AggregateAck):
-            if msg.job == self.plan.job.id:
+            if msg.job in self.plans:
                 self.store.ack(now, msg.job, msg.server, msg.round, msg.part)
                 for action in self.store.drain(now):
                     self._do(action)
         elif isinstance(msg, Register):
-            reply = self.servers.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac)
+            directory = self.servers.get(msg.job)
+            reply = None if directory is None else directory.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac)
             if reply is None:
                 log.warning("REGISTER for job %d server %d refused", msg.job, msg.server)
                 return
             self._frame_to(f.src_mac, f.src_ip, f.src_port, reply)
 
+    def _timer(self, job):
+        timer = self.timers.get(job)
+        if timer is None:
+            raise WireError(f"zebra_ctl_h of job {job}, not loaded")
+        return timer
+
     def _on_row(self, now, row):
-        self.timer.on_readout_started(row.ctl.round)
-        closed = self.assembler.on_row(now, row)
+        timer = self._timer(row.ctl.job)
+        plan, assembler = self.plans[row.ctl.job], self.assemblers[row.ctl.job]
+        timer.on_readout_started(row.ctl.round)
+        closed = assembler.on_row(now, row)
         if closed is None:
             return
         rs = self._control(RoundState)
-        parts = build_parts(self.plan, closed, lambda w, c, r: rs.coverage(self.plan, w, c, r))
+        parts = build_parts(plan, closed, lambda w, c, r: rs.coverage(plan, w, c, r))
         for server, payloads in parts.items():
             for part, payload in enumerate(payloads):
                 self.store.add(now, closed.job, closed.round, server, part, payload)
         for action in self.store.drain(now):
             self._do(action)
-        self.timer.forget(closed.round)
+        timer.forget(closed.round)
         self._do(release(closed.job, closed.round))
 
     def _do(self, action):
         if isinstance(action, ToPipeline):
             self.backend.send_packet(action.payload)
         elif isinstance(action, ToServer):
-            a = self.servers.address(action.server)
+            directory = self.servers.get(action.job)
+            a = None if directory is None else directory.address(action.server)
             if a is None:
                 self.unroutable += 1
                 return

@@ -40,15 +40,24 @@ class Control:
         """[(table, key, action, data)] the job needs."""
         return []
 
+    def switch_entries(self, plan):
+        """[(table, key, action, data)] the switch needs once, whatever its
+        jobs (`plan`: any of them, for the settings they share)."""
+        return []
+
     def install(self, plan):
         for table, key, action, data in self.entries(plan):
+            self.backend.table_add(table, key, action, data)
+
+    def install_switch(self, plan):
+        for table, key, action, data in self.switch_entries(plan):
             self.backend.table_add(table, key, action, data)
 
 
 class Parsers(Control):
     tables = (P.UDP_PORTS, P.INTERNAL_PORTS)
 
-    def entries(self, plan):
+    def switch_entries(self, plan):
         ports = plan.ports
         return [
             (P.UDP_PORTS, {"f1": plan.hotpath.switch.port}, None, {}),
@@ -85,8 +94,6 @@ class WorkerCheck(Control):
                 "lns_saturate": saturate,
             },
         ))
-        for c in range(proto.copies):
-            out.append((P.COPY_OFFSETS, {"ig_md.copy": c}, "set_copy_offset", {"offset": c * proto.slots}))
         for w in range(job.workers):
             for c in range(proto.copies):
                 out.append((
@@ -95,6 +102,12 @@ class WorkerCheck(Control):
                     "set_worker",
                     {"rec_base": plan.record_base_of(w, c), "cover_base": plan.cover_base_of(w, c)},
                 ))
+        return out
+
+    def switch_entries(self, plan):
+        proto = plan.proto
+        out = [(P.COPY_OFFSETS, {"ig_md.copy": c}, "set_copy_offset", {"offset": c * proto.slots})
+               for c in range(proto.copies)]
         ip = ipaddress.IPv4Address(plan.hotpath.switch.host)
         out.append((
             P.ADDRESSES,
@@ -154,7 +167,7 @@ class Accumulate(Control):
 class Recirculate(Control):
     tables = tuple(P.POPCOUNT)
 
-    def entries(self, plan):
+    def switch_entries(self, plan):
         out = []
         for i, table in enumerate(P.POPCOUNT):
             field = f"routed[{8 * i + 7}:{8 * i}]"
@@ -168,7 +181,7 @@ class MirrorCpu(Control):
         self.backend.table_set_default(P.PORTS, "set_ports", {"cpu_port": 0, "recirc_port": 0})
         self.backend.table_set_default(P.SESSIONS, "set_sessions", {"cpu_session": 0, "recirc_session": 0})
 
-    def install(self, plan):
+    def install_switch(self, plan):
         ports = plan.ports
         self.backend.table_set_default(
             P.PORTS, "set_ports", {"cpu_port": ports.cpu_port, "recirc_port": ports.recirc_port}
@@ -188,7 +201,7 @@ CLOSE_TRUNCATE = 64
 class Forward(Control):
     tables = (P.L2,)
 
-    def entries(self, plan):
+    def switch_entries(self, plan):
         return [(P.L2, {"hdr.ethernet.dst_addr": mac}, "to_port", {"port": port})
                 for mac, port in sorted(plan.ports.routes.items())]
 
@@ -196,7 +209,7 @@ class Forward(Control):
 class Lns(Control):
     tables = tuple(P.LNS_TABLES)
 
-    def entries(self, plan):
+    def switch_entries(self, plan):
         if plan.build != "lns":
             return []
         t = lns_tables(plan.lns_frac_bits)

@@ -1,6 +1,8 @@
-"""What the P4 program needs for one job, computed from the settings (no
-hardware involved): the checks the compiled program imposes on a job, the
-geometry (register regions, record and coverage bases), and the LNS scale.
+"""What the P4 program needs for the jobs of a settings file, computed from
+the settings (no hardware involved): the checks the compiled program imposes
+on each job and on all of them together, each job's geometry (register
+region, record and coverage bases, placed one after the other as the
+software switch places its regions), and the LNS scale.
 
 The table entries themselves are written by the classes of controls.py, one
 per P4 file, from a `JobPlan`.
@@ -21,10 +23,11 @@ class PlanError(Exception):
 
 @dataclass
 class JobPlan:
-    """One job's geometry in the switch (the controller serves one job a
-    settings file, job index 0)."""
+    """One job's geometry in the switch (job index i: the i-th job of the
+    settings file)."""
 
     hotpath: object          # settings.HotpathConfig
+    job: object              # config.JobConfig
     ports: object            # ports.PortsConfig
     build: str               # "fixed" or "lns"
     job_index: int
@@ -38,10 +41,6 @@ class JobPlan:
     @property
     def proto(self):
         return self.hotpath.proto
-
-    @property
-    def job(self):
-        return self.hotpath.job
 
     @property
     def copies(self):
@@ -70,11 +69,12 @@ class JobPlan:
         return rank if rank < self.job.hot_keys else None
 
 
-def plan_job(hotpath, ports, build="fixed", lns_frac_bits=None, job_index=0):
-    """Checks what the compiled P4 program imposes on the job and computes its
-    geometry; raises PlanError with every problem found."""
+def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
+    """Checks what the compiled P4 program imposes on the settings' jobs and
+    computes their geometry, one after the other; raises PlanError with every
+    problem found."""
     proto = hotpath.proto
-    job = hotpath.job
+    jobs = proto.jobs
     problems = []
     if build not in BUILDS:
         problems.append(f"build {build!r}: expected fixed or lns")
@@ -103,49 +103,83 @@ def plan_job(hotpath, ports, build="fixed", lns_frac_bits=None, job_index=0):
             f"packet_size = {proto.packet_size}: a pass of the P4 program holds {consts.P4_PAIRS_PER_PASS} pairs, "
             f"so at most {longest} bytes (PAIRS_PER_PASS)"
         )
-    if job.dense_ranks > 0 and proto.dense_values_per_packet() != consts.P4_REGISTERS:
-        need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
+    per_job = []
+    for job in jobs:
+        found = []
+        per_job.append((job, found))
+        if job.dense_ranks > 0 and proto.dense_values_per_packet() != consts.P4_REGISTERS:
+            need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
+            found.append(
+                f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
+                f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
+            )
+        if job.layout != "heat":
+            found.append("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
+        if build == "fixed" and not job.is_fixed():
+            found.append("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
+        if build == "lns":
+            if job.is_fixed():
+                found.append("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
+            if lns_frac_bits is None or not 0 <= lns_frac_bits <= consts.MAX_FRAC_BITS:
+                found.append(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
+        if job.workers > consts.P4_MAX_WORKERS:
+            found.append(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
+        records = job.workers * proto.copies * proto.max_seqs
+        if records > consts.P4_RECORD_ENTRIES:
+            found.append(
+                f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
+                "(RECORD_ENTRIES); lower max_seqs"
+            )
+        words = job.workers * proto.copies * proto.cover_words()
+        if words > consts.P4_COVER_ENTRIES:
+            found.append(
+                f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
+                "coverage words (COVER_ENTRIES); lower max_seqs"
+            )
+    for job, found in per_job:
+        for problem in found:
+            problem = problem if len(jobs) == 1 else f"job {job.id}: {problem}"
+            if problem not in problems:
+                problems.append(problem)
+    records = sum(job.workers for job in jobs) * proto.copies * proto.max_seqs
+    words = sum(job.workers for job in jobs) * proto.copies * proto.cover_words()
+    if len(jobs) > 1 and records > consts.P4_RECORD_ENTRIES:
         problems.append(
-            f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
-            f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
+            f"the {len(jobs)} jobs' workers x copies x max_seqs = {records}: the P4 program keeps "
+            f"{consts.P4_RECORD_ENTRIES} records (RECORD_ENTRIES); lower max_seqs"
         )
-    if job.layout != "heat":
-        problems.append("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
-    if build == "fixed" and not job.is_fixed():
-        problems.append("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
-    if build == "lns":
-        if job.is_fixed():
-            problems.append("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
-        if lns_frac_bits is None or not 0 <= lns_frac_bits <= consts.MAX_FRAC_BITS:
-            problems.append(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
-    if job.workers > consts.P4_MAX_WORKERS:
-        problems.append(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
-    records = job.workers * proto.copies * proto.max_seqs
-    if records > consts.P4_RECORD_ENTRIES:
+    if len(jobs) > 1 and words > consts.P4_COVER_ENTRIES:
         problems.append(
-            f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
-            "(RECORD_ENTRIES); lower max_seqs"
+            f"the {len(jobs)} jobs' workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has "
+            f"{consts.P4_COVER_ENTRIES} coverage words (COVER_ENTRIES); lower max_seqs"
         )
-    words = job.workers * proto.copies * proto.cover_words()
-    if words > consts.P4_COVER_ENTRIES:
-        problems.append(
-            f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
-            "coverage words (COVER_ENTRIES); lower max_seqs"
-        )
-    if not 0 <= job_index < consts.P4_MAX_JOBS:
-        problems.append(f"job index {job_index}: the P4 program serves {consts.P4_MAX_JOBS} jobs")
+    if len(jobs) > consts.P4_MAX_JOBS:
+        problems.append(f"{len(jobs)} jobs: the P4 program serves {consts.P4_MAX_JOBS} (MAX_JOBS)")
     if problems:
         raise PlanError(problems)
-    region_slots = proto.region_slots(job)
-    return JobPlan(
-        hotpath=hotpath,
-        ports=ports,
-        build=build,
-        job_index=job_index,
-        lns_frac_bits=lns_frac_bits if build == "lns" else None,
-        region_base=0,
-        region_slots=region_slots,
-        readout_rows=max(region_slots, job.workers),
-        record_base=0,
-        cover_base=0,
-    )
+    plans = []
+    region = record = cover = 0
+    for index, job in enumerate(jobs):
+        region_slots = proto.region_slots(job)
+        plans.append(JobPlan(
+            hotpath=hotpath,
+            job=job,
+            ports=ports,
+            build=build,
+            job_index=index,
+            lns_frac_bits=lns_frac_bits if build == "lns" else None,
+            region_base=region,
+            region_slots=region_slots,
+            readout_rows=max(region_slots, job.workers),
+            record_base=record,
+            cover_base=cover,
+        ))
+        region += region_slots
+        record += job.workers * proto.copies * proto.max_seqs
+        cover += job.workers * proto.copies * proto.cover_words()
+    return plans
+
+
+def plan_job(hotpath, ports, build="fixed", lns_frac_bits=None):
+    """The plan of a settings file with one job (the first of plan_jobs)."""
+    return plan_jobs(hotpath, ports, build, lns_frac_bits)[0]

@@ -272,17 +272,26 @@ class _Bad(Exception):
 
 @dataclass
 class HotpathConfig:
-    """A loaded and checked configuration (one job), as `HotpathConfig` in Rust."""
+    """A loaded and checked configuration, as `HotpathConfig` in Rust: with hot
+    keys (a file, or online_capacity) one job per PS-lite server that owns one
+    (`job + s`, one server); with hot_key_count one job of every server."""
 
     switch: SocketAddr
     proto: Config
     hot_keys: HotKeys
     server_addrs: dict = field(default_factory=dict)
     loss: HotLoss = None
+    job_base: int = 1
+    per_server: bool = False
 
     @property
     def job(self):
+        """The first job."""
         return self.proto.jobs[0]
+
+    def server_member(self, server):
+        """(job id, server index) of PS-lite server `server` (Rust's server_member)."""
+        return (self.job_base + server, 0) if self.per_server else (self.job.id, server)
 
 
 class Settings:
@@ -509,38 +518,32 @@ class _Builder:
             raise SettingsError([
                 f"online_capacity: server 0: {self.online_capacity} hot values, a switch holds at most {max_indices}"
             ])
-        owners = None
-        if hot_keys is not None:
-            # Hot indices, as the shim's hot set numbers them: a key with L values
-            # takes L (rust/zebra-agent/src/hotset.rs), each owned by its key's server;
-            # online_capacity makes room for at least that many values a server.
-            key_owners = pslite_owners(hot_keys.keys, servers)
-            for srv in range(servers):
-                used = sum(n for o, n in zip(key_owners, hot_keys.values) if o == srv)
-                if used > max_indices:
-                    raise SettingsError([f"hot keys: server {srv}: {used} hot values, a switch holds at most {max_indices}"])
-            owners = [o for o, n in zip(key_owners, hot_keys.values) for _ in range(n)]
-            if self.online_capacity is not None:
-                for srv in range(servers):
-                    owners.extend([srv] * max(0, self.online_capacity - owners.count(srv)))
-            count = len(owners)
-        elif self.hot_key_count is not None:
-            count = self.hot_key_count
+        job_base = self.job if self.job is not None else 1
+        if hot_keys is not None or self.hot_key_count is None:
+            # As the shim and zebra switch (rust/zebra-hotpath/src/settings.rs): each PS-lite
+            # server that owns a hot key is its own job `job + s` with one server, whose hot
+            # indices number its keys' values (a key with L values takes L,
+            # rust/zebra-agent/src/hotset.rs); online_capacity makes room for at least that
+            # many values a server (with no file, every server's job has exactly that many).
+            used = [0] * servers
+            if hot_keys is not None:
+                for o, n in zip(pslite_owners(hot_keys.keys, servers), hot_keys.values):
+                    used[o] += n
+            for srv, n in enumerate(used):
+                if n > max_indices:
+                    raise SettingsError([f"hot keys: server {srv}: {n} hot values, a switch holds at most {max_indices}"])
+            indices = [max(n, self.online_capacity or 0) for n in used]
+            jobs = [JobConfig(job_base + srv, self.workers, n, 1) for srv, n in enumerate(indices) if n > 0]
         else:
-            # Keys found online (no file): every server's job has online_capacity values,
-            # ranks of this one-job model split by owner like hot_key_count's.
-            count = self.online_capacity * servers
-            owners = [s for s in range(servers) for _ in range(self.online_capacity)]
-        job = JobConfig(self.job if self.job is not None else 1, self.workers, count, servers)
-        if owners is not None:
-            job.owners = owners
-        if self.number is not None:
-            job.number, job.frac_bits = self.number
-        if self.layout is not None:
-            job.layout, job.layout_seed = self.layout
-        job.dense_ranks = self.dense_ranks if self.dense_ranks is not None else 0
+            jobs = [JobConfig(job_base, self.workers, self.hot_key_count, servers)]
+        for job in jobs:
+            if self.number is not None:
+                job.number, job.frac_bits = self.number
+            if self.layout is not None:
+                job.layout, job.layout_seed = self.layout
+            job.dense_ranks = self.dense_ranks if self.dense_ranks is not None else 0
         proto = self.config if self.config is not None else Config([])
-        proto.jobs = [job]
+        proto.jobs = jobs
         try:
             proto.validate()
         except ConfigError as e:
@@ -551,4 +554,6 @@ class _Builder:
             hot_keys=hot_keys,
             server_addrs={i: a for i, (a, _) in sorted(self.server_addrs.items())},
             loss=self.loss,
+            job_base=job_base,
+            per_server=hot_keys is not None or self.hot_key_count is None,
         )
