@@ -106,7 +106,7 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
     per_job = []
     for job in jobs:
         found = []
-        per_job.append((job, found))
+        per_job.append(found)
         if job.dense_ranks > 0 and proto.dense_values_per_packet() != consts.P4_REGISTERS:
             need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
             found.append(
@@ -136,11 +136,10 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
                 f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
                 "coverage words (COVER_ENTRIES); lower max_seqs"
             )
-    for job, found in per_job:
-        for problem in found:
-            problem = problem if len(jobs) == 1 else f"job {job.id}: {problem}"
-            if problem not in problems:
-                problems.append(problem)
+    # The jobs of one settings file differ only in their hot keys: a problem
+    # one has, they all have; said once.
+    for found in per_job:
+        problems.extend(t for t in found if t not in problems)
     records = sum(job.workers for job in jobs) * proto.copies * proto.max_seqs
     words = sum(job.workers for job in jobs) * proto.copies * proto.cover_words()
     if len(jobs) > 1 and records > consts.P4_RECORD_ENTRIES:
