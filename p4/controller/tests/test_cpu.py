@@ -23,7 +23,7 @@ from zebra_ctl.cpu import (
     build_parts,
     coverage_parts,
 )
-from zebra_ctl.plan import plan_job
+from zebra_ctl.plan import PlanError, plan_job
 from zebra_ctl.ports import PortsConfig
 from zebra_ctl.settings import Settings
 from zebra_ctl.wire import Ctl, ReadoutRow, encode_aggregate, encode_coverage, parse_udp_frame, udp_frame
@@ -399,6 +399,17 @@ class TwoServerJobs(unittest.TestCase):
         self.assertEqual(len(self.b.entries(P.WORKERS)), 2 * 4 * 2)
         self.assertEqual(len(self.b.entries(P.COPY_OFFSETS)), 2, "switch-wide entries once")
         self.assertEqual(len(self.b.entries(P.ADDRESSES)), 1)
+
+    def test_the_jobs_must_fit_together(self):
+        with open(data("tofino.conf"), encoding="utf-8") as f:
+            text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\nmax_seqs = 10000\n")
+        hotpath = Settings.parse(text, os.path.join(self.tmp, "two.conf")).build()
+        with self.assertRaises(PlanError) as cm:
+            self.c.load(hotpath, PortsConfig.load(data("ports.conf")))
+        self.assertEqual(cm.exception.problems, [
+            "the 2 jobs' workers x copies x max_seqs = 160000: the P4 program keeps 131072 records "
+            "(RECORD_ENTRIES); lower max_seqs"
+        ], "each job alone fits")
 
     def test_each_jobs_round_goes_to_its_own_server(self):
         frames = []
