@@ -68,6 +68,17 @@ fn aggregates(actions: &[SwitchAction]) -> (Vec<AggregateRepr>, Vec<CoverageRepr
     (data, cover)
 }
 
+/// Server 0's acknowledgement of part `part` of job 1's round 1.
+fn ack(part: u16) -> Vec<u8> {
+    AggregateAckRepr {
+        job: 1,
+        server: 0,
+        round: 1,
+        part,
+    }
+    .to_bytes()
+}
+
 fn sums(data: &[AggregateRepr]) -> Vec<(u32, f32)> {
     let mut v: Vec<(u32, f32)> = data
         .iter()
@@ -420,13 +431,7 @@ fn a_late_window_is_resent_one_part_at_a_time() {
     assert_eq!(s.stats().aggregate_retransmits, 1);
     assert_eq!(s.stats().aggregate_deferred, 7);
     for part in 0..8u16 {
-        let ack = AggregateAckRepr {
-            job: 1,
-            server: 0,
-            round: 1,
-            part,
-        };
-        s.handle_packet(Timestamp(2_000), &ack.to_bytes());
+        s.handle_packet(Timestamp(2_000), &ack(part));
     }
     assert_eq!(s.aggregate_srtt(1, 0), Some(Duration::from_millis(2)));
 
@@ -468,15 +473,6 @@ fn aggregate_parts_leave_as_the_window_allows() {
     assert_eq!(data[0].parts, 10);
     assert_eq!(s.aggregate_window(1, 0), Some(8));
     assert_eq!(s.pending_parts(), 10);
-    let ack = |part| {
-        AggregateAckRepr {
-            job: 1,
-            server: 0,
-            round: 1,
-            part,
-        }
-        .to_bytes()
-    };
     let more = s.handle_packet(Timestamp(50), &ack(0));
     assert!(
         matches!(
@@ -575,15 +571,6 @@ fn a_burst_of_lost_parts_costs_a_round_trip() {
     c.packet_size = 512;
     c.aggregate_max_retries = 8;
     let pairs: Vec<(u32, f32)> = (0..24).map(|i| (2 * i, 1.0)).collect();
-    let ack = |part| {
-        AggregateAckRepr {
-            job: 1,
-            server: 0,
-            round: 1,
-            part,
-        }
-        .to_bytes()
-    };
     let parts =
         |out: &[SwitchAction]| -> Vec<u16> { aggregates(out).0.iter().map(|a| a.part).collect() };
 
