@@ -103,43 +103,42 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
             f"packet_size = {proto.packet_size}: a pass of the P4 program holds {consts.P4_PAIRS_PER_PASS} pairs, "
             f"so at most {longest} bytes (PAIRS_PER_PASS)"
         )
-    per_job = []
+    def add(problem):
+        # The jobs of one settings file differ only in their hot keys: a
+        # problem one has, they all have; said once.
+        if problem not in problems:
+            problems.append(problem)
+
     for job in jobs:
-        found = []
-        per_job.append(found)
         if job.dense_ranks > 0 and proto.dense_values_per_packet() != consts.P4_REGISTERS:
             need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
-            found.append(
+            add(
                 f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
                 f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
             )
         if job.layout != "heat":
-            found.append("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
+            add("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
         if build == "fixed" and not job.is_fixed():
-            found.append("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
+            add("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
         if build == "lns":
             if job.is_fixed():
-                found.append("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
+                add("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
             if lns_frac_bits is None or not 0 <= lns_frac_bits <= consts.MAX_FRAC_BITS:
-                found.append(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
+                add(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
         if job.workers > consts.P4_MAX_WORKERS:
-            found.append(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
+            add(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
         records = job.workers * proto.copies * proto.max_seqs
         if records > consts.P4_RECORD_ENTRIES:
-            found.append(
+            add(
                 f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
                 "(RECORD_ENTRIES); lower max_seqs"
             )
         words = job.workers * proto.copies * proto.cover_words()
         if words > consts.P4_COVER_ENTRIES:
-            found.append(
+            add(
                 f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
                 "coverage words (COVER_ENTRIES); lower max_seqs"
             )
-    # The jobs of one settings file differ only in their hot keys: a problem
-    # one has, they all have; said once.
-    for found in per_job:
-        problems.extend(t for t in found if t not in problems)
     records = sum(job.workers for job in jobs) * proto.copies * proto.max_seqs
     words = sum(job.workers for job in jobs) * proto.copies * proto.cover_words()
     if len(jobs) > 1 and records > consts.P4_RECORD_ENTRIES:
