@@ -16,7 +16,8 @@ Every step is skipped when its outputs are up to date, so a second run is fast.
   2. extract its 3rdparty/ps-lite to .build/byteps-pslite/
   3. build   libps.a, tests/test_benchmark, tests/test_sparse_benchmark with
              DEPS_PATH=.build/deps-system (symlinks to the system zmq.h, libzmq.so)
-  4. build   our apps from tests/pslite-app/ (exact_sums) into the same tests/ dir
+  4. build   our apps from tests/pslite-app/ (exact_sums, mf_train, trace_replay, shapes)
+             into the same tests/ dir
 
   --relink DIST   also link the same test programs and our apps against DIST
                   (DIST/lib/libzmq.so -> libzmq.so.5, e.g. our shim's dist/) into
@@ -49,7 +50,7 @@ SRC="$BUILD/byteps-pslite"
 DEPS="$BUILD/deps-system"
 RELINKED="$BUILD/byteps-pslite-relinked"
 APP_DIR="$ROOT/tests/pslite-app"
-APPS=(exact_sums mf_train trace_replay)
+APPS=(exact_sums mf_train trace_replay shapes)
 STOCK_TESTS=(test_benchmark test_sparse_benchmark)
 
 SDIST_SPEC="byteps==0.2.5.post15"

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# The BytePS PS-lite suite: BytePS's own benchmarks and our exact_sums app, each run as
-# a PS-lite job (scheduler + servers + workers) through scripts/pslaunch.py.
+# The BytePS PS-lite suite: BytePS's own benchmarks and our apps (tests/pslite-app/), each
+# run as a PS-lite job (scheduler + servers + workers) through scripts/pslaunch.py.
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online shapes_own shapes_uneven shapes_async shapes_negative)
 
 usage() {
   cat <<EOF
@@ -39,6 +39,16 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
   trace_replay          tests/pslite-app/trace_replay, 2 servers, 2 workers: replays an
                         OA-like trace from \`zebra trace gen\` (4 trace workers, 20 rounds,
                         2 values a key), every pulled sum checked exactly
+  shapes_own            tests/pslite-app/shapes --shape=own, 2 servers, 3 workers: every
+                        worker pushes only keys of its own (32 a server, 16 values a key),
+                        10 pushes, 2 in flight; the sums checked exactly
+  shapes_uneven         shapes --shape=uneven: worker i pushes 6*(i+1) times the keys every
+                        worker pushes (32 a server) and 2 of its own a server
+  shapes_async          shapes --shape=async: 16 pushes of the shared keys, each followed by
+                        a seeded random pause of 0..5 ms, no barrier between pushes
+  shapes_negative       shapes --inject-wrong-expected must FAIL (the checker is alive)
+                        (with SUITE_SWITCH the shapes tests run with no hot-keys file:
+                        ZEBRA_HOT=online:5, every server's job sized by online_capacity)
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -187,6 +197,38 @@ replay_ok() {
     && every_log server 2 '^trace_replay: server rank [0-9]+ .* no errors$'
 }
 
+# shapes_job NAME ARGS...: runs tests/pslite-app/shapes with ARGS, 2 servers, 3 workers.
+# With SUITE_SWITCH: no hot-keys file, online hot keys (ZEBRA_HOT=online:5) in jobs of
+# online_capacity values a server (the shared keys' values of the uneven and async tests).
+shapes_job() {
+  local name="$1" conf="$LOGDIR/$1.conf"
+  shift
+  mkdir -p "$LOGDIR"
+  { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = $LOGDIR/$name/online-%r.keys"
+    echo "online_capacity = 512"; } >"$conf"
+  rm -f "$LOGDIR/$name"/online-*.keys
+  HOT_KEYS_FILE=none HOT_CONF="$conf" run_job "$name" 2 3 ZEBRA_HOT=online:5 -- shapes "$@"
+}
+
+# shapes_ok NAME SHAPE: every worker and both servers of a shapes job reported success;
+# prints each worker's time in push+wait and, beside a switch, what it aggregated
+# (tests/lib/hotpath.py check, informational: these shapes need not pay).
+shapes_ok() {
+  local name="$1" shape="$2"
+  if ! every_log worker 3 "^shapes: OK worker rank [0-9]+ shape $shape: [0-9]+ pushes, [1-9][0-9]* values checked, 0 wrong" \
+      || ! every_log server 2 '^shapes: server rank [0-9]+ handled [0-9]+ pushes, no errors$'; then
+    fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
+    return
+  fi
+  pass "$name"
+  echo "  push+wait (s) by worker rank: $(grep -h '^shapes: OK worker rank' "$JOB_LOGDIR"/worker-*.log \
+    | sed -n 's/.*worker rank \([0-9]*\) .*; \([0-9.]*\) s in push+wait.*/\1:\2/p' | sort | paste -sd' ' -)"
+  if [ -n "${SUITE_SWITCH:-}" ]; then
+    python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1
+    sed 's/^/  (informational) /' "$JOB_LOGDIR/hotpath.txt"
+  fi
+}
+
 # hot_check NAME: with SUITE_SWITCH, the job aggregated in the switch, lost nothing and
 # the servers got fewer hot bytes than the whole pushes carried.
 hot_check() {
@@ -311,6 +353,21 @@ run_test() {
           fi
         fi
       fi ;;
+    shapes_own|shapes_uneven|shapes_async)
+      local shape="${name#shapes_}" args=(--keys=32 --val-len=16)
+      case "$shape" in
+        own) args+=(--rounds=10 --pipeline=2) ;;
+        uneven) args+=(--rounds=6) ;;
+        async) args+=(--rounds=16 --pause-ms=5) ;;
+      esac
+      if shapes_job "$name" --shape="$shape" "${args[@]}"; then shapes_ok "$name" "$shape"
+      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
+    shapes_negative)
+      if shapes_job "$name" --shape=uneven --rounds=2 --keys=8 --val-len=4 --inject-wrong-expected; then
+        fail "$name" "shapes passed with a wrong expected value; logs in $JOB_LOGDIR"
+      elif grep -qE '^shapes: FAIL worker rank [0-9]+ .* got .* expected' "$JOB_LOGDIR"/worker-{0,1,2}.log 2>/dev/null; then
+        pass "$name"
+      else fail "$name" "no mismatch reported ($JOB_REASON); logs in $JOB_LOGDIR"; fi ;;
   esac
 }
 
@@ -319,6 +376,7 @@ binary_of() {
     exact_sums*) echo exact_sums ;;
     mf_train*) echo mf_train ;;
     trace_*) echo trace_replay ;;
+    shapes_*) echo shapes ;;
     *) echo "$1" ;;
   esac
 }
