@@ -44,6 +44,10 @@ pub mod hotset_flags {
     /// The keys that follow replace the server's hot keys from the frame's
     /// round on; without it the frame lists no key: keep the current ones.
     pub const CHANGE: u8 = 0x01;
+    /// The server steps aside: from now on the worker sends its pushes to
+    /// this server unchanged (no trailer, nothing to the switch). No key
+    /// follows; never with `CHANGE`.
+    pub const ASIDE: u8 = 0x02;
 }
 /// HOTSET header length.
 pub const HOTSET_HEADER_LEN: usize = 28;
@@ -197,6 +201,10 @@ pub struct HotSetFrame {
     pub from_round: u32,
     /// Whether `keys` replace the server's hot keys; else keep them.
     pub change: bool,
+    /// Whether the server steps aside (aggregation costs it more than it
+    /// saves): the worker's pushes to it go unchanged from now on. Never
+    /// with `change`.
+    pub aside: bool,
     /// The largest round of the job the server had seen a push of when it
     /// decided (0: none): the worker closes the rounds up to it that it
     /// will never push (`crate::worker`).
@@ -562,12 +570,13 @@ impl HotSetFrame {
     fn parse_body(b: &[u8]) -> Result<HotSetFrame, FrameError> {
         const WHAT: &str = "HOTSET";
         need(WHAT, b.len(), HOTSET_HEADER_LEN)?;
-        if b[6] & !hotset_flags::CHANGE != 0 || b[7] != 0 {
+        if b[6] & !(hotset_flags::CHANGE | hotset_flags::ASIDE) != 0 || b[7] != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
         let change = b[6] & hotset_flags::CHANGE != 0;
+        let aside = b[6] & hotset_flags::ASIDE != 0;
         let count = u32_at(b, 16) as usize;
-        if !change && count != 0 {
+        if (!change && count != 0) || (change && aside) {
             return Err(FrameError::Reserved(WHAT));
         }
         let body = count.saturating_mul(HOTSET_ENTRY_LEN);
@@ -584,6 +593,7 @@ impl HotSetFrame {
             worker: u16_at(b, 10),
             from_round: u32_at(b, 12),
             change,
+            aside,
             seen: u32_at(b, 20),
             floor: u32_at(b, 24),
             keys,
@@ -615,7 +625,12 @@ impl HotSetFrame {
             what: "HOTSET",
             count: keys.len(),
         })?;
-        let flags = if self.change { hotset_flags::CHANGE } else { 0 };
+        let flags = match (self.change, self.aside) {
+            (true, false) => hotset_flags::CHANGE,
+            (false, true) => hotset_flags::ASIDE,
+            (false, false) => 0,
+            (true, true) => return Err(FrameError::Reserved("HOTSET")),
+        };
         let mut out = Vec::with_capacity(HOTSET_HEADER_LEN + HOTSET_ENTRY_LEN * keys.len());
         header(
             &mut out,
@@ -833,6 +848,7 @@ mod tests {
             worker: 1,
             from_round: 65_548,
             change: true,
+            aside: false,
             seen: 65_547,
             floor: 65_540,
             keys: vec![(0x0102_0304_0506_0708, 4), (9, 1)],
@@ -857,7 +873,14 @@ mod tests {
         };
         let b = keep.to_bytes().unwrap();
         assert_eq!((b.len(), b[6]), (28, 0));
-        assert_eq!(HotSetFrame::parse(&b), Ok(keep));
+        assert_eq!(HotSetFrame::parse(&b), Ok(keep.clone()));
+        let aside = HotSetFrame {
+            aside: true,
+            ..keep
+        };
+        let b = aside.to_bytes().unwrap();
+        assert_eq!((b.len(), b[6]), (28, 0x02));
+        assert_eq!(HotSetFrame::parse(&b), Ok(aside));
         assert_eq!(
             PushTrailer::parse(&b),
             Err(FrameError::Type(frame_type::HOTSET))
@@ -873,6 +896,7 @@ mod tests {
             ZebraFrame::parse(&c)
         };
         assert_eq!(with(6, 3), Err(FrameError::Reserved("HOTSET")));
+        assert_eq!(with(6, 4), Err(FrameError::Reserved("HOTSET")));
         assert_eq!(with(7, 1), Err(FrameError::Reserved("HOTSET")));
         assert_eq!(
             with(6, 0),

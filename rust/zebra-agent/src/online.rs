@@ -73,15 +73,33 @@ pub struct OnlineConfig {
     /// How long, once some worker pushed its `T`-th, a server waits for the
     /// next counted push before it decides without the missing ones.
     pub wait: Duration,
+    /// The server steps aside when its workers' latest rounds are on average
+    /// more than this many rounds apart while it counts: their pushes do not
+    /// meet at the switch, and aggregating them would hold every fast
+    /// worker's push for the slowest one's.
+    pub max_drift: f64,
+    /// The server steps aside when its chosen keys would save less than this
+    /// share of the values its counted pushes carried (a key saves one copy
+    /// for each worker but one that pushes it in the same round).
+    pub min_saving: f64,
 }
 
+/// Default of [`OnlineConfig::max_drift`].
+pub const MAX_DRIFT: f64 = 2.0;
+/// Default of [`OnlineConfig::min_saving`].
+pub const MIN_SAVING: f64 = 0.05;
+
 impl OnlineConfig {
-    /// `rounds` counted pushes, distance threshold 0.05, 5 s wait.
+    /// `rounds` counted pushes, distance threshold 0.05, 5 s wait, aside
+    /// beyond a drift of [`MAX_DRIFT`] rounds or below a saving of
+    /// [`MIN_SAVING`].
     pub fn new(rounds: u32) -> OnlineConfig {
         OnlineConfig {
             rounds,
             tau: 0.05,
             wait: Duration::from_secs(5),
+            max_drift: MAX_DRIFT,
+            min_saving: MIN_SAVING,
         }
     }
 
@@ -95,6 +113,18 @@ impl OnlineConfig {
         }
         if self.wait.is_zero() {
             return Err("online wait must be longer than zero".into());
+        }
+        if self.max_drift.is_nan() || self.max_drift < 0.0 {
+            return Err(format!(
+                "online max drift {}: expected 0 or more",
+                self.max_drift
+            ));
+        }
+        if !(0.0..=1.0).contains(&self.min_saving) {
+            return Err(format!(
+                "online min saving {}: expected 0..=1",
+                self.min_saving
+            ));
         }
         Ok(())
     }
@@ -121,6 +151,73 @@ pub struct Decision {
     pub pushes: u64,
     /// Distinct keys counted.
     pub keys_seen: usize,
+    /// Why the server steps aside, if it does (then `change` is false).
+    pub aside: Option<Aside>,
+    /// Share of the counted values the chosen keys would have saved.
+    pub saving: f64,
+    /// Mean distance in rounds between the workers' latest rounds while
+    /// counting (0 without a sample).
+    pub drift: f64,
+}
+
+/// Why a server steps aside: aggregation would cost its workers more than
+/// it saves, so their pushes to it go unchanged.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Aside {
+    /// The workers' pushes do not meet: on average this many rounds apart.
+    Drift(f64),
+    /// The chosen keys save only this share of the counted values (no key is
+    /// pushed by two workers in the same round, or too few are).
+    NoSaving(f64),
+}
+
+impl std::fmt::Display for Aside {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Aside::Drift(d) => write!(
+                f,
+                "the workers' pushes are {d:.1} rounds apart on average: rounds would not meet"
+            ),
+            Aside::NoSaving(s) => write!(
+                f,
+                "the hot keys would save {:.1} % of the pushed values: too few keys are pushed \
+                 by several workers in the same round",
+                s * 100.0
+            ),
+        }
+    }
+}
+
+/// How often a key was pushed while counting, and in how many distinct
+/// rounds: every push of it beyond the first in a round is a copy the
+/// switch would have summed away.
+#[derive(Debug, Clone, Copy, Default)]
+struct KeyCount {
+    pushes: u64,
+    rounds: u64,
+    /// The last distinct rounds it was pushed in, newest first (0: none).
+    /// Pushes of one round further apart than this do not meet in the
+    /// switch's few open rounds anyway, and count as another round.
+    recent: [u32; RECENT_ROUNDS],
+}
+
+/// Distinct rounds remembered per key.
+const RECENT_ROUNDS: usize = 4;
+
+impl KeyCount {
+    fn add(&mut self, round: u32) {
+        self.pushes += 1;
+        if !self.recent.contains(&round) {
+            self.rounds += 1;
+            self.recent.rotate_right(1);
+            self.recent[0] = round;
+        }
+    }
+
+    /// Copies saved per value.
+    fn saving(&self) -> u64 {
+        self.pushes - self.rounds
+    }
 }
 
 /// The counts a server gathers and its decision.
@@ -129,7 +226,12 @@ pub struct Census {
     config: OnlineConfig,
     /// Per worker: pushes counted.
     counted: Vec<u32>,
-    counts: HashMap<u64, u64>,
+    counts: HashMap<u64, KeyCount>,
+    /// Values carried by the counted pushes.
+    values: u64,
+    /// Sum and number of samples of the distance between the workers'
+    /// latest rounds (sampled at each push while undecided).
+    drift: (f64, u64),
     /// Values per key: the first count seen (a worker sends a key whose
     /// count differs from its hot set's cold, so a wrong one costs speed).
     lens: HashMap<u64, u32>,
@@ -154,6 +256,8 @@ impl Census {
             config,
             counted: vec![0; workers as usize],
             counts: HashMap::new(),
+            values: 0,
+            drift: (0.0, 0),
             lens: HashMap::new(),
             pushes: 0,
             first_full: None,
@@ -198,13 +302,16 @@ impl Census {
         }
         self.max_round = self.max_round.max(round);
         self.latest[w as usize] = self.latest[w as usize].max(round);
+        if self.decision.is_none() {
+            self.sample_drift();
+        }
         if !self.counting(w) {
             return;
         }
         self.last_counted = Some(now);
         for (key, len) in keys {
-            *self.counts.entry(key).or_default() += 1;
-            self.lens.entry(key).or_insert(len);
+            self.counts.entry(key).or_default().add(round);
+            self.values += u64::from(*self.lens.entry(key).or_insert(len));
         }
         self.pushes += 1;
         let c = &mut self.counted[w as usize];
@@ -212,6 +319,50 @@ impl Census {
         if *c == self.config.rounds {
             self.first_full.get_or_insert(now);
         }
+    }
+
+    /// Once every worker pushed, how far apart their latest rounds are (in
+    /// one barrier epoch: a barrier realigns them).
+    fn sample_drift(&mut self) {
+        let (Some(&lo), Some(&hi)) = (self.latest.iter().min(), self.latest.iter().max()) else {
+            return;
+        };
+        let epoch = |r: u32| r.saturating_sub(1) / EPOCH_ROUNDS;
+        if lo > 0 && epoch(lo) == epoch(hi) {
+            self.drift.0 += f64::from(hi - lo);
+            self.drift.1 += 1;
+        }
+    }
+
+    /// Mean of the drift samples (0 without one).
+    fn mean_drift(&self) -> f64 {
+        if self.drift.1 == 0 {
+            0.0
+        } else {
+            self.drift.0 / self.drift.1 as f64
+        }
+    }
+
+    /// Whether to step aside with `keys` chosen, and the share they save.
+    fn aside(&self, keys: &[(u64, u32)]) -> (Option<Aside>, f64) {
+        let saved: u64 = keys
+            .iter()
+            .map(|&(k, len)| self.counts.get(&k).map_or(0, KeyCount::saving) * u64::from(len))
+            .sum();
+        let saving = if self.values == 0 {
+            0.0
+        } else {
+            saved as f64 / self.values as f64
+        };
+        let drift = self.mean_drift();
+        let aside = if drift > self.config.max_drift {
+            Some(Aside::Drift(drift))
+        } else if saving < self.config.min_saving {
+            Some(Aside::NoSaving(saving))
+        } else {
+            None
+        };
+        (aside, saving)
     }
 
     /// Decides if every worker's `T`-th push has arrived: the new keys from
@@ -260,10 +411,13 @@ impl Census {
         let now: Vec<u64> = current.iter().map(|k| k.key).collect();
         let new: Vec<u64> = keys.iter().map(|k| k.0).collect();
         let distance = zebra_hotkeys::kendall_tau_topk(&now, &new);
+        let (aside, saving) = self.aside(&keys);
         // From no keys at all any counted ones are a change (the distance
         // of an empty list to any other is 0: every pair is tied in it).
-        let change =
-            new != now && !new.is_empty() && (now.is_empty() || distance >= self.config.tau);
+        let change = aside.is_none()
+            && new != now
+            && !new.is_empty()
+            && (now.is_empty() || distance >= self.config.tau);
         self.decision = Some(Decision {
             from_round,
             change,
@@ -273,6 +427,9 @@ impl Census {
             distance: Some(distance),
             pushes: self.pushes,
             keys_seen: self.counts.len(),
+            aside,
+            saving,
+            drift: self.mean_drift(),
         });
         self.decision.as_ref()
     }
@@ -305,6 +462,9 @@ impl Census {
         if current.is_empty() {
             return self.conclude(self.next_epoch(), current, capacity);
         }
+        // Keep the keys, or step aside (exact at any round too: a push
+        // that goes unchanged is one the switch never sees).
+        let (aside, saving) = self.aside(&current_keys(current));
         self.decision = Some(Decision {
             from_round: 1,
             change: false,
@@ -314,6 +474,9 @@ impl Census {
             distance: None,
             pushes: self.pushes,
             keys_seen: self.counts.len(),
+            aside,
+            saving,
+            drift: self.mean_drift(),
         });
         self.decision.as_ref()
     }
@@ -327,11 +490,22 @@ impl Census {
         }
     }
 
-    /// The counted keys, hottest first (ties: smaller key first), as many
-    /// as fit `capacity` hot indices, each with its value count.
+    /// The counted keys that aggregation saves copies of, by copies saved
+    /// per value (then by pushes, then smaller key first), as many as fit
+    /// `capacity` hot indices, each with its value count. A key no two
+    /// workers pushed in the same round saves nothing and is never chosen.
     fn ranked(&self, capacity: u32) -> Vec<(u64, u32)> {
-        let mut order: Vec<(u64, u64)> = self.counts.iter().map(|(&k, &n)| (k, n)).collect();
-        order.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        let mut order: Vec<(u64, KeyCount)> = self
+            .counts
+            .iter()
+            .filter(|(_, c)| c.saving() > 0)
+            .map(|(&k, &c)| (k, c))
+            .collect();
+        order.sort_unstable_by(|a, b| {
+            (b.1.saving(), b.1.pushes)
+                .cmp(&(a.1.saving(), a.1.pushes))
+                .then(a.0.cmp(&b.0))
+        });
         let mut used = 0u32;
         let mut keys = Vec::new();
         for (key, _) in order {
@@ -367,6 +541,7 @@ impl Census {
                 worker: w as u16,
                 from_round: d.from_round,
                 change: d.change,
+                aside: d.aside.is_some(),
                 seen: d.seen,
                 floor: d.floor,
                 keys: d.keys.clone(),
@@ -413,19 +588,23 @@ mod tests {
         c.observe(t, 0, 3, b"ps9", [(99, 1)].into_iter());
         assert_eq!(c.decide_if_counted(set.server_keys(0), 4), None);
         assert_eq!(c.deadline(), Some(t + Duration::from_secs(5)));
-        c.observe(t, 1, 65_537, b"ps11", [(5, 2), (7, 1)].into_iter());
-        c.observe(t, 1, 65_538, b"ps11", [(6, 3), (7, 1)].into_iter());
+        c.observe(t, 1, 1, b"ps11", [(5, 2), (7, 1)].into_iter());
+        c.observe(t, 1, 2, b"ps11", [(6, 3), (7, 1)].into_iter());
         let d = c.decide_if_counted(set.server_keys(0), 4).unwrap().clone();
         assert_eq!(
-            d.from_round, 131_073,
+            d.from_round, 65_537,
             "the barrier epoch after every round seen"
         );
         assert!(d.change);
+        assert_eq!(d.aside, None);
         assert_eq!(
             d.keys,
             vec![(5, 2), (7, 1)],
-            "by count (5 and 7 three times), within 4 values (6 and 10 do not fit)"
+            "by copies saved (5 and 7 each pushed twice in one round), within 4 values \
+             (6 and 10 were pushed by one worker a round: nothing saved)"
         );
+        assert_eq!(d.drift, 1.5, "worker 1 two, then one round behind");
+        assert!((d.saving - 3.0 / 14.0).abs() < 1e-9, "{}", d.saving);
         assert_eq!(
             (d.pushes, d.keys_seen),
             (4, 4),
@@ -437,7 +616,7 @@ mod tests {
         let f = HotSetFrame::parse(&msgs[1][1]).unwrap();
         assert_eq!(
             (f.job, f.worker, f.from_round, f.change, f.seen, f.floor),
-            (40, 1, 131_073, true, 65_538, 3),
+            (40, 1, 65_537, true, 3, 2),
             "seen: the largest round of any push; floor: the smallest of the workers' latest"
         );
         assert!(c.tell(40).is_empty(), "told once");
@@ -471,19 +650,88 @@ mod tests {
     #[test]
     fn from_no_keys_any_counted_ones_are_a_change() {
         let empty = no_keys(3);
-        let mut c = Census::new(OnlineConfig::new(1), 1);
-        c.observe(
-            Timestamp(0),
-            0,
-            1,
-            b"ps9",
-            [(4, 2), (6, 1), (8, 1)].into_iter(),
-        );
+        let mut c = Census::new(OnlineConfig::new(1), 2);
+        let keys = [(4, 2), (6, 1), (8, 1)];
+        c.observe(Timestamp(0), 0, 1, b"ps9", keys.into_iter());
+        c.observe(Timestamp(0), 1, 1, b"ps11", keys.into_iter());
         let d = c
             .decide_if_counted(empty.server_keys(0), empty.indices(0))
             .unwrap();
         assert_eq!((d.change, d.from_round), (true, 65_537));
         assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
+    }
+
+    #[test]
+    fn one_worker_saves_nothing_and_steps_aside() {
+        let empty = no_keys(3);
+        let mut c = Census::new(OnlineConfig::new(1), 1);
+        c.observe(Timestamp(0), 0, 1, b"ps9", [(4, 2), (6, 1)].into_iter());
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap();
+        assert_eq!((d.change, d.aside), (false, Some(Aside::NoSaving(0.0))));
+    }
+
+    #[test]
+    fn workers_pushing_their_own_keys_step_aside() {
+        let empty = no_keys(8);
+        let mut c = Census::new(OnlineConfig::new(2), 2);
+        for r in 1..=2 {
+            c.observe(Timestamp(0), 0, r, b"ps9", [(1, 2), (2, 2)].into_iter());
+            c.observe(Timestamp(0), 1, r, b"ps11", [(3, 2), (4, 2)].into_iter());
+        }
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap()
+            .clone();
+        assert_eq!((d.change, d.aside), (false, Some(Aside::NoSaving(0.0))));
+        assert!(d.aside.unwrap().to_string().contains("0.0 %"));
+        let f = HotSetFrame::parse(&c.tell(5)[0][1]).unwrap();
+        assert!(f.aside && !f.change && f.keys.is_empty());
+    }
+
+    #[test]
+    fn drifting_workers_step_aside_even_when_their_keys_meet() {
+        let empty = no_keys(8);
+        let mut c = Census::new(OnlineConfig::new(4), 2);
+        let keys = [(1, 2), (2, 2)];
+        c.observe(Timestamp(0), 0, 1, b"ps9", keys.into_iter());
+        for r in 1..=8 {
+            c.observe(Timestamp(0), 1, r, b"ps11", keys.into_iter());
+        }
+        for r in 2..=4 {
+            c.observe(Timestamp(0), 0, r, b"ps9", keys.into_iter());
+        }
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap();
+        let drift = (0..=7).chain([6, 5, 4]).sum::<u32>() as f64 / 11.0;
+        assert_eq!(d.aside, Some(Aside::Drift(drift)));
+        assert!(!d.change);
+        assert!(
+            d.saving > 0.4,
+            "the keys meet in rounds 1..=4: {}",
+            d.saving
+        );
+    }
+
+    #[test]
+    fn the_limits_are_settings() {
+        let empty = no_keys(8);
+        let mut o = OnlineConfig::new(1);
+        o.min_saving = 0.0;
+        o.max_drift = f64::INFINITY;
+        let mut c = Census::new(o, 2);
+        c.observe(Timestamp(0), 0, 1, b"ps9", [(1, 2)].into_iter());
+        c.observe(Timestamp(0), 1, 9, b"ps11", [(2, 2)].into_iter());
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap();
+        assert_eq!(
+            (d.aside, d.change),
+            (None, false),
+            "nothing to aggregate, but no rule to step aside: wait with no key"
+        );
     }
 
     #[test]
@@ -511,9 +759,10 @@ mod tests {
     #[test]
     fn from_no_keys_a_timeout_takes_the_counted_ones() {
         let empty = no_keys(3);
-        let mut c = Census::new(OnlineConfig::new(1), 2);
+        let mut c = Census::new(OnlineConfig::new(1), 3);
         c.observe(Timestamp(0), 0, 7, b"ps9", [(4, 2), (6, 1)].into_iter());
         c.observe(Timestamp(0), 0, 9, b"ps9", [(8, 1)].into_iter());
+        c.observe(Timestamp(0), 1, 7, b"ps11", [(4, 2), (6, 1)].into_iter());
         let now = Timestamp(0) + Duration::from_secs(5);
         let d = c.decide_on_timeout(now, empty.server_keys(0), 3).unwrap();
         assert_eq!(
@@ -534,5 +783,11 @@ mod tests {
         o.tau = 0.1;
         o.wait = Duration::ZERO;
         assert!(o.validate().unwrap_err().contains("wait"));
+        o.wait = Duration::from_secs(1);
+        o.max_drift = -1.0;
+        assert!(o.validate().unwrap_err().contains("drift"));
+        o.max_drift = 2.0;
+        o.min_saving = 1.5;
+        assert!(o.validate().unwrap_err().contains("saving"));
     }
 }

@@ -511,6 +511,18 @@ impl ServerAgent {
             .map_or("none (not every worker's pushes came)".into(), |x| {
                 format!("{x:.3}")
             });
+        if let Some(why) = d.aside {
+            self.stats.online_aside += 1;
+            log::warn!(
+                "server {server}: stepping aside: its workers' pushes go to it unchanged, without \
+                 the switch: {why} (after {} pushes of {} keys; saving {:.1} %, drift {:.1} rounds)",
+                d.pushes,
+                d.keys_seen,
+                d.saving * 100.0,
+                d.drift
+            );
+            return;
+        }
         if !d.change {
             self.stats.online_kept += 1;
             log::info!(

@@ -12,6 +12,9 @@ pub struct PassThrough {
     pub other_stream: u64,
     /// A push to a server that owns no hot key.
     pub no_hot_keys: u64,
+    /// A push to a server that stepped aside (online: aggregation would
+    /// not pay; `crate::online::Aside`).
+    pub aside: u64,
     /// A push without data frames.
     pub no_data: u64,
     /// A push whose values are not `f32` (`DOUBLE`, integers, opaque `OTHER`).
@@ -131,6 +134,9 @@ pub struct ServerAgentStats {
     pub online_changed: u64,
     /// Online: 1 once the server decided to keep them.
     pub online_kept: u64,
+    /// Online: 1 once the server stepped aside (aggregation would cost its
+    /// workers more than it saves; the reason is logged).
+    pub online_aside: u64,
     /// Online: HOTSET messages to workers.
     pub hotset_messages: u64,
 }

@@ -77,6 +77,10 @@ pub struct SplitPush {
     /// Without its DONE each would stay open at the switch until the round
     /// timeout.
     pub closes: Vec<RangeInclusive<u32>>,
+    /// Whether `round` goes to the switch (with `pairs`, possibly none). Not
+    /// while a server that started with no hot key has not decided yet:
+    /// nobody aggregates those rounds, so nobody needs their DONE.
+    pub to_switch: bool,
 }
 
 /// A SETTLE message to send on the DEALER to `server`.
@@ -115,6 +119,8 @@ struct Stream {
     /// Online: what the decision closes, and the least round of the next
     /// push.
     closing: Option<Closing>,
+    /// Online: the server stepped aside; pushes to it go unchanged.
+    aside: bool,
 }
 
 /// The worker side of one PS-lite worker.
@@ -135,6 +141,7 @@ enum Skip {
     NotPush,
     OtherStream,
     NoHotKeys,
+    Aside,
     NoData,
     ValueType,
     Malformed,
@@ -281,6 +288,7 @@ impl WorkerAgent {
                     Skip::NotPush => &mut p.not_push,
                     Skip::OtherStream => &mut p.other_stream,
                     Skip::NoHotKeys => &mut p.no_hot_keys,
+                    Skip::Aside => &mut p.aside,
                     Skip::NoData => &mut p.no_data,
                     Skip::ValueType => &mut p.value_type,
                     Skip::Malformed => &mut p.malformed,
@@ -309,6 +317,10 @@ impl WorkerAgent {
         if server.is_some_and(no_hot_keys) {
             return Err(Skip::NoHotKeys);
         }
+        let aside = |s: u16| self.streams[s as usize].aside;
+        if server.is_some_and(aside) {
+            return Err(Skip::Aside);
+        }
         let malformed = |e: zebra_pslite::Error| {
             log::debug!("push not split: {e}");
             Skip::Malformed
@@ -327,6 +339,9 @@ impl WorkerAgent {
                 let s = self.hot.ranges().server_of(first).ok_or(Skip::NoHotKeys)?;
                 if no_hot_keys(s) {
                     return Err(Skip::NoHotKeys);
+                }
+                if aside(s) {
+                    return Err(Skip::Aside);
                 }
                 s
             }
@@ -395,6 +410,8 @@ impl WorkerAgent {
         s.bytes_before += frames.iter().map(|f| f.len() as u64).sum::<u64>();
         s.bytes_after += out.iter().map(|f| f.len() as u64).sum::<u64>();
         s.trailer_bytes += trailer.len() as u64;
+        let to_switch = self.streams[server as usize].decision.is_some()
+            || !self.hot.server_keys(server).is_empty();
         let stream = &mut self.streams[server as usize];
         // Rounds a decision closes, each one without hot keys (no SETTLE).
         let closes = stream.closing.take().map_or(Vec::new(), |c| c.closes);
@@ -404,14 +421,16 @@ impl WorkerAgent {
         }
         stream.last_round = round;
         stream.pushes = stream.pushes.saturating_add(1);
-        stream.open.insert(
-            round,
-            OpenRound {
-                listed: !trailer.hot.is_empty(),
-                settles: trailer.settles,
-                batches: Vec::new(),
-            },
-        );
+        if to_switch {
+            stream.open.insert(
+                round,
+                OpenRound {
+                    listed: !trailer.hot.is_empty(),
+                    settles: trailer.settles,
+                    batches: Vec::new(),
+                },
+            );
+        }
         Ok(SplitPush {
             server,
             job,
@@ -419,6 +438,7 @@ impl WorkerAgent {
             frames: out,
             pairs,
             closes,
+            to_switch,
         })
     }
 
@@ -490,13 +510,20 @@ impl WorkerAgent {
             )));
         }
         let stream = &self.streams[server as usize];
-        if stream.decision.is_some() || stream.refused {
+        if stream.decision.is_some() || stream.refused || stream.aside {
             return Err(AgentError::Config(format!(
                 "a second HOTSET of job {}, ignored",
                 h.job
             )));
         }
         self.stats.hotsets += 1;
+        if h.aside {
+            // Rounds this worker pushed stay as they are: the switch closes
+            // them (or their round timeout does); its later pushes to the
+            // server carry no trailer and never reach the switch.
+            self.streams[server as usize].aside = true;
+            return Ok(());
+        }
         let last = stream.last_round;
         let after_last = self.next_round(last, stream.epoch_offset);
         // The decision's first round starts the barrier epoch after every
@@ -526,7 +553,13 @@ impl WorkerAgent {
             self.hot.clone()
         };
         stream.decision = Some((h.from_round, set));
-        stream.closing = Some(Closing::new(h.job, last, after_last, next, h.seen, h.floor));
+        let mut closing = Closing::new(h.job, last, after_last, next, h.seen, h.floor);
+        if self.hot.server_keys(server).is_empty() {
+            // Started with no key: nobody sent the switch a round before the
+            // decision's, so there is nothing before it to close.
+            closing.closes.retain(|r| *r.start() >= h.from_round);
+        }
+        stream.closing = Some(closing);
         Ok(())
     }
 

@@ -170,6 +170,7 @@ fn hostile_hotset_frames() {
             seen: 1,
             floor: 1,
             change: true,
+            aside: false,
             keys,
         }
         .to_bytes()

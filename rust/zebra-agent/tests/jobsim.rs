@@ -371,6 +371,8 @@ struct Outcome {
     end_ms: u64,
     /// Online: servers that changed their hot keys, pushes sent whole.
     online_changed: u64,
+    /// Online: servers that stepped aside.
+    online_aside: u64,
     whole_pushes: u64,
     closed_rounds: u64,
     /// Online: each server's hot keys at the end, hottest first.
@@ -576,7 +578,9 @@ impl Sim {
                     for round in sp.closes.into_iter().flatten() {
                         acts.extend(hot.push(now, round, Vec::new()).unwrap());
                     }
-                    acts.extend(hot.push(now, sp.round, sp.pairs).unwrap());
+                    if sp.to_switch {
+                        acts.extend(hot.push(now, sp.round, sp.pairs).unwrap());
+                    }
                     (sp.job, acts, sp.frames)
                 }
             };
@@ -962,6 +966,7 @@ impl Sim {
                 self.out.trailer_bytes += st.trailer_bytes;
                 self.out.settle_bytes += st.settle_bytes;
                 self.out.online_changed += st.online_changed;
+                self.out.online_aside += st.online_aside;
                 self.out
                     .final_keys
                     .push(a.hot_keys_now().iter().map(|k| k.key).collect());
@@ -1189,6 +1194,18 @@ fn rounds_line_up_after_a_barrier() {
     }
 }
 
+/// Online settings for the tests of the change-over itself: `t` counted
+/// pushes, and no rule to step aside (these scenarios' stragglers and slow
+/// workers drift more than `max_drift`, so by default their servers would step
+/// aside: `online_steps_aside_when_workers_drift`).
+fn change_over(t: u32) -> OnlineConfig {
+    OnlineConfig {
+        max_drift: f64::INFINITY,
+        min_saving: 0.0,
+        ..OnlineConfig::new(t)
+    }
+}
+
 /// Online hot keys (`zebra_agent::online`): every worker starts with the
 /// wrong hot set (cold keys), or none, each server counts its keys over the first
 /// 30 pushes of every worker, finds the truly hot ones, and every worker
@@ -1206,7 +1223,7 @@ fn online_change_over_is_exact_under_loss() {
         (25, 0.01, true),
     ] {
         let s = Scenario {
-            online: Some(OnlineConfig::new(30)),
+            online: Some(change_over(30)),
             online_from_nothing: from_nothing,
             ..Scenario::new(seed, loss)
         };
@@ -1250,7 +1267,7 @@ fn online_change_over_is_exact_under_loss() {
 fn online_change_over_around_a_barrier() {
     for loss in [0.0, 0.01] {
         let s = Scenario {
-            online: Some(OnlineConfig::new(8)),
+            online: Some(change_over(8)),
             ..barrier_scenario(27, loss)
         };
         let (_, z) = check("barrier", &s);
@@ -1294,7 +1311,7 @@ fn online_when_a_worker_stops_early() {
         let s = Scenario {
             online: Some(OnlineConfig {
                 wait: Duration::from_millis(100),
-                ..OnlineConfig::new(30)
+                ..change_over(30)
             }),
             online_from_nothing: from_nothing,
             stops: vec![(3, 10)],
@@ -1331,7 +1348,7 @@ fn online_closes_the_rounds_drifting_workers_pushed() {
         };
         let (_, f) = check("file", &file);
         let s = Scenario {
-            online: Some(OnlineConfig::new(30)),
+            online: Some(change_over(30)),
             ..file
         };
         let (_, z) = check("drift", &s);
@@ -1368,7 +1385,7 @@ fn online_exact_with_drift_skipped_servers_and_loss() {
             }
         };
         let s = Scenario {
-            online: Some(OnlineConfig::new(20)),
+            online: Some(change_over(20)),
             slow: Some(2),
             window: 16,
             ..base
@@ -1377,6 +1394,40 @@ fn online_exact_with_drift_skipped_servers_and_loss() {
         println!(
             "  {} rounds closed, {} pushes whole, {} servers changed",
             z.closed_rounds, z.whole_pushes, z.online_changed
+        );
+    }
+}
+
+/// Online hot keys with the default rules, where aggregation cannot pay:
+/// asynchronous workers drifting apart (one slow, 16 pushes in flight), and
+/// workers that each push their own keys. Every server steps aside at its
+/// decision (its workers' pushes then go unchanged): exact, and the job ends
+/// when the same job without Zebra does (with the file, or with no rule to
+/// step aside, it ends a third later).
+#[test]
+fn online_steps_aside_when_workers_drift() {
+    for (seed, loss) in [(28, 0.0), (29, 0.01)] {
+        let s = Scenario {
+            straggler: None,
+            stops: Vec::new(),
+            slow: Some(1),
+            window: 16,
+            online: Some(OnlineConfig::new(30)),
+            online_from_nothing: true,
+            ..Scenario::new(seed, loss)
+        };
+        let (v, z) = check("aside", &s);
+        assert_eq!(
+            z.online_aside,
+            u64::from(s.servers),
+            "every server stepped aside"
+        );
+        assert_eq!(z.online_changed, 0);
+        assert!(
+            z.end_ms <= v.end_ms + v.end_ms / 50,
+            "{} ms against vanilla's {} ms",
+            z.end_ms,
+            v.end_ms
         );
     }
 }

@@ -730,6 +730,9 @@ impl Splitter {
                 }
             }
         }
+        if !split.to_switch {
+            return Ok(());
+        }
         let pushed = link.map(|l| l.push(split.round, split.pairs));
         if !matches!(pushed, Some(Ok(_))) {
             self.push_errors.fetch_add(1, Ordering::Relaxed);
