@@ -103,6 +103,8 @@ pub const KNOBS: &[Knob] = &[
     knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
     knob("online_rounds", "online-rounds", "T", "100", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
     knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
+    knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted: their pushes would not meet at the switch (asynchronous workers, uneven push counts, stragglers); inf: never for this reason"),
+    knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)"),
     knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: once some worker pushed its T-th, a server with no counted push for this long decides without the missing ones (keeps its hot keys; starting from none, takes the counted ones)"),
     knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size"),
     knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
@@ -369,6 +371,8 @@ struct Builder {
     online_rounds: Option<u32>,
     online_tau: Option<f64>,
     online_wait: Option<Duration>,
+    online_max_drift: Option<f64>,
+    online_min_saving: Option<f64>,
     online_out: Option<String>,
     online_capacity: Option<u32>,
 }
@@ -496,6 +500,22 @@ impl Builder {
                 self.online_tau = Some(d);
             }
             "online_wait_ms" => self.online_wait = Some(millis(e)?),
+            "online_max_drift" => {
+                let expected = "expected a number of rounds, 0 or more, or inf";
+                let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
+                if d.is_nan() || d < 0.0 {
+                    return Err(e.bad(expected));
+                }
+                self.online_max_drift = Some(d);
+            }
+            "online_min_saving" => {
+                let expected = "expected a share in 0..=1";
+                let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
+                if !(0.0..=1.0).contains(&d) {
+                    return Err(e.bad(expected));
+                }
+                self.online_min_saving = Some(d);
+            }
             "online_capacity" => self.online_capacity = Some(int(e, 1, u32::MAX)?),
             "online_out" => {
                 if e.value.is_empty() {
@@ -632,6 +652,8 @@ impl Builder {
                 let mut o = OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS));
                 o.tau = self.online_tau.unwrap_or(o.tau);
                 o.wait = self.online_wait.unwrap_or(o.wait);
+                o.max_drift = self.online_max_drift.unwrap_or(o.max_drift);
+                o.min_saving = self.online_min_saving.unwrap_or(o.min_saving);
                 o
             },
             online_out: self.online_out,
@@ -693,6 +715,8 @@ mod tests {
             ("dense_ranks", "0".into()),
             ("online_rounds", ONLINE_ROUNDS.to_string()),
             ("online_tau", OnlineConfig::new(1).tau.to_string()),
+            ("online_max_drift", OnlineConfig::new(1).max_drift.to_string()),
+            ("online_min_saving", OnlineConfig::new(1).min_saving.to_string()),
             (
                 "online_wait_ms",
                 OnlineConfig::new(1).wait.as_millis().to_string(),
