@@ -169,6 +169,11 @@ pub enum Aside {
     /// The chosen keys save only this share of the counted values (no key is
     /// pushed by two workers in the same round, or too few are).
     NoSaving(f64),
+    /// After the decision, this many of the last rounds aggregated (the
+    /// second number) were closed by the switch's round timeout: some
+    /// worker no longer pushes the rounds the others do (uneven push counts,
+    /// a worker that stopped), and every such round costs a timeout.
+    Flushed(u32, u32),
 }
 
 impl std::fmt::Display for Aside {
@@ -183,6 +188,11 @@ impl std::fmt::Display for Aside {
                 "the hot keys would save {:.1} % of the pushed values: too few keys are pushed \
                  by several workers in the same round",
                 s * 100.0
+            ),
+            Aside::Flushed(n, of) => write!(
+                f,
+                "{n} of the last {of} rounds waited for the switch's round timeout: the \
+                 workers no longer push the same rounds"
             ),
         }
     }
@@ -479,6 +489,33 @@ impl Census {
             drift: self.mean_drift(),
         });
         self.decision.as_ref()
+    }
+
+    /// Steps aside after the decision (or before it, deciding so): every
+    /// worker is told again, with ASIDE. False if it already stood aside.
+    pub fn step_aside(&mut self, why: Aside) -> bool {
+        if self.decision.as_ref().is_some_and(|d| d.aside.is_some()) {
+            return false;
+        }
+        let d = self.decision.get_or_insert_with(|| Decision {
+            from_round: 1,
+            change: false,
+            seen: 0,
+            floor: 0,
+            keys: Vec::new(),
+            distance: None,
+            pushes: 0,
+            keys_seen: 0,
+            aside: None,
+            saving: 0.0,
+            drift: 0.0,
+        });
+        d.aside = Some(why);
+        d.change = false;
+        for peer in &mut self.peers {
+            peer.1 = false;
+        }
+        true
     }
 
     /// Turns a decision to change that could not be installed into one to

@@ -57,6 +57,10 @@ use crate::stats::ServerAgentStats;
 use crate::values::{self, F32_BYTES};
 use crate::Frames;
 
+/// Rounds watched for flushes after an online decision: more than half of
+/// them flushed and the server steps aside.
+const FLUSH_WINDOW: usize = 8;
+
 /// What a message from the ROUTER turned into.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ServerOutput {
@@ -192,6 +196,9 @@ pub struct ServerAgent {
     floor: u32,
     /// Online: the counts and the decision (`crate::online`).
     census: Option<Census>,
+    /// Online, after the decision: whether each of the last rounds
+    /// aggregated was flushed, newest last.
+    flushes: VecDeque<bool>,
     /// Online: the hot set of rounds from the first on, once changed.
     next: Option<(u32, Arc<HotSet>)>,
     /// Messages for the ROUTER to send (`[identity, frame]`).
@@ -230,6 +237,7 @@ impl ServerAgent {
         Ok(ServerAgent {
             job,
             census,
+            flushes: VecDeque::new(),
             next: None,
             control: Vec::new(),
             detector: Detector::new(config.format),
@@ -690,8 +698,41 @@ impl ServerAgent {
             complete: agg.complete,
             coverage: agg.coverage,
         });
+        self.watch_flushes(agg.flushed);
         self.release(&mut deliver);
         deliver
+    }
+
+    /// Online, after the decision: steps aside once most of the last
+    /// [`FLUSH_WINDOW`] rounds aggregated waited for the switch's round
+    /// timeout (`crate::online::Aside::Flushed`).
+    fn watch_flushes(&mut self, flushed: bool) {
+        let decided = self
+            .census
+            .as_ref()
+            .and_then(Census::decision)
+            .is_some_and(|d| d.aside.is_none());
+        if !decided {
+            return;
+        }
+        self.flushes.push_back(flushed);
+        if self.flushes.len() > FLUSH_WINDOW {
+            self.flushes.pop_front();
+        }
+        let n = self.flushes.iter().filter(|&&f| f).count();
+        if self.flushes.len() < FLUSH_WINDOW || n * 2 <= FLUSH_WINDOW {
+            return;
+        }
+        let why = crate::online::Aside::Flushed(n as u32, FLUSH_WINDOW as u32);
+        if self.census.as_mut().is_some_and(|c| c.step_aside(why)) {
+            self.stats.online_aside += 1;
+            log::warn!(
+                "server {}: stepping aside: its workers' pushes go to it unchanged, without the \
+                 switch: {why}",
+                self.server
+            );
+            self.tell();
+        }
     }
 
     /// Fallback pairs to apply (`ServerAction::Apply`).

@@ -510,6 +510,15 @@ impl WorkerAgent {
             )));
         }
         let stream = &self.streams[server as usize];
+        if h.aside && !stream.aside {
+            // At the decision or later (rounds stopped meeting): rounds this
+            // worker pushed stay as they are, the switch closes them (or
+            // their round timeout does); its later pushes to the server carry
+            // no trailer and never reach the switch.
+            self.stats.hotsets += 1;
+            self.streams[server as usize].aside = true;
+            return Ok(());
+        }
         if stream.decision.is_some() || stream.refused || stream.aside {
             return Err(AgentError::Config(format!(
                 "a second HOTSET of job {}, ignored",
@@ -517,13 +526,6 @@ impl WorkerAgent {
             )));
         }
         self.stats.hotsets += 1;
-        if h.aside {
-            // Rounds this worker pushed stay as they are: the switch closes
-            // them (or their round timeout does); its later pushes to the
-            // server carry no trailer and never reach the switch.
-            self.streams[server as usize].aside = true;
-            return Ok(());
-        }
         let last = stream.last_round;
         let after_last = self.next_round(last, stream.epoch_offset);
         // The decision's first round starts the barrier epoch after every

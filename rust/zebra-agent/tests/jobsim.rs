@@ -1431,3 +1431,39 @@ fn online_steps_aside_when_workers_drift() {
         );
     }
 }
+
+/// Online hot keys with the default rules, where the rounds stop meeting
+/// after the decision: a worker stops pushing (uneven push counts) while the
+/// others go on, so each of their rounds waits for the switch's round
+/// timeout. Once most of the last rounds were flushed, every server steps
+/// aside: exact, and the job ends about when the same job without Zebra does
+/// (with no rule, it ends far later: `online_when_a_worker_stops_early`).
+#[test]
+fn online_steps_aside_when_rounds_stop_meeting() {
+    for (seed, loss) in [(34, 0.0), (35, 0.01)] {
+        let s = Scenario {
+            straggler: None,
+            stops: vec![(3, 60)],
+            online: Some(OnlineConfig::new(20)),
+            online_from_nothing: true,
+            ..Scenario::new(seed, loss)
+        };
+        let (v, z) = check("stopped", &s);
+        assert_eq!(
+            z.online_changed,
+            u64::from(s.servers),
+            "keys installed first"
+        );
+        assert_eq!(
+            z.online_aside,
+            u64::from(s.servers),
+            "then every server stepped aside"
+        );
+        assert!(
+            z.end_ms <= v.end_ms + v.end_ms / 10,
+            "{} ms against vanilla's {} ms",
+            z.end_ms,
+            v.end_ms
+        );
+    }
+}

@@ -715,8 +715,14 @@ mod tests {
             ("dense_ranks", "0".into()),
             ("online_rounds", ONLINE_ROUNDS.to_string()),
             ("online_tau", OnlineConfig::new(1).tau.to_string()),
-            ("online_max_drift", OnlineConfig::new(1).max_drift.to_string()),
-            ("online_min_saving", OnlineConfig::new(1).min_saving.to_string()),
+            (
+                "online_max_drift",
+                OnlineConfig::new(1).max_drift.to_string(),
+            ),
+            (
+                "online_min_saving",
+                OnlineConfig::new(1).min_saving.to_string(),
+            ),
             (
                 "online_wait_ms",
                 OnlineConfig::new(1).wait.as_millis().to_string(),
