@@ -48,8 +48,8 @@ def main():
     p.add_argument("--val-len", type=int, default=16, help="shapes --val-len (default 16)")
     p.add_argument("--online-rounds", type=int, default=10,
                    help="ZEBRA_HOT=online:T, pushes of each worker counted (default 10)")
-    p.add_argument("--capacity", type=int, default=32768,
-                   help="hot values each server's job holds (online_capacity; default 32768)")
+    p.add_argument("--capacity", type=int, default=8192,
+                   help="hot values each server's job holds (online_capacity; default 8192; the default switch holds 32 x 1024 values for all servers)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     p.add_argument("--out", default=os.path.join(ROOT, ".build/bench-shapes"), help="output directory")
     p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
