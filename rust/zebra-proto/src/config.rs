@@ -207,6 +207,20 @@ impl Config {
         if self.jobs.is_empty() {
             return Err(E::NoJobs);
         }
+        self.validate_jobs()
+    }
+
+    /// Checks every field but the number of jobs: a switch that admits jobs
+    /// as they register starts with none.
+    pub fn validate_for_admission(&self) -> Result<(), ConfigError> {
+        match self.validate() {
+            Err(ConfigError::NoJobs) => self.validate_jobs(),
+            other => other,
+        }
+    }
+
+    fn validate_jobs(&self) -> Result<(), ConfigError> {
+        use ConfigError as E;
         let mut used_slots = 0u64;
         for (i, job) in self.jobs.iter().enumerate() {
             if self.jobs[..i].iter().any(|j| j.id == job.id) {
@@ -262,6 +276,14 @@ impl Config {
             });
         }
         Ok(())
+    }
+
+    /// Hot values of each server's job when a PS-lite job of `servers`
+    /// servers has the switch to itself: an equal share of every register's
+    /// slots, whole slots only (what a switch that admits jobs gives, and
+    /// what a server asks for when nothing else sizes its job).
+    pub fn share(&self, servers: u16) -> u32 {
+        u32::from(self.registers) * (self.slots / u32::from(servers.max(1)))
     }
 
     /// Slots per register a job's hot keys take: `ceil(K / R)`.

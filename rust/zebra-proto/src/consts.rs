@@ -48,6 +48,9 @@ pub const COVERAGE_HEADER_LEN: usize = 24;
 pub const AGGREGATE_ACK_LEN: usize = 16;
 /// Length of a REGISTER or REGISTER_ACK datagram.
 pub const REGISTER_LEN: usize = 8;
+/// Length of a REGISTER that asks the switch to admit its job, and of the
+/// REGISTER_ACK that answers it (the job's size follows the header).
+pub const REGISTER_ADMIT_LEN: usize = 16;
 /// One `(index u32, value u32)` pair.
 pub const PAIR_LEN: usize = 8;
 /// One value (f32 bits or i32 fixed point).

@@ -197,6 +197,23 @@ struct JobState {
     hits: Vec<u64>,
 }
 
+impl JobState {
+    /// A job's state, its region from slot `base` of every register.
+    fn new(config: &Config, cfg: &JobConfig, base: u32) -> JobState {
+        let (n, w) = (cfg.workers as usize, config.copies as usize);
+        JobState {
+            cfg: cfg.clone(),
+            layout: Layout::new(cfg.layout, config.registers, cfg.hot_keys),
+            slot_base: base,
+            rounds: vec![RoundState::default(); w],
+            workers: vec![WorkerRound::default(); w * n],
+            records: vec![Record::default(); n * w * config.max_seqs as usize],
+            cover: vec![CoverWord::default(); n * w * config.cover_words()],
+            hits: vec![0; cfg.hot_keys as usize],
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Pending {
     payload: Vec<u8>,
@@ -245,38 +262,58 @@ impl Switch {
     /// A switch with empty registers; fails on a bad configuration.
     pub fn new(config: Config) -> Result<Switch, ConfigError> {
         config.validate()?;
-        let w = config.copies as usize;
-        let entries = w * config.slots as usize;
+        Ok(Switch::build(config))
+    }
+
+    /// A switch that may start with no job and admits jobs as they come
+    /// ([`admit`](Self::admit)); fails on a bad configuration.
+    pub fn with_admission(config: Config) -> Result<Switch, ConfigError> {
+        config.validate_for_admission()?;
+        Ok(Switch::build(config))
+    }
+
+    fn build(config: Config) -> Switch {
+        let entries = config.copies as usize * config.slots as usize;
         let registers = vec![vec![Slot::default(); entries]; config.registers as usize];
         let mut base = 0;
         let jobs = config
             .jobs
             .iter()
             .map(|cfg| {
-                let n = cfg.workers as usize;
-                let layout = Layout::new(cfg.layout, config.registers, cfg.hot_keys);
-                let job = JobState {
-                    cfg: cfg.clone(),
-                    slot_base: base,
-                    rounds: vec![RoundState::default(); w],
-                    workers: vec![WorkerRound::default(); w * n],
-                    records: vec![Record::default(); n * w * config.max_seqs as usize],
-                    cover: vec![CoverWord::default(); n * w * config.cover_words()],
-                    hits: vec![0; cfg.hot_keys as usize],
-                    layout,
-                };
+                let job = JobState::new(&config, cfg, base);
                 base += config.region_slots(cfg);
                 job
             })
             .collect();
-        Ok(Switch {
+        Switch {
             config,
             registers,
             jobs,
             pending: BTreeMap::new(),
             flows: BTreeMap::new(),
             stats: SwitchStats::default(),
-        })
+        }
+    }
+
+    /// Admits `job` into the memory after the jobs it has (the control
+    /// plane's job set-up). Refused, and nothing changes, when its id is
+    /// taken or it does not fit.
+    pub fn admit(&mut self, job: JobConfig) -> Result<(), ConfigError> {
+        if self.config.job(job.id).is_some() {
+            return Err(ConfigError::DuplicateJob(job.id));
+        }
+        self.config.jobs.push(job);
+        if let Err(e) = self.config.validate_for_admission() {
+            self.config.jobs.pop();
+            return Err(e);
+        }
+        let cfg = &self.config.jobs[self.config.jobs.len() - 1];
+        let base = self.config.jobs[..self.config.jobs.len() - 1]
+            .iter()
+            .map(|j| self.config.region_slots(j))
+            .sum();
+        self.jobs.push(JobState::new(&self.config, cfg, base));
+        Ok(())
     }
 
     /// The configuration.

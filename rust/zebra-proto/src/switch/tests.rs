@@ -632,3 +632,43 @@ fn a_burst_of_lost_parts_costs_a_round_trip() {
     );
     assert_eq!(queued.stats().aggregate_lost, 0);
 }
+
+#[test]
+fn admits_jobs_as_they_come_while_they_fit() {
+    let mut c = config(2, 1);
+    c.jobs.clear();
+    assert_eq!(Switch::new(c.clone()).err(), Some(ConfigError::NoJobs));
+    let mut s = Switch::with_admission(c.clone()).unwrap();
+    let before = send(&mut s, 0, &hot(0, 1, 0, true, &[(3, 1.0)]));
+    assert_eq!(
+        response(&before[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::UnknownJob,
+            duplicate: false
+        },
+        "no job yet: the pairs go to the server"
+    );
+    assert_eq!(c.share(2), 4 * 16, "half of every register's 32 slots");
+    s.admit(JobConfig::new(1, 2, c.share(2), 1)).unwrap();
+    s.admit(JobConfig::new(2, 2, c.share(2), 1)).unwrap();
+    assert_eq!(
+        s.admit(JobConfig::new(1, 2, 4, 1)),
+        Err(ConfigError::DuplicateJob(1))
+    );
+    assert!(
+        matches!(
+            s.admit(JobConfig::new(3, 2, 4, 1)),
+            Err(ConfigError::Memory { .. })
+        ),
+        "the memory is taken"
+    );
+    assert_eq!(s.config().jobs.len(), 2, "a refused job changes nothing");
+    let mut out = send(&mut s, 10, &hot(0, 1, 0, true, &[(3, 1.0)]));
+    out.extend(send(&mut s, 11, &hot(1, 1, 0, true, &[(3, 2.0)])));
+    let (data, _) = aggregates(&out);
+    assert_eq!(
+        data.len(),
+        1,
+        "job 1's round closes once both workers are done"
+    );
+}

@@ -45,7 +45,7 @@ pub use aggregate::AggregateRepr;
 pub use aggregate_ack::AggregateAckRepr;
 pub use coverage::{CoverBits, CoverageRepr};
 pub use hot::{HotBody, HotRepr};
-pub use register::RegisterRepr;
+pub use register::{Admission, RegisterRepr};
 pub use response::{FallbackReason, ResponseKind, ResponseRepr};
 
 use thiserror::Error;
@@ -301,7 +301,8 @@ mod tests {
             Ok(Message::Register(RegisterRepr {
                 job: 1,
                 server: 2,
-                ack: false
+                ack: false,
+                admit: None,
             }))
         );
         assert_eq!(Message::parse(&reg).unwrap().to_bytes(), reg);

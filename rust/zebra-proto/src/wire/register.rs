@@ -1,4 +1,6 @@
-//! Server ↔ switch CPU: where a server's aggregates go.
+//! Server ↔ switch CPU: where a server's aggregates go, and, on a switch
+//! that admits jobs as they come (`zebra switch --listen` alone), the job's
+//! size.
 //!
 //! A server sends REGISTER from the socket it receives aggregates on; the
 //! switch's control plane records the datagram's source address for
@@ -8,22 +10,37 @@
 //! ```text
 //!  0..2  magic   2 version   3 type (8 REGISTER, 9 REGISTER_ACK)
 //!  4..6  job     6..8 server
+//!  with admission (16 bytes):
+//!  8..10 workers   10..12 reserved (0)   12..16 capacity
 //! ```
+//!
+//! With admission, a REGISTER asks for a job of `workers` workers holding
+//! `capacity` hot values (this server's share); the REGISTER_ACK says what
+//! the switch gave: the same `workers` and the capacity granted, 0 when it
+//! has no room for the job or the job it has is of another size.
 
-use super::{check_common, emit_common, get_u16, put_u16, Field, Result};
-use crate::consts::{packet_type, REGISTER_LEN};
+use super::{check_common, emit_common, get_u16, get_u32, put_u16, put_u32, Field, Result};
+use crate::consts::{packet_type, REGISTER_ADMIT_LEN, REGISTER_LEN};
 
 /// Byte ranges of a registration.
 pub mod field {
     use super::Field;
     /// Server index.
     pub const SERVER: Field = 6..8;
+    /// With admission: workers of the job.
+    pub const WORKERS: Field = 8..10;
+    /// With admission: zero.
+    pub const RESERVED: Field = 10..12;
+    /// With admission: hot values asked for (REGISTER) or granted
+    /// (REGISTER_ACK; 0: refused).
+    pub const CAPACITY: Field = 12..16;
 }
 
 super::packet_view!("a REGISTER or REGISTER_ACK", "a well-formed registration");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Checks header, type and length.
+    /// Checks header, type and length (8 bytes, or 16 with admission), and
+    /// that the reserved bytes are zero.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
         check_common(
@@ -31,8 +48,25 @@ impl<T: AsRef<[u8]>> Packet<T> {
             &[packet_type::REGISTER, packet_type::REGISTER_ACK],
             REGISTER_LEN,
         )?;
-        super::check_exact(b.len(), REGISTER_LEN)
+        if b.len() == REGISTER_LEN {
+            return Ok(());
+        }
+        super::check_exact(b.len(), REGISTER_ADMIT_LEN)?;
+        if get_u16(b, field::RESERVED) != 0 {
+            return Err(super::Error::Invalid("REGISTER reserved bytes"));
+        }
+        Ok(())
     }
+}
+
+/// What a server asks a switch that admits jobs for (REGISTER), or what it
+/// got (REGISTER_ACK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Admission {
+    /// Workers of the job.
+    pub workers: u16,
+    /// Hot values of this server's job: asked for, or granted (0: refused).
+    pub capacity: u32,
 }
 
 /// A parsed registration or its acknowledgement.
@@ -44,6 +78,8 @@ pub struct RegisterRepr {
     pub server: u16,
     /// REGISTER_ACK (switch → server) rather than REGISTER.
     pub ack: bool,
+    /// The job's size, when the server asks to be admitted (16 bytes).
+    pub admit: Option<Admission>,
 }
 
 impl RegisterRepr {
@@ -55,10 +91,28 @@ impl RegisterRepr {
             job: get_u16(b, super::field::JOB),
             server: get_u16(b, field::SERVER),
             ack: b[super::field::TYPE] == packet_type::REGISTER_ACK,
+            admit: (b.len() == REGISTER_ADMIT_LEN).then(|| Admission {
+                workers: get_u16(b, field::WORKERS),
+                capacity: get_u32(b, field::CAPACITY),
+            }),
         })
     }
 
-    /// Writes the datagram into `buf` ([`REGISTER_LEN`] bytes).
+    /// Length of the datagram.
+    pub fn len(&self) -> usize {
+        if self.admit.is_some() {
+            REGISTER_ADMIT_LEN
+        } else {
+            REGISTER_LEN
+        }
+    }
+
+    /// Never empty (a header at least).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+
+    /// Writes the datagram into `buf` ([`len`](Self::len) bytes).
     pub fn emit(&self, buf: &mut [u8]) {
         let t = if self.ack {
             packet_type::REGISTER_ACK
@@ -68,11 +122,16 @@ impl RegisterRepr {
         emit_common(buf, t);
         put_u16(buf, super::field::JOB, self.job);
         put_u16(buf, field::SERVER, self.server);
+        if let Some(a) = self.admit {
+            put_u16(buf, field::WORKERS, a.workers);
+            put_u16(buf, field::RESERVED, 0);
+            put_u32(buf, field::CAPACITY, a.capacity);
+        }
     }
 
     /// The datagram as a new buffer.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut v = vec![0; REGISTER_LEN];
+        let mut v = vec![0; self.len()];
         self.emit(&mut v);
         v
     }
@@ -89,6 +148,7 @@ mod tests {
             job: 9,
             server: 1,
             ack: false,
+            admit: None,
         };
         let b = r.to_bytes();
         assert_eq!(b, [0x5A, 0x42, 1, 8, 0, 9, 0, 1]);
@@ -102,6 +162,23 @@ mod tests {
             RegisterRepr::parse(&Packet::new_checked(&a.to_bytes()[..]).unwrap()).unwrap(),
             a
         );
+        let admit = RegisterRepr {
+            admit: Some(Admission {
+                workers: 3,
+                capacity: 0x0102_0304,
+            }),
+            ..r
+        };
+        let b = admit.to_bytes();
+        assert_eq!(
+            b,
+            [0x5A, 0x42, 1, 8, 0, 9, 0, 1, 0, 3, 0, 0, 1, 2, 3, 4],
+            "the job's size after the header"
+        );
+        assert_eq!(
+            RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
+            admit
+        );
     }
 
     #[test]
@@ -110,12 +187,26 @@ mod tests {
             job: 1,
             server: 0,
             ack: false,
+            admit: None,
         }
         .to_bytes();
         assert!(matches!(
             Packet::new_checked(&b[..7]),
             Err(Error::Truncated { .. })
         ));
+        b.push(0);
+        assert!(matches!(
+            Packet::new_checked(&b[..]),
+            Err(Error::Truncated { .. })
+        ));
+        b.resize(16, 0);
+        assert!(Packet::new_checked(&b[..]).is_ok(), "with admission");
+        b[10] = 1;
+        assert!(matches!(
+            Packet::new_checked(&b[..]),
+            Err(Error::Invalid(_))
+        ));
+        b[10] = 0;
         b.push(0);
         assert!(matches!(
             Packet::new_checked(&b[..]),
