@@ -130,7 +130,27 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
 
 fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
     let p = &config.proto;
-    let j = config.job();
+    let geometry = format!(
+        "R={} S={} W={}, {}-byte packets, round timeout {:?}{}\n\
+         zebra switch: SIGUSR1 prints statistics, SIGINT/SIGTERM stops",
+        p.registers,
+        p.slots,
+        p.copies,
+        p.packet_size,
+        p.round_timeout,
+        if config.loss.is_some() {
+            ", injecting faults"
+        } else {
+            ""
+        }
+    );
+    let Some(j) = p.jobs.first() else {
+        return format!(
+            "zebra switch: listening on {} for any job: each is admitted when its servers \
+             register (an equal share of the memory for each PS-lite server); {geometry}",
+            node.local_addr(),
+        );
+    };
     let keys = match (&config.hot_keys, &config.hot_set) {
         (Some(hk), _) => format!("{} hot keys from the file", hk.len()),
         (None, Some(_)) => format!("{} hot values a job, keys found online", j.hot_keys),
@@ -152,21 +172,9 @@ fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
         .as_ref()
         .map_or(j.servers, |h| h.ranges().len() as u16);
     format!(
-        "zebra switch: listening on {} for {jobs}: {} workers, {servers} servers, {keys}; \
-         R={} S={} W={}, {}-byte packets, round timeout {:?}{}\n\
-         zebra switch: SIGUSR1 prints statistics, SIGINT/SIGTERM stops",
+        "zebra switch: listening on {} for {jobs}: {} workers, {servers} servers, {keys}; {geometry}",
         node.local_addr(),
         j.workers,
-        p.registers,
-        p.slots,
-        p.copies,
-        p.packet_size,
-        p.round_timeout,
-        if config.loss.is_some() {
-            ", injecting faults"
-        } else {
-            ""
-        }
     )
 }
 

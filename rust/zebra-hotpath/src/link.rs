@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use zebra_config::HotLoss;
 use zebra_net::Stack;
+use zebra_proto::wire::Admission;
 use zebra_proto::Config;
 
 use crate::io::HotSocket;
@@ -33,6 +34,9 @@ pub struct LinkConfig {
     /// The process's user-level stack (`ZEBRA_NET`), if it has one: the
     /// socket is then bound on it unless the switch is on loopback.
     pub stack: Option<Arc<Stack>>,
+    /// A server's link only: ask the switch to admit the job with this size
+    /// (a REGISTER with admission); `None`: the switch has the job already.
+    pub admission: Option<Admission>,
 }
 
 impl LinkConfig {
@@ -51,6 +55,7 @@ impl LinkConfig {
             bind: SocketAddr::new(any, 0),
             loss: None,
             stack: None,
+            admission: None,
         }
     }
 

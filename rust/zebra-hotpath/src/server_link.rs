@@ -15,7 +15,7 @@ use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
 use zebra_proto::consts::packet_type;
-use zebra_proto::wire::{Message, RegisterRepr};
+use zebra_proto::wire::{Admission, Message, RegisterRepr};
 use zebra_proto::{
     Fallback, RoundAggregate, Server, ServerAction, ServerError, ServerStats, Timestamp,
 };
@@ -49,6 +49,9 @@ pub struct ServerLinkStats {
     pub registered: bool,
     /// REGISTER datagrams sent.
     pub registers_sent: u64,
+    /// With admission: the hot values the switch granted this server's job
+    /// (0: refused), once it answered.
+    pub granted: Option<u32>,
     /// Uncertain fallback batches waiting for their round's aggregate.
     pub held_fallbacks: usize,
     /// Socket counters.
@@ -62,6 +65,8 @@ struct Registration {
     backoff: Duration,
     acked: bool,
     sent: u64,
+    /// With admission: the capacity of the last answer (0: refused).
+    granted: Option<u32>,
 }
 
 impl Registration {
@@ -79,7 +84,18 @@ impl Registration {
         Some(self.datagram.clone())
     }
 
-    fn on_ack(&mut self, now: Timestamp) {
+    fn on_ack(&mut self, now: Timestamp, admit: Option<Admission>) {
+        if let Some(a) = admit {
+            if a.capacity == 0 && self.granted != Some(0) {
+                log::warn!("server link: the switch refused to admit the job (no room, or another job of that id)");
+            }
+            self.granted = Some(a.capacity);
+            if a.capacity == 0 {
+                // Asked again now and then: the switch may have room later.
+                self.next = now + REGISTER_KEEPALIVE;
+                return;
+            }
+        }
         if !self.acked {
             self.acked = true;
             self.next = now + REGISTER_KEEPALIVE;
@@ -120,7 +136,7 @@ impl Machine for ServerMachine {
         if bytes.get(3) == Some(&packet_type::REGISTER_ACK) {
             if let Ok(Message::Register(r)) = Message::parse(bytes) {
                 if r.ack && r.job == self.job && r.server == self.index {
-                    self.registration.on_ack(now);
+                    self.registration.on_ack(now, r.admit);
                     return;
                 }
             }
@@ -178,12 +194,14 @@ impl ServerLink {
                     job: config.job,
                     server: config.rank,
                     ack: false,
+                    admit: config.admission,
                 }
                 .to_bytes(),
                 next: Timestamp::ZERO,
                 backoff: REGISTER_RETRY,
                 acked: false,
                 sent: 0,
+                granted: None,
             },
             events: tx,
         };
@@ -234,6 +252,12 @@ impl ServerLink {
         }
     }
 
+    /// With admission: the hot values the switch granted (0: refused), once
+    /// it answered.
+    pub fn granted(&self) -> Option<u32> {
+        self.node.shared().read(|c| c.machine.registration.granted)
+    }
+
     /// Whether the switch has acknowledged this server's REGISTER.
     pub fn is_registered(&self) -> bool {
         self.node.shared().read(|c| c.machine.registration.acked)
@@ -250,6 +274,7 @@ impl ServerLink {
             server: c.machine.server.stats().clone(),
             registered: c.machine.registration.acked,
             registers_sent: c.machine.registration.sent,
+            granted: c.machine.registration.granted,
             held_fallbacks: c.machine.server.held_fallbacks(),
             io: c.io_stats(),
         })

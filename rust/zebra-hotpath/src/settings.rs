@@ -150,6 +150,15 @@ pub struct HotpathConfig {
     pub online: OnlineConfig,
     /// `online_out`: where each server writes its decided hot keys.
     pub online_out: Option<String>,
+    /// A switch with nothing that sizes a job (no workers, no hot keys):
+    /// it admits jobs as their servers register, each like this template
+    /// (number format, layout, dense ranks); `proto` then has no job.
+    pub admit: Option<JobConfig>,
+    /// Nothing sized the jobs (no hot keys, no `online_capacity`): each
+    /// server's job is an equal share of the switch's memory
+    /// ([`Config::share`]), asked for at registration, its keys found
+    /// online.
+    pub zero_config: bool,
 }
 
 /// Default of `online_rounds`.
@@ -159,7 +168,8 @@ pub const ONLINE_ROUNDS: u32 = 100;
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 impl HotpathConfig {
-    /// The first job.
+    /// The first job (a switch that admits jobs has none: see
+    /// [`Self::admit`]).
     pub fn job(&self) -> &JobConfig {
         &self.proto.jobs[0]
     }
@@ -185,6 +195,7 @@ impl HotpathConfig {
                 .collect(),
             loss: self.loss,
             stack: None,
+            admit: self.admit.clone(),
         }
     }
 }
@@ -547,6 +558,19 @@ impl Builder {
     fn finish(mut self) -> Result<HotpathConfig, SettingsError> {
         let mut problems = Vec::new();
         let servers = self.servers.unwrap_or(1);
+        let sized = self.hot_keys_file.is_some()
+            || self.hot_key_count.is_some()
+            || self.online_capacity.is_some();
+        if self.workers.is_none() && !sized {
+            return self.admitting();
+        }
+        let zero_config = !sized;
+        if zero_config {
+            // Nothing sizes the jobs: each server asks the switch for an equal
+            // share of its memory (admission), and finds its keys online.
+            let geometry = self.config.get_or_insert_with(|| Config::new(Vec::new()));
+            self.online_capacity = Some(geometry.share(servers));
+        }
         if self.workers.is_none() {
             problems.push("workers: not set (--workers N, or `workers = N` in the file)".into());
         }
@@ -554,12 +578,6 @@ impl Builder {
             (Some(_), Some(_)) => {
                 problems.push(
                     "hot keys: give a hot-keys file (hot_keys / --hot-keys) or a count (hot_key_count / --hot-key-count), not both".into(),
-                );
-                None
-            }
-            (None, None) if self.online_capacity.is_none() => {
-                problems.push(
-                    "hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file; or online_capacity for keys found online)".into(),
                 );
                 None
             }
@@ -657,6 +675,47 @@ impl Builder {
                 o
             },
             online_out: self.online_out,
+            admit: None,
+            zero_config,
+        })
+    }
+
+    /// `zebra switch --listen` with nothing that sizes a job: a switch that
+    /// admits jobs as their servers register, with this file's geometry,
+    /// timeouts and number format.
+    fn admitting(mut self) -> Result<HotpathConfig, SettingsError> {
+        if !self.server_addrs.is_empty() {
+            return Err(SettingsError::one(
+                "server_addr: a switch that admits jobs as they register has no server to pin \
+                 (give workers and hot keys to fix the job)"
+                    .into(),
+            ));
+        }
+        let mut template = JobConfig::new(0, 1, 1, 1);
+        template.number = self.number.unwrap_or(NumberMode::F32);
+        template.layout = self.layout.unwrap_or(LayoutKind::Heat);
+        template.dense_ranks = self.dense_ranks.unwrap_or(0);
+        let mut proto = self
+            .config
+            .take()
+            .unwrap_or_else(|| Config::new(Vec::new()));
+        proto.jobs = Vec::new();
+        proto
+            .validate_for_admission()
+            .map_err(|e| SettingsError::one(format!("the settings do not fit together: {e}")))?;
+        Ok(HotpathConfig {
+            switch: self.switch,
+            proto,
+            hot_keys: None,
+            hot_set: None,
+            job_base: self.job.unwrap_or(1),
+            server_addrs: BTreeMap::new(),
+            loss: self.loss,
+            settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
+            online: OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS)),
+            online_out: self.online_out,
+            admit: Some(template),
+            zero_config: true,
         })
     }
 }
@@ -742,8 +801,16 @@ mod tests {
         let mut s = Settings::new();
         s.set("workers", "4").unwrap();
         s.set("servers", "2").unwrap();
-        let err = s.clone().build().unwrap_err().to_string();
-        assert!(err.contains("online_capacity"), "{err}");
+        let zero = s.clone().build().unwrap();
+        assert!(zero.zero_config && zero.admit.is_none());
+        let share = Config::new(Vec::new()).share(2);
+        assert_eq!(share, 32 * 512, "half of the default switch's memory each");
+        let jobs: Vec<(u16, u32)> = zero.proto.jobs.iter().map(|j| (j.id, j.hot_keys)).collect();
+        assert_eq!(
+            jobs,
+            vec![(1, share), (2, share)],
+            "nothing else sizes them"
+        );
         s.set("online_capacity", "640").unwrap();
         let c = s.build().unwrap();
         let hot = c.hot_set.unwrap();
@@ -751,6 +818,26 @@ mod tests {
         assert_eq!((hot.indices(0), hot.indices(1)), (640, 640));
         let jobs: Vec<(u16, u32)> = c.proto.jobs.iter().map(|j| (j.id, j.hot_keys)).collect();
         assert_eq!(jobs, vec![(1, 640), (2, 640)]);
+    }
+
+    #[test]
+    fn a_switch_given_only_its_address_admits_jobs() {
+        let mut s = Settings::new();
+        s.set("switch", "127.0.0.1:9950").unwrap();
+        s.set("number", "fixed:16").unwrap();
+        s.set("slots", "2048").unwrap();
+        let c = s.clone().build().unwrap();
+        assert!(c.proto.jobs.is_empty());
+        assert_eq!(c.proto.slots, 2048);
+        let template = c.admit.clone().expect("admits jobs");
+        assert_eq!(template.number, NumberMode::Fixed { frac_bits: 16 });
+        assert_eq!(
+            c.switch_node_config("127.0.0.1:0".parse().unwrap()).admit,
+            Some(template)
+        );
+        s.set("server_addr", "0=127.0.0.1:5").unwrap();
+        let err = s.build().unwrap_err().to_string();
+        assert!(err.contains("server_addr"), "{err}");
     }
 
     #[test]
@@ -928,10 +1015,15 @@ loss = drop=2
 
     #[test]
     fn missing_and_conflicting_settings() {
-        let err = Settings::new().build().unwrap_err();
-        assert_eq!(err.problems.len(), 2, "{err}");
+        assert!(
+            Settings::new().build().unwrap().admit.is_some(),
+            "nothing set: a switch that admits jobs"
+        );
+        let mut s = Settings::new();
+        s.set("hot_key_count", "5").unwrap();
+        let err = s.build().unwrap_err();
+        assert_eq!(err.problems.len(), 1, "{err}");
         assert!(err.problems[0].starts_with("workers: not set"));
-        assert!(err.problems[1].starts_with("hot keys: not set"));
 
         let mut s = Settings::new();
         for (k, v) in [

@@ -16,8 +16,8 @@ use std::sync::Arc;
 use zebra_config::HotLoss;
 use zebra_net::Stack;
 use zebra_proto::consts::packet_type;
-use zebra_proto::wire::{FallbackReason, Message, RegisterRepr};
-use zebra_proto::{Config, Switch, SwitchAction, SwitchStats, Timestamp};
+use zebra_proto::wire::{Admission, FallbackReason, Message, RegisterRepr};
+use zebra_proto::{Config, JobConfig, Switch, SwitchAction, SwitchStats, Timestamp};
 
 use crate::fault::{self, FaultInjector};
 use crate::io::{HotSocket, IoStats, Machine, Node, Sends};
@@ -38,6 +38,10 @@ pub struct SwitchNodeConfig {
     /// The user-level stack to listen on (`ZEBRA_NET`), if any; a loopback
     /// `listen` address stays on the kernel.
     pub stack: Option<Arc<Stack>>,
+    /// Admit jobs as their servers register (`zebra switch --listen` alone):
+    /// each admitted job is this one with the REGISTER's job id, workers and
+    /// capacity, one server. `None`: only the jobs of `proto`.
+    pub admit: Option<JobConfig>,
 }
 
 impl SwitchNodeConfig {
@@ -49,6 +53,7 @@ impl SwitchNodeConfig {
             server_addrs: BTreeMap::new(),
             loss: None,
             stack: None,
+            admit: None,
         }
     }
 }
@@ -72,6 +77,8 @@ pub struct SwitchNodeStats {
     pub register_refused: u64,
     /// Aggregate parts not sent for want of a server address (resent later).
     pub unroutable: u64,
+    /// Jobs admitted as their servers registered.
+    pub admitted: u64,
     /// Socket counters.
     pub io: IoStats,
 }
@@ -130,8 +137,8 @@ impl fmt::Display for SwitchNodeStats {
         )?;
         writeln!(
             f,
-            "  registrations    {} accepted, {} refused",
-            self.registrations, self.register_refused
+            "  registrations    {} accepted, {} refused, {} jobs admitted",
+            self.registrations, self.register_refused, self.admitted
         )?;
         for (job, server, addr) in &self.servers {
             writeln!(f, "  server           job {job} server {server} at {addr}")?;
@@ -168,6 +175,10 @@ struct SwitchMachine {
     registrations: u64,
     register_refused: u64,
     unroutable: u64,
+    /// The template of admitted jobs (`SwitchNodeConfig::admit`).
+    admit: Option<JobConfig>,
+    /// Jobs admitted.
+    admitted: u64,
 }
 
 impl SwitchMachine {
@@ -193,7 +204,86 @@ impl SwitchMachine {
         }
     }
 
+    /// Admits the job a REGISTER with admission asks for if the switch does
+    /// not have it yet; the capacity to answer with (0: refused).
+    fn admit(&mut self, src: SocketAddr, r: &RegisterRepr, a: Admission) -> u32 {
+        if let Some(job) = self.switch.config().job(r.job) {
+            return if job.workers == a.workers && r.server < job.servers {
+                job.hot_keys
+            } else {
+                log::warn!(
+                    "switch: REGISTER from {src} for job {} server {} of {} workers: the job has \
+                     {} workers and {} servers; refused",
+                    r.job,
+                    r.server,
+                    a.workers,
+                    job.workers,
+                    job.servers
+                );
+                0
+            };
+        }
+        let Some(template) = &self.admit else {
+            return 0;
+        };
+        if r.server != 0 {
+            log::warn!(
+                "switch: REGISTER from {src} to admit job {} for server {}: an admitted job has \
+                 one server, 0; refused",
+                r.job,
+                r.server
+            );
+            return 0;
+        }
+        let job = JobConfig {
+            id: r.job,
+            workers: a.workers,
+            hot_keys: a.capacity,
+            servers: 1,
+            owners: None,
+            ..template.clone()
+        };
+        match self.switch.admit(job) {
+            Ok(()) => {
+                log::info!(
+                    "switch: admitted job {} ({} workers, {} hot values) for {src}",
+                    r.job,
+                    a.workers,
+                    a.capacity
+                );
+                self.admitted += 1;
+                a.capacity
+            }
+            Err(e) => {
+                log::warn!(
+                    "switch: job {} ({} workers, {} hot values) from {src} not admitted: {e}",
+                    r.job,
+                    a.workers,
+                    a.capacity
+                );
+                0
+            }
+        }
+    }
+
     fn on_register(&mut self, src: SocketAddr, r: RegisterRepr, out: &mut Sends) {
+        if let Some(a) = r.admit {
+            let capacity = self.admit(src, &r, a);
+            if capacity == 0 {
+                self.register_refused += 1;
+                let refused = Admission { capacity: 0, ..a };
+                out.push((
+                    src,
+                    RegisterRepr {
+                        ack: true,
+                        admit: Some(refused),
+                        ..r
+                    }
+                    .to_bytes(),
+                ));
+                return;
+            }
+        }
         let known = self
             .switch
             .config()
@@ -239,7 +329,19 @@ impl SwitchMachine {
             }
         }
         self.registrations += 1;
-        out.push((src, RegisterRepr { ack: true, ..r }.to_bytes()));
+        let admit = r.admit.map(|a| Admission {
+            capacity: self.switch.config().job(r.job).map_or(0, |j| j.hot_keys),
+            ..a
+        });
+        out.push((
+            src,
+            RegisterRepr {
+                ack: true,
+                admit,
+                ..r
+            }
+            .to_bytes(),
+        ));
     }
 
     fn stats(&self, io: IoStats) -> SwitchNodeStats {
@@ -255,6 +357,7 @@ impl SwitchMachine {
             registrations: self.registrations,
             register_refused: self.register_refused,
             unroutable: self.unroutable,
+            admitted: self.admitted,
             io,
         }
     }
@@ -296,7 +399,10 @@ pub struct SwitchNode {
 impl SwitchNode {
     /// Validates the configuration, binds the socket and starts the thread.
     pub fn start(config: SwitchNodeConfig) -> Result<SwitchNode, StartError> {
-        let switch = Switch::new(config.proto.clone())?;
+        let switch = match config.admit {
+            Some(_) => Switch::with_admission(config.proto.clone())?,
+            None => Switch::new(config.proto.clone())?,
+        };
         let mut servers = BTreeMap::new();
         for (&(job, server), &addr) in &config.server_addrs {
             let known = config.proto.job(job).is_some_and(|j| server < j.servers);
@@ -321,6 +427,8 @@ impl SwitchNode {
             registrations: 0,
             register_refused: 0,
             unroutable: 0,
+            admit: config.admit.clone(),
+            admitted: 0,
         };
         let node =
             Node::spawn("zebra-switch".into(), socket, machine, faults).map_err(|source| {

@@ -111,6 +111,7 @@ fn garbage_at_the_switch_is_counted_not_fatal() {
         job: JOB,
         server: 7,
         ack: false,
+        admit: None,
     };
     junk.send_to(&stranger.to_bytes(), at).unwrap();
     c.run(&plans, rounds, "garbage");
@@ -163,4 +164,85 @@ fn pinned_server_address_is_not_replaced() {
         .unwrap_err()
         .to_string()
         .contains("job 4 server 5"));
+}
+
+/// A switch started with nothing that sizes a job admits each job when its
+/// server registers with the job's size, sums its rounds, and refuses a job
+/// that does not fit (REGISTER_ACK with capacity 0) or whose size disagrees.
+#[test]
+fn a_switch_admits_jobs_as_their_servers_register() {
+    use zebra_hotpath::{ServerEvent, WorkerEvent, WorkerLink};
+    use zebra_proto::wire::Admission;
+    use zebra_proto::JobConfig;
+
+    let mut geometry = config();
+    geometry.jobs.clear();
+    let mut sc = SwitchNodeConfig::new(localhost(), geometry.clone());
+    sc.admit = Some(JobConfig::new(0, 1, 1, 1));
+    let switch = SwitchNode::start(sc).unwrap();
+    let share = geometry.share(2);
+    let link = |job: u16, workers: u16, capacity: u32| {
+        let mut proto = geometry.clone();
+        proto.jobs = vec![JobConfig::new(job, workers, capacity, 1)];
+        let mut lc = LinkConfig::new(proto, job, 0, switch.local_addr());
+        lc.bind = localhost();
+        lc.admission = Some(Admission { workers, capacity });
+        lc
+    };
+    let granted = |s: &ServerLink| {
+        let t = Instant::now();
+        loop {
+            if let Some(g) = s.granted() {
+                return g;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(5),
+                "no answer to REGISTER"
+            );
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    let first = ServerLink::start(link(7, 2, share)).unwrap();
+    assert_eq!(granted(&first), share);
+    let second = ServerLink::start(link(8, 2, share)).unwrap();
+    assert_eq!(granted(&second), share, "two servers' equal shares fit");
+    let third = ServerLink::start(link(9, 2, share)).unwrap();
+    assert_eq!(granted(&third), 0, "no room left");
+    assert!(!third.is_registered());
+    let wrong = ServerLink::start(link(7, 3, share)).unwrap();
+    assert_eq!(granted(&wrong), 0, "job 7 has two workers, not three");
+
+    let workers: Vec<WorkerLink> = (0..2)
+        .map(|w| {
+            let mut lc = link(7, 2, share);
+            lc.rank = w;
+            lc.admission = None;
+            WorkerLink::start(lc).unwrap()
+        })
+        .collect();
+    for (w, l) in workers.iter().enumerate() {
+        l.push(1, vec![(3, 1.0 + w as f32), (share - 1, 10.0)])
+            .unwrap();
+    }
+    for l in &workers {
+        let t = Instant::now();
+        while !matches!(
+            l.recv_timeout(Duration::from_millis(100)),
+            Some(WorkerEvent::RoundDone(_))
+        ) {
+            assert!(t.elapsed() < Duration::from_secs(5), "round 1 not done");
+        }
+    }
+    let (applied, agg) = first.next_round(Duration::from_secs(5));
+    assert!(applied.is_empty());
+    let agg = agg.expect("round 1's aggregate");
+    assert_eq!(agg.pairs, vec![(3, 3.0), (share - 1, 20.0)]);
+    assert!(!agg.flushed);
+    assert!(first
+        .try_recv()
+        .is_none_or(|e| !matches!(e, ServerEvent::Round(_))));
+    let st = switch.shutdown();
+    assert_eq!(st.admitted, 2);
+    assert!(st.register_refused >= 2, "{st}");
+    assert_eq!(st.switch.added_pairs, 4);
 }
