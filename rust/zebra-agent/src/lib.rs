@@ -55,7 +55,7 @@ pub mod worker;
 pub use config::{AgentConfig, AgentError, Delivery, OtherValues};
 pub use frame::{FrameError, HotSetFrame, PushTrailer, Settle, ZebraFrame};
 pub use hotset::{HotKey, HotSet, HotSetError, KeyRanges, LenLearner};
-pub use online::{Census, Decision, OnlineConfig};
+pub use online::{Aside, Census, Decision, OnlineConfig};
 pub use server::{ServerAgent, ServerOutput};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
 pub use worker::{Outgoing, SettleMessage, SplitPush, WorkerAgent};

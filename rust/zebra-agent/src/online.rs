@@ -174,6 +174,9 @@ pub enum Aside {
     /// worker no longer pushes the rounds the others do (uneven push counts,
     /// a worker that stopped), and every such round costs a timeout.
     Flushed(u32, u32),
+    /// The switch did not admit this server's job (no room for it, or it has
+    /// a job of that id with another number of workers).
+    NotAdmitted,
 }
 
 impl std::fmt::Display for Aside {
@@ -188,6 +191,11 @@ impl std::fmt::Display for Aside {
                 "the hot keys would save {:.1} % of the pushed values: too few keys are pushed \
                  by several workers in the same round",
                 s * 100.0
+            ),
+            Aside::NotAdmitted => write!(
+                f,
+                "the switch did not admit this server's job (no room for it, or a job of that \
+                 id with another number of workers)"
             ),
             Aside::Flushed(n, of) => write!(
                 f,

@@ -723,7 +723,12 @@ impl ServerAgent {
         if self.flushes.len() < FLUSH_WINDOW || n * 2 <= FLUSH_WINDOW {
             return;
         }
-        let why = crate::online::Aside::Flushed(n as u32, FLUSH_WINDOW as u32);
+        self.step_aside(crate::online::Aside::Flushed(n as u32, FLUSH_WINDOW as u32));
+    }
+
+    /// Online: steps aside now, before or after the decision (every worker
+    /// is told with ASIDE), logged with `why`; nothing if it already did.
+    pub fn step_aside(&mut self, why: crate::online::Aside) {
         if self.census.as_mut().is_some_and(|c| c.step_aside(why)) {
             self.stats.online_aside += 1;
             log::warn!(

@@ -56,8 +56,8 @@ pub const VARIABLES: &[Variable] = &[
     },
     Variable {
         name: "ZEBRA_HOT",
-        default: "file",
-        help: "`file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does)",
+        default: "auto",
+        help: "`auto`: `file` when hot keys are given (ZEBRA_HOT_KEYS, or hot_keys or online_capacity in ZEBRA_HOT_CONFIG), else `online` with each server's job an equal share of the switch's memory, admitted when it registers (zero configuration); `file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does)",
     },
     Variable {
         name: "ZEBRA_HOT_CONFIG",
@@ -109,8 +109,11 @@ pub const VARIABLES: &[Variable] = &[
 /// Where the hot keys come from (`ZEBRA_HOT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum HotMode {
-    /// The hot-keys file, for the whole job.
+    /// `File` when something sizes the jobs (hot keys or `online_capacity`),
+    /// else `Online` with the switch's share (zero configuration).
     #[default]
+    Auto,
+    /// The hot-keys file, for the whole job.
     File,
     /// Re-ranked online from the file's set, after `rounds` pushes (None:
     /// the hot-path configuration's `online_rounds`).
@@ -282,7 +285,7 @@ impl Default for Config {
             switch: None,
             hot_keys: None,
             hot_config: None,
-            hot_mode: HotMode::File,
+            hot_mode: HotMode::Auto,
             delivery: Delivery::PerWorker,
             flavor: Flavor::Auto,
             net: Network::Kernel,
@@ -409,7 +412,8 @@ impl Config {
                 "ZEBRA_HOT_KEYS" => cfg.hot_keys = Some(PathBuf::from(value)),
                 "ZEBRA_HOT_CONFIG" => cfg.hot_config = Some(PathBuf::from(value)),
                 "ZEBRA_HOT" => match value.trim() {
-                    "" | "file" => cfg.hot_mode = HotMode::File,
+                    "" | "auto" => cfg.hot_mode = HotMode::Auto,
+                    "file" => cfg.hot_mode = HotMode::File,
                     "online" => cfg.hot_mode = HotMode::Online { rounds: None },
                     v => match v.strip_prefix("online:").map(|t| t.trim().parse::<u32>()) {
                         Some(Ok(t)) if t > 0 => cfg.hot_mode = HotMode::Online { rounds: Some(t) },
@@ -417,7 +421,7 @@ impl Config {
                             name: "ZEBRA_HOT",
                             value: value.to_string(),
                             expected:
-                                "file, online, or online:T with T a positive number of pushes",
+                                "auto, file, online, or online:T with T a positive number of pushes",
                         }),
                     },
                 },
@@ -539,12 +543,13 @@ mod tests {
         assert!(c.wants_switch());
         assert_eq!(c.hot_keys, Some(PathBuf::from("/tmp/hot.keys")));
         assert_eq!((c.delivery, c.flavor), (Delivery::Merged, Flavor::Protobuf));
-        assert_eq!(c.hot_mode, HotMode::File);
+        assert_eq!(c.hot_mode, HotMode::Auto);
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
         for (v, want) in [
             ("online", HotMode::Online { rounds: None }),
             ("online:30", HotMode::Online { rounds: Some(30) }),
             ("file", HotMode::File),
+            ("auto", HotMode::Auto),
         ] {
             assert_eq!(parse(&[("ZEBRA_HOT", v)]).unwrap().hot_mode, want, "{v}");
         }

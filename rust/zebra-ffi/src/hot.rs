@@ -42,7 +42,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
-use zebra_agent::{AgentConfig, Delivery, HotSet, Outgoing, ServerAgent, WorkerAgent};
+use zebra_agent::{AgentConfig, Aside, Delivery, HotSet, Outgoing, ServerAgent, WorkerAgent};
 use zebra_config::{Flavor, HotLoss, HotMode};
 use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
 use zebra_engine::{Error, Part, Socket};
@@ -50,6 +50,7 @@ use zebra_hotkeys::TraceWriter;
 use zebra_hotpath::{
     Clock, LinkConfig, ServerEvent, ServerLink, Settings, StartError, WorkerEvent, WorkerLink,
 };
+use zebra_proto::wire::Admission;
 use zebra_pslite::{node_id, rank_of, role_of, Detector, Format, FormatChoice, Message, Role};
 
 fn flavor(f: Flavor) -> FormatChoice {
@@ -95,6 +96,9 @@ struct Aggregation {
     loss: Option<HotLoss>,
     /// `online_out`: where a server writes its online decision (`%r`: rank).
     online_out: Option<String>,
+    /// Nothing sized the jobs: servers ask the switch to admit theirs
+    /// (REGISTER with admission), and step aside if it does not.
+    zero_config: bool,
 }
 
 fn env_count(name: &str, problems: &mut Vec<String>) -> u16 {
@@ -198,6 +202,9 @@ impl Aggregation {
                     .into(),
             ]);
         };
+        // Nothing sized the jobs: each server asks the switch for its share
+        // and finds its keys online, unless the user asked for a file.
+        let zero_config = built.zero_config && config.hot_mode != HotMode::File;
         if hot.is_empty() && config.hot_mode == HotMode::File {
             return Err(vec![
                 "no hot key: the hot-path settings size the jobs (online_capacity) without a \
@@ -214,7 +221,12 @@ impl Aggregation {
         agent.format = flavor(config.flavor);
         agent.settle_timeout = built.settle_timeout;
         agent.max_clean_values = u32::from(built.proto.max_seqs);
-        if let HotMode::Online { rounds } = config.hot_mode {
+        let online_rounds = match config.hot_mode {
+            HotMode::Online { rounds } => Some(rounds),
+            HotMode::Auto if hot.is_empty() => Some(None),
+            HotMode::Auto | HotMode::File => None,
+        };
+        if let Some(rounds) = online_rounds {
             let mut online = built.online.clone();
             online.rounds = rounds.unwrap_or(online.rounds);
             agent.online = Some(online);
@@ -230,6 +242,7 @@ impl Aggregation {
             proto: built.proto,
             loss: config.hot_loss.or(built.loss),
             online_out: built.online_out,
+            zero_config,
         })
     }
 }
@@ -979,9 +992,16 @@ impl ServerSide {
                 return None;
             }
         };
+        let admission = plan.zero_config.then(|| Admission {
+            workers: plan.agent.workers,
+            capacity: plan.hot.indices(rank),
+        });
         let link = match agent.job() {
             None => None,
-            Some(job) => match plan.link(job, 0).and_then(ServerLink::start) {
+            Some(job) => match plan
+                .link(job, 0)
+                .and_then(|c| ServerLink::start(LinkConfig { admission, ..c }))
+            {
                 Ok(l) => Some(l),
                 Err(e) => {
                     log::error!(
@@ -1041,7 +1061,12 @@ impl ServerSide {
         let Some(link) = &self.link else {
             return;
         };
+        let mut refused = false;
         loop {
+            if !refused && link.granted() == Some(0) {
+                refused = true;
+                lock(&self.agent).step_aside(Aside::NotAdmitted);
+            }
             let wait = lock(&self.agent).poll_at().map_or(EVENT_WAIT, |at| {
                 self.process.clock.until(at).min(EVENT_WAIT)
             });
