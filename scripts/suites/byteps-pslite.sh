@@ -40,12 +40,14 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         OA-like trace from \`zebra trace gen\` (4 trace workers, 20 rounds,
                         2 values a key), every pulled sum checked exactly
   shapes_own            tests/pslite-app/shapes --shape=own, 2 servers, 3 workers: every
-                        worker pushes only keys of its own (32 a server, 16 values a key),
-                        10 pushes, 2 in flight; the sums checked exactly
-  shapes_uneven         shapes --shape=uneven: worker i pushes 6*(i+1) times the keys every
-                        worker pushes (32 a server) and 2 of its own a server
-  shapes_async          shapes --shape=async: 16 pushes of the shared keys, each followed by
-                        a seeded random pause of 0..5 ms, no barrier between pushes
+                        worker pushes only keys of its own (16 a server, 8 values a key),
+                        110 pushes, 2 in flight; the sums checked exactly. With
+                        SUITE_SWITCH the shapes tests run with zero configuration
+                        (ZEBRA_SWITCH alone, \`zebra switch --listen\` alone)
+  shapes_uneven         shapes --shape=uneven: worker i pushes 110*(i+1) times the keys
+                        every worker pushes (16 a server) and 1 of its own a server
+  shapes_async          shapes --shape=async: 120 pushes of the shared keys, each followed
+                        by a seeded random pause of 0..2 ms, no barrier between pushes
   shapes_negative       shapes --inject-wrong-expected must FAIL (the checker is alive)
                         (with SUITE_SWITCH the shapes tests run with no hot-keys file:
                         ZEBRA_HOT=online:5, every server's job sized by online_capacity)
@@ -130,9 +132,14 @@ run_job() {
       keys_flag="--hot-keys $JOB_LOGDIR/hot.keys"
     fi
     local conf="${HOT_CONF:-$ROOT/scripts/suites/hot.conf}" loss="${HOT_LOSS:-0}"
-    envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}"
-      --env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p" --env "ZEBRA_HOT_LOSS=$loss")
-    service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag --loss $loss")
+    envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p")
+    if [ "${ZERO_CONFIG:-0}" = 1 ]; then
+      # What a user sets: ZEBRA_SWITCH alone, and a switch given only its address.
+      service=(--service "switch=$SUITE_SWITCH switch --listen {ip:switch}:{port:switch}")
+    else
+      envs+=(--env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_HOT_LOSS=$loss")
+      service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag --loss $loss")
+    fi
   fi
   local out="$JOB_LOGDIR/pslaunch.log"
   if python3 "$LAUNCHER" --servers "$servers" --workers "$workers" --timeout "$TIMEOUT" \
@@ -198,16 +205,13 @@ replay_ok() {
 }
 
 # shapes_job NAME ARGS...: runs tests/pslite-app/shapes with ARGS, 2 servers, 3 workers.
-# With SUITE_SWITCH: no hot-keys file, online hot keys (ZEBRA_HOT=online:5) in jobs of
-# online_capacity values a server (the shared keys' values of the uneven and async tests).
+# With SUITE_SWITCH: zero configuration, as a user would run it: ZEBRA_SWITCH alone (no
+# hot-keys file, no settings file: online hot keys, each server's job admitted by the switch
+# with its share of the memory), and `zebra switch --listen` alone.
 shapes_job() {
-  local name="$1" conf="$LOGDIR/$1.conf"
+  local name="$1"
   shift
-  mkdir -p "$LOGDIR"
-  { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = $LOGDIR/$name/online-%r.keys"
-    echo "online_capacity = 512"; } >"$conf"
-  rm -f "$LOGDIR/$name"/online-*.keys
-  HOT_KEYS_FILE=none HOT_CONF="$conf" run_job "$name" 2 3 ZEBRA_HOT=online:5 -- shapes "$@"
+  HOT_KEYS_FILE=none ZERO_CONFIG=1 run_job "$name" 2 3 -- shapes "$@"
 }
 
 # shapes_ok NAME SHAPE: every worker and both servers of a shapes job reported success;
@@ -226,6 +230,8 @@ shapes_ok() {
   if [ -n "${SUITE_SWITCH:-}" ]; then
     python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1
     sed 's/^/  (informational) /' "$JOB_LOGDIR/hotpath.txt"
+    grep -h 'admitted job' "$JOB_LOGDIR/switch.log" | sed 's/.*\] /  (informational) /'
+    grep -h 'stepping aside' "$JOB_LOGDIR"/server-*.log | sed 's/.*\] /  (informational) /; s/(after .*//'
   fi
 }
 
@@ -354,11 +360,12 @@ run_test() {
         fi
       fi ;;
     shapes_own|shapes_uneven|shapes_async)
-      local shape="${name#shapes_}" args=(--keys=32 --val-len=16)
+      # More than the 100 pushes a server counts before it decides (online_rounds).
+      local shape="${name#shapes_}" args=(--keys=16 --val-len=8)
       case "$shape" in
-        own) args+=(--rounds=10 --pipeline=2) ;;
-        uneven) args+=(--rounds=6) ;;
-        async) args+=(--rounds=16 --pause-ms=5) ;;
+        own) args+=(--rounds=110 --pipeline=2) ;;
+        uneven) args+=(--rounds=110) ;;
+        async) args+=(--rounds=120 --pause-ms=2) ;;
       esac
       if shapes_job "$name" --shape="$shape" "${args[@]}"; then shapes_ok "$name" "$shape"
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
