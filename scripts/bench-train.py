@@ -16,6 +16,9 @@ machine hits every configuration alike:
   on+online  on+switch without a hot-keys file: ZEBRA_HOT=online:T (--online-rounds),
              the server's job sized for the profiled rows' values; the keys are found
              during the job (its decision in logs/<run>/online-0.keys)
+  on+zero    zero configuration: ZEBRA_SWITCH alone and `zebra switch --listen` alone
+             (online hot keys after the protocol's 100 counted pushes, each server's job
+             admitted by the switch with an equal share of its memory)
 
 for each worker count N. Metrics per run: time to the target test RMSE (worker 0's
 evaluations), training steps per second (all workers), server ingress bytes (the

@@ -10,10 +10,13 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-CONFIGS = ("libzmq", "off", "on", "on+switch", "on+online")
+CONFIGS = ("libzmq", "off", "on", "on+switch", "on+online", "on+zero")
 # "on+online" is on+switch with no hot-keys file: ZEBRA_HOT=online:T (--online-rounds), each
 # server's job sized for the profiled hot set's values (online_capacity), its keys found
 # during the job; each server writes what it decided to the run's online-<rank>.keys.
+# "on+zero" is what a user sets up with zero configuration: ZEBRA_SWITCH alone, and
+# `zebra switch --listen` alone (online hot keys, each server's job admitted by the switch
+# with an equal share of its memory, the protocol's defaults everywhere).
 # A Zebra configuration may run over Zebra's user-level stack instead of the kernel's
 # network: "on@dpdk", "on+switch@dpdk" (pslaunch --user-stack; --net netns only).
 USER_STACKS = ("dpdk", "raw")
@@ -22,7 +25,7 @@ USER_STACKS = ("dpdk", "raw")
 def base_config(config):
     """"on+switch@dpdk" -> "on+switch"; "on+online" is an on+switch configuration too."""
     base = config.partition("@")[0]
-    return "on+switch" if base == "on+online" else base
+    return "on+switch" if base in ("on+online", "on+zero") else base
 
 
 def hot_keys_of(path):
@@ -140,7 +143,7 @@ def parse_configs(p, args):
 
     def known(c):
         base, at, net = c.partition("@")
-        return base in CONFIGS and (not at or (net in USER_STACKS and base in ("on", "on+switch", "on+online")))
+        return base in CONFIGS and (not at or (net in USER_STACKS and base in ("on", "on+switch", "on+online", "on+zero")))
 
     if not all(map(known, configs)) or not configs or args.repeats < 1:
         p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk)")
@@ -165,6 +168,9 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
         cmd += ["--user-stack", user_stack]
     if config != "libzmq":
         cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
+    if config == "on+zero":
+        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}"]
     if config in ("on+switch", "on+online"):
         conf, keys = args.hot_config, f" --hot-keys {hot_keys}"
         if config == "on+online":

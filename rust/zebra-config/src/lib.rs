@@ -47,7 +47,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ZEBRA_SWITCH",
         default: "(none: no in-network aggregation)",
-        help: "HOST:PORT of the aggregating switch (`zebra switch` or a Tofino running p4/); with ZEBRA_ENABLE=1 and ZEBRA_HOT_KEYS, workers send hot keys there",
+        help: "HOST:PORT of the aggregating switch (`zebra switch` or a Tofino running p4/); with ZEBRA_ENABLE=1, workers send hot keys there (alone: zero configuration, online hot keys in jobs the switch admits)",
     },
     Variable {
         name: "ZEBRA_HOT_KEYS",
