@@ -3,11 +3,11 @@
 
 Runs tests/pslite-app/shapes (own keys, uneven push counts, asynchronous pushes) and
 BytePS's test_benchmark as PS-lite jobs, each with Zebra's engine and no switch ("on") and
-with the switch and online hot keys from no hot-keys file ("on+online": ZEBRA_SWITCH, the
-switch started with the job's size, ZEBRA_HOT=online; no other setting), side by side in
-one run, the configurations alternating between repetitions. Reports per shape the median
+with the switch and zero configuration ("on+zero": ZEBRA_SWITCH alone, `zebra switch
+--listen` alone), side by side in one run, the configurations alternating between
+repetitions. Reports per shape the median
 of the slowest worker's time in push+wait (shapes) or the workers' goodput
-(test_benchmark), the ratio of on+online's speed to on's, and what each server decided
+(test_benchmark), the ratio of on+zero's speed to on's, and what each server decided
 (stepped aside, changed its keys, or none yet). Every shapes run checks every pulled value
 exactly; a wrong value fails the run.
 
@@ -31,7 +31,7 @@ import benchlib  # noqa: E402
 
 ROOT = benchlib.ROOT
 SHAPES = ("own", "uneven", "async", "test_benchmark")
-CONFIGS = ("on", "on+online")
+CONFIGS = ("on", "on+zero")
 OK = re.compile(r"^shapes: OK worker rank \d+ shape \w+: .*; ([0-9.]+) s in push\+wait", re.M)
 DECISION = re.compile(r"stepping aside|online hot keys: (kept|\d+ new keys)")
 
@@ -43,13 +43,10 @@ def main():
     p.add_argument("--repeats", type=int, default=3, help="repetitions of every configuration (default 3)")
     p.add_argument("--workers", type=int, default=3, help="workers (default 3)")
     p.add_argument("--servers", type=int, default=2, help="servers (default 2)")
-    p.add_argument("--rounds", type=int, default=40, help="shapes --rounds (default 40)")
+    p.add_argument("--rounds", type=int, default=150,
+                   help="shapes --rounds (default 150: past the 100 pushes a server counts before it decides)")
     p.add_argument("--keys", type=int, default=256, help="shapes --keys per server (default 256)")
     p.add_argument("--val-len", type=int, default=16, help="shapes --val-len (default 16)")
-    p.add_argument("--online-rounds", type=int, default=10,
-                   help="ZEBRA_HOT=online:T, pushes of each worker counted (default 10)")
-    p.add_argument("--capacity", type=int, default=8192,
-                   help="hot values each server's job holds (online_capacity; default 8192; the default switch holds 32 x 1024 values for all servers)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
     p.add_argument("--out", default=os.path.join(ROOT, ".build/bench-shapes"), help="output directory")
     p.add_argument("--shim", default=os.path.join(ROOT, "dist/lib/libzmq.so.5"))
@@ -63,16 +60,13 @@ def main():
         if not os.path.exists(path):
             p.error(f"{path} is missing; run scripts/setup.sh --clients")
     os.makedirs(args.out, exist_ok=True)
-    conf = os.path.join(args.out, "online.conf")
-    with open(conf, "w") as f:
-        f.write(f"online_capacity = {args.capacity}\n")
 
     runs = []
     for rep in range(1, args.repeats + 1):
         for shape in shapes:
             for config in benchlib.alternate(list(CONFIGS), rep):
                 logdir = os.path.join(args.out, "logs", f"{shape}-{config}-{rep}")
-                r = run(args, shape, config, conf, logdir)
+                r = run(args, shape, config, logdir)
                 r.update(shape=shape, config=config, repeat=rep)
                 runs.append(r)
                 print(f"[{shape} {config} {rep}] {describe(r)}", flush=True)
@@ -85,25 +79,23 @@ def main():
     return 0 if all(r["ok"] for r in runs) else 1
 
 
-def command(args, shape, config, conf, logdir):
+def command(args, shape, config, logdir):
     cmd = [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--servers", str(args.servers),
            "--workers", str(args.workers), "--timeout", str(args.timeout), "--quiet", "--logdir", logdir,
            "--preload", args.shim, "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_LOG=info"]
     if shape == "test_benchmark":
         cmd += ["--retry-if", benchlib.STOCK_RACES, "--env", "LOG_DURATION=2"]
-    if config == "on+online":
-        cmd += ["--env", "ZEBRA_SWITCH=127.0.0.1:{port:switch}", "--env", f"ZEBRA_HOT=online:{args.online_rounds}",
-                "--env", f"ZEBRA_HOT_CONFIG={conf}",
-                "--service", f"switch={args.zebra} switch --config {conf} --listen 127.0.0.1:{{port:switch}} "
-                "--workers {workers} --servers {servers}"]
+    if config == "on+zero":
+        cmd += ["--env", "ZEBRA_SWITCH=127.0.0.1:{port:switch}",
+                "--service", f"switch={args.zebra} switch --listen 127.0.0.1:{{port:switch}}"]
     if shape == "test_benchmark":
         return cmd + ["--", os.path.join(args.bin_dir, "test_benchmark"), "65536", "200", "1"]
     return cmd + ["--", os.path.join(args.bin_dir, "shapes"), f"--shape={shape}", f"--rounds={args.rounds}",
                   f"--keys={args.keys}", f"--val-len={args.val_len}"]
 
 
-def run(args, shape, config, conf, logdir):
-    res = subprocess.run(command(args, shape, config, conf, logdir), capture_output=True, text=True,
+def run(args, shape, config, logdir):
+    res = subprocess.run(command(args, shape, config, logdir), capture_output=True, text=True,
                          env=benchlib.clean_env())
     r = {"ok": res.returncode == 0, "decisions": decisions(logdir)}
     if shape == "test_benchmark":
@@ -144,16 +136,16 @@ def describe(r):
 def report(shapes, runs, args):
     lines = [f"{args.workers} workers, {args.servers} servers, loopback, {args.repeats} repetitions "
              f"(medians); shapes --rounds={args.rounds} --keys={args.keys} --val-len={args.val_len}; "
-             f"on+online: ZEBRA_HOT=online:{args.online_rounds}, no hot-keys file", "",
-             "| job | on | on+online | speed of on+online / on | servers decided |", "|---|---|---|---|---|"]
+             "on+zero: ZEBRA_SWITCH alone, `zebra switch --listen` alone", "",
+             "| job | on | on+zero | speed of on+zero / on | servers decided |", "|---|---|---|---|---|"]
     for shape in shapes:
         metric = "goodput" if shape == "test_benchmark" else "seconds"
         med = {}
         for c in CONFIGS:
             values = [r[metric] for r in runs if r["shape"] == shape and r["config"] == c and r["ok"]]
             med[c] = benchlib.median(values) if values else None
-        if med["on"] and med["on+online"]:
-            speed = med["on+online"] / med["on"] if metric == "goodput" else med["on"] / med["on+online"]
+        if med["on"] and med["on+zero"]:
+            speed = med["on+zero"] / med["on"] if metric == "goodput" else med["on"] / med["on+zero"]
             ratio = f"{speed:.2f}x"
         else:
             ratio = "n/a (failed runs)"
