@@ -82,7 +82,14 @@ pub struct OnlineConfig {
     /// share of the values its counted pushes carried (a key saves one copy
     /// for each worker but one that pushes it in the same round).
     pub min_saving: f64,
+    /// After a decision that installs keys, the server steps aside when its
+    /// workers push at less than this share of the pace they had while it
+    /// counted (without aggregation): aggregation made them slower.
+    pub min_pace: f64,
 }
+
+/// Default of [`OnlineConfig::min_pace`].
+pub const MIN_PACE: f64 = 0.95;
 
 /// Default of [`OnlineConfig::max_drift`].
 pub const MAX_DRIFT: f64 = 2.0;
@@ -100,6 +107,7 @@ impl OnlineConfig {
             wait: Duration::from_secs(5),
             max_drift: MAX_DRIFT,
             min_saving: MIN_SAVING,
+            min_pace: MIN_PACE,
         }
     }
 
@@ -125,6 +133,9 @@ impl OnlineConfig {
                 "online min saving {}: expected 0..=1",
                 self.min_saving
             ));
+        }
+        if !(0.0..=1.0).contains(&self.min_pace) {
+            return Err(format!("online min pace {}: expected 0..=1", self.min_pace));
         }
         Ok(())
     }
@@ -177,6 +188,9 @@ pub enum Aside {
     /// The switch did not admit this server's job (no room for it, or it has
     /// a job of that id with another number of workers).
     NotAdmitted,
+    /// With the keys installed the workers pushed this many times a second,
+    /// against the first number while the server counted.
+    Slower(f64, f64),
 }
 
 impl std::fmt::Display for Aside {
@@ -196,6 +210,11 @@ impl std::fmt::Display for Aside {
                 f,
                 "the switch did not admit this server's job (no room for it, or a job of that \
                  id with another number of workers)"
+            ),
+            Aside::Slower(before, after) => write!(
+                f,
+                "with aggregation its workers push {after:.1} times a second, against {before:.1} \
+                 without: aggregation makes them slower"
             ),
             Aside::Flushed(n, of) => write!(
                 f,
@@ -238,6 +257,49 @@ impl KeyCount {
     }
 }
 
+/// How fast the workers push over a stretch of the job: per worker the
+/// arrival of its first and last push in it and their number.
+#[derive(Debug, Clone)]
+struct Pace {
+    spans: Vec<Option<(Timestamp, Timestamp, u32)>>,
+}
+
+impl Pace {
+    fn new(workers: u16) -> Pace {
+        Pace {
+            spans: vec![None; workers as usize],
+        }
+    }
+
+    fn add(&mut self, w: u16, now: Timestamp) {
+        if let Some(span) = self.spans.get_mut(w as usize) {
+            *span = Some(match *span {
+                None => (now, now, 1),
+                Some((first, _, n)) => (first, now, n + 1),
+            });
+        }
+    }
+
+    /// The fewest pushes of any worker in the stretch.
+    fn fewest(&self) -> u32 {
+        self.spans
+            .iter()
+            .map(|s| s.map_or(0, |(_, _, n)| n))
+            .min()
+            .unwrap_or(0)
+    }
+
+    /// Pushes a second, summed over the workers (each over its own span;
+    /// `None` until every worker has pushed twice, time passing between).
+    fn rate(&self) -> Option<f64> {
+        self.spans.iter().try_fold(0.0, |sum, s| {
+            let (first, last, n) = (*s)?;
+            let secs = last.saturating_since(first).as_secs_f64();
+            (n >= 2 && secs > 0.0).then(|| sum + f64::from(n - 1) / secs)
+        })
+    }
+}
+
 /// The counts a server gathers and its decision.
 #[derive(Debug)]
 pub struct Census {
@@ -250,6 +312,10 @@ pub struct Census {
     /// Sum and number of samples of the distance between the workers'
     /// latest rounds (sampled at each push while undecided).
     drift: (f64, u64),
+    /// The workers' pace while counted (no aggregation), and, after a
+    /// decision that installs keys, over the latest stretch with them.
+    counted_pace: Pace,
+    pace: Pace,
     /// Values per key: the first count seen (a worker sends a key whose
     /// count differs from its hot set's cold, so a wrong one costs speed).
     lens: HashMap<u64, u32>,
@@ -276,6 +342,8 @@ impl Census {
             counts: HashMap::new(),
             values: 0,
             drift: (0.0, 0),
+            counted_pace: Pace::new(workers),
+            pace: Pace::new(workers),
             lens: HashMap::new(),
             pushes: 0,
             first_full: None,
@@ -323,9 +391,15 @@ impl Census {
         if self.decision.is_none() {
             self.sample_drift();
         }
+        if let Some(d) = &self.decision {
+            if d.change && d.aside.is_none() && round >= d.from_round {
+                self.pace.add(w, now);
+            }
+        }
         if !self.counting(w) {
             return;
         }
+        self.counted_pace.add(w, now);
         self.last_counted = Some(now);
         for (key, len) in keys {
             self.counts.entry(key).or_default().add(round);
@@ -497,6 +571,21 @@ impl Census {
             drift: self.mean_drift(),
         });
         self.decision.as_ref()
+    }
+
+    /// After a decision that installed keys, once every worker pushed
+    /// `max(T, 10)` times with them: whether they push slower than they did
+    /// while counted (below `min_pace` of it), and then why to step aside;
+    /// each stretch is judged once, and the next one starts.
+    pub fn slower(&mut self) -> Option<Aside> {
+        let enough = self.config.rounds.max(10);
+        if self.pace.fewest() < enough {
+            return None;
+        }
+        let after = self.pace.rate();
+        self.pace = Pace::new(self.peers.len() as u16);
+        let (before, after) = (self.counted_pace.rate()?, after?);
+        (after < self.config.min_pace * before).then_some(Aside::Slower(before, after))
     }
 
     /// Steps aside after the decision (or before it, deciding so): every
@@ -761,6 +850,47 @@ mod tests {
     }
 
     #[test]
+    fn steps_aside_when_the_keys_slow_the_workers_down() {
+        let empty = no_keys(8);
+        let mut c = Census::new(OnlineConfig::new(2), 2);
+        let ms = |m: u64| Timestamp(m * 1000);
+        let keys = [(1, 2), (2, 2)];
+        // Counted: each worker pushes every 10 ms (100 a second each).
+        for (r, t) in [(1, 0), (2, 10)] {
+            c.observe(ms(t), 0, r, b"ps9", keys.into_iter());
+            c.observe(ms(t + 1), 1, r, b"ps11", keys.into_iter());
+        }
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap()
+            .clone();
+        assert!(d.change);
+        // With the keys: a push every 10 ms for ten pushes, then every 20 ms.
+        let mut t = 100;
+        for r in d.from_round..d.from_round + 10 {
+            c.observe(ms(t), 0, r, b"ps9", std::iter::empty());
+            c.observe(ms(t), 1, r, b"ps11", std::iter::empty());
+            t += 10;
+            if r + 1 < d.from_round + 10 {
+                assert_eq!(c.slower(), None, "not enough pushes yet");
+            }
+        }
+        assert_eq!(c.slower(), None, "as fast as while counted");
+        for r in d.from_round + 10..d.from_round + 20 {
+            c.observe(ms(t), 0, r, b"ps9", std::iter::empty());
+            c.observe(ms(t), 1, r, b"ps11", std::iter::empty());
+            t += 20;
+        }
+        let why = c.slower().expect("half the pace");
+        assert_eq!(why, Aside::Slower(200.0, 100.0));
+        assert!(c.step_aside(why));
+        assert!(!c.step_aside(why), "once");
+        let told = c.tell(5);
+        assert_eq!(told.len(), 2, "every worker told again");
+        assert!(HotSetFrame::parse(&told[0][1]).unwrap().aside);
+    }
+
+    #[test]
     fn the_limits_are_settings() {
         let empty = no_keys(8);
         let mut o = OnlineConfig::new(1);
@@ -834,5 +964,8 @@ mod tests {
         o.max_drift = 2.0;
         o.min_saving = 1.5;
         assert!(o.validate().unwrap_err().contains("saving"));
+        o.min_saving = 0.5;
+        o.min_pace = -0.1;
+        assert!(o.validate().unwrap_err().contains("pace"));
     }
 }

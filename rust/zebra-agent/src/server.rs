@@ -459,7 +459,8 @@ impl ServerAgent {
     }
 
     /// Online: counts a push's keys, decides once every worker's first
-    /// pushes are in, and tells the workers.
+    /// pushes are in, tells the workers, and, once keys are installed,
+    /// steps aside if the workers push slower than they did without.
     fn count(&mut self, now: Timestamp, t: &PushTrailer, identity: &[u8], cold: &Message) {
         let Some(census) = &self.census else {
             return;
@@ -490,6 +491,9 @@ impl ServerAgent {
             c.observe(now, t.worker, t.round, identity, std::iter::empty());
         }
         self.decide(None);
+        if let Some(why) = self.census.as_mut().and_then(Census::slower) {
+            self.step_aside(why);
+        }
     }
 
     /// Online: decides once every worker's counted pushes are in, or, at

@@ -105,6 +105,7 @@ pub const KNOBS: &[Knob] = &[
     knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
     knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted: their pushes would not meet at the switch (asynchronous workers, uneven push counts, stragglers); inf: never for this reason"),
     knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)"),
+    knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "with ZEBRA_HOT=online: after installing keys, a server steps aside when its workers push at less than SHARE (0..=1) of the pace they had while it counted, without aggregation: aggregation made them slower (judged over every stretch of max(T, 10) pushes of each worker)"),
     knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: once some worker pushed its T-th, a server with no counted push for this long decides without the missing ones (keeps its hot keys; starting from none, takes the counted ones)"),
     knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size"),
     knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
@@ -384,6 +385,7 @@ struct Builder {
     online_wait: Option<Duration>,
     online_max_drift: Option<f64>,
     online_min_saving: Option<f64>,
+    online_min_pace: Option<f64>,
     online_out: Option<String>,
     online_capacity: Option<u32>,
 }
@@ -397,6 +399,16 @@ fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
         Ok(v) if v >= min && v <= max => Ok(v),
         _ => Err(e.bad(&format!("expected an integer in {min}..={max}"))),
     }
+}
+
+/// A share in `0..=1`.
+fn share(e: &Entry) -> Result<f64, String> {
+    let expected = "expected a share in 0..=1";
+    let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
+    if !(0.0..=1.0).contains(&d) {
+        return Err(e.bad(expected));
+    }
+    Ok(d)
 }
 
 fn millis(e: &Entry) -> Result<Duration, String> {
@@ -519,14 +531,8 @@ impl Builder {
                 }
                 self.online_max_drift = Some(d);
             }
-            "online_min_saving" => {
-                let expected = "expected a share in 0..=1";
-                let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
-                if !(0.0..=1.0).contains(&d) {
-                    return Err(e.bad(expected));
-                }
-                self.online_min_saving = Some(d);
-            }
+            "online_min_saving" => self.online_min_saving = Some(share(e)?),
+            "online_min_pace" => self.online_min_pace = Some(share(e)?),
             "online_capacity" => self.online_capacity = Some(int(e, 1, u32::MAX)?),
             "online_out" => {
                 if e.value.is_empty() {
@@ -672,6 +678,7 @@ impl Builder {
                 o.wait = self.online_wait.unwrap_or(o.wait);
                 o.max_drift = self.online_max_drift.unwrap_or(o.max_drift);
                 o.min_saving = self.online_min_saving.unwrap_or(o.min_saving);
+                o.min_pace = self.online_min_pace.unwrap_or(o.min_pace);
                 o
             },
             online_out: self.online_out,
