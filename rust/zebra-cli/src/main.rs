@@ -39,14 +39,25 @@ enum Command {
     /// Push traces: generate a synthetic one, or summarise recorded ones.
     #[command(subcommand)]
     Trace(trace::TraceCommand),
-    /// Rank keys by update count in push traces and write the hot-keys file.
+    /// Rank keys by the copies aggregation saves in push traces and write the hot-keys file.
     ///
-    /// Counts in how many pushes each key appears (over all the traces, or a seeded sample of
-    /// their records), ranks keys hottest first, and chooses k by Principle 1: the smallest k
-    /// whose keys take a share p of all updates, unless their values (4 bytes each) do not
-    /// fit in c x m, then the largest k that fits. Writes `KEY VALUES` lines hottest first
-    /// (`A-B VALUES` for runs of consecutive keys) after a `#` header saying how the file
-    /// was made and the predicted hot share.
+    /// Numbers each worker's pushes in rounds per PS-lite server (as the hot path does) and
+    /// ranks the keys by the copies the switch would sum away: a key saves one copy for every
+    /// worker but one that pushes it in the same round, so a key only one worker pushes per
+    /// round saves nothing and is never chosen. Chooses k by Principle 1: the smallest k whose
+    /// keys take a share p of all updates, unless they do not fit the switch, then the largest
+    /// k that fits. "Fits" is the switch's own test: the settings of `zebra switch` (--config
+    /// FILE, --registers, --slots, --servers, with its defaults) are built with the candidate
+    /// keys, split over the servers by PS-lite's default key ranges, each server with a hot key
+    /// a job of ceil(its values / R) slots a register, all within S (c x S). The file written
+    /// is checked the same way: `zebra switch` with the same settings accepts it. Writes `KEY
+    /// VALUES` lines, most copies saved first (`A-B VALUES` for runs of consecutive keys),
+    /// after a `#` header with k, each server's values and slots, the slots used of S and the
+    /// predicted saving. When no key saves anything (one worker; every worker pushes its own
+    /// keys) the file has no key and its header says why.
+    ///
+    /// --switch-mem no longer stands for the switch (it defaulted to 10 MiB whatever the switch
+    /// had): the switch's memory is R x S from its settings; --switch-mem only lowers it.
     Profile(profile::ProfileArgs),
     /// Precision of hot sets found from samples against the one found from all records.
     ///

@@ -11,7 +11,7 @@ use clap::Args;
 use zebra_hotkeys::profile::Sample;
 use zebra_hotkeys::{sweep, SamplingPoint};
 
-use crate::profile::{create, rate, scan, Principle1Args, TraceInput};
+use crate::profile::{create, rate, scan, Principle1Args, SwitchSettingsArgs, Target, TraceInput};
 
 /// `zebra precision`'s options.
 #[derive(Debug, Args)]
@@ -39,11 +39,14 @@ pub struct PrecisionArgs {
     #[arg(long, value_name = "T,...", value_delimiter = ',', conflicts_with_all = ["rates", "repeats"])]
     first_rounds: Vec<u32>,
     /// Compare the top K keys; default: the k Principle 1 (--p, --c, --switch-mem) chooses
-    /// on all the records.
+    /// on all the records, ranked by update count, for the switch of --config, --registers,
+    /// --slots and --servers (as `zebra profile`).
     #[arg(long, value_name = "K")]
     k: Option<usize>,
     #[command(flatten)]
     principle: Principle1Args,
+    #[command(flatten)]
+    switch: SwitchSettingsArgs,
     /// Also write the table as CSV: rate_percent,k,precision_mean,precision_min,tau_mean
     /// (with --first-rounds: first_rounds,k,precision,tau).
     #[arg(long, value_name = "FILE.csv")]
@@ -73,14 +76,20 @@ fn measure(args: &PrecisionArgs) -> Result<(usize, Vec<SamplingPoint>, Vec<Strin
             }
         }
     }
-    let (_, notes) = scan("zebra precision", &args.input, &mut samples)?;
+    let (_, mut notes) = scan("zebra precision", &args.input, &mut samples)?;
     let full = samples[0].counts.rank();
     let k = match args.k {
         Some(k) => k.min(full.keys.len()),
-        None => p.choose(&full).k,
+        None => {
+            let mut target = Target::load(&args.switch, &mut notes)?;
+            let (budget, note) = target.budget(&args.principle);
+            notes.extend(note);
+            p.choose(&full, |k| budget > 0 && target.fits(&full, k, budget))
+                .k
+        }
     };
     if k == 0 {
-        return Err("no hot key to compare (empty traces, or c x m too small)".into());
+        return Err("no hot key to compare (empty traces, or no key fits the switch)".into());
     }
     Ok((k, sweep(&full, k, &samples[1..]), notes))
 }

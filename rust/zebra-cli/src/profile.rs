@@ -1,16 +1,33 @@
-//! `zebra profile`: rank the keys of one or more push traces by update
-//! count, choose `k` by Principle 1 and write the hot-keys file; also the
-//! options and the trace scan `zebra precision` shares.
+//! `zebra profile`: rank the keys of one or more push traces by the copies
+//! aggregation saves, choose `k` by Principle 1 against the switch's own
+//! settings and write the hot-keys file; also the options and the trace
+//! scan `zebra precision` shares.
+//!
+//! One source of truth for the switch: the profile reads the settings
+//! `zebra switch` reads (`--config`, `--registers`, `--slots`, `--servers`,
+//! with the switch's defaults), and tests every candidate `k` by building
+//! those settings with the candidate keys as their hot-keys file
+//! ([`zebra_hotpath::Settings::build`], which splits the keys over the
+//! PS-lite servers, gives each owning server a job of `ceil(values / R)`
+//! slots a register and validates the whole with
+//! [`zebra_proto::Config::validate`]). The file written is built once more
+//! before it replaces `--out`: `zebra switch` with the same settings accepts
+//! it by construction.
 
 use std::collections::HashSet;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, BufWriter, Read, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
 use zebra_hotkeys::profile::{self, FileScan, Limit, Sample};
-use zebra_hotkeys::{BytePrediction, Choice, Principle1, Ranking};
+use zebra_hotkeys::{BytePrediction, Choice, Principle1, Ranking, RECENT_ROUNDS};
+use zebra_hotpath::hotkeys::pslite_server_ranges;
+use zebra_hotpath::settings::knob_by_key;
+use zebra_hotpath::{HotpathConfig, Settings, SettingsError};
+use zebra_proto::consts::{MAX_WORKERS, VALUE_LEN};
 
 /// Traces to read, and how to report progress.
 #[derive(Debug, Clone, Args)]
@@ -32,12 +49,14 @@ pub struct Principle1Args {
     /// T_k / T_n >= p, in (0, 1].
     #[arg(long, default_value_t = 0.5)]
     pub p: f64,
-    /// The job's share of the switch memory, in (0, 1]: the hot keys' values must fit in
-    /// c x m (4 bytes a value).
+    /// The job's share of the switch memory, in (0, 1]: the hot keys' jobs take at most
+    /// c x S of the S slots of each register (c x m with --switch-mem).
     #[arg(long, default_value_t = 1.0)]
     pub c: f64,
-    /// Switch register memory m in bytes; K, M, G suffixes are powers of 1024. Default: the
-    /// software switch's registers (40 x 65536 entries x 4 B = 10 MiB).
+    /// Principle 1's switch memory m in bytes (K, M, G: powers of 1024), to give the hot
+    /// keys less than the switch holds: their jobs take at most c x m / (4 B x R) slots a
+    /// register. Default, and at most: the switch's own, 4 B x R x S. (It no longer
+    /// stands for the switch: R and S come from --config, --registers, --slots.)
     #[arg(long, value_name = "BYTES", value_parser = parse_bytes)]
     pub switch_mem: Option<u64>,
 }
@@ -45,16 +64,223 @@ pub struct Principle1Args {
 impl Principle1Args {
     /// The checked settings.
     pub fn principle(&self) -> Result<Principle1, String> {
-        let mut p = Principle1 {
+        let p = Principle1 {
             p: self.p,
             c: self.c,
-            ..Principle1::default()
         };
-        if let Some(m) = self.switch_mem {
-            p.switch_mem = m;
-        }
         p.check().map_err(|e| e.to_string())?;
         Ok(p)
+    }
+}
+
+fn default_of(key: &str) -> &'static str {
+    knob_by_key(key).map_or("?", |k| k.default)
+}
+
+fn registers_help() -> String {
+    format!(
+        "Register arrays R of the switch, as `zebra switch --registers` (overrides --config) \
+         [default: the switch's, {}]",
+        zebra_proto::Config::new(Vec::new()).registers
+    )
+}
+
+fn slots_help() -> String {
+    format!(
+        "Slots per register array S of the switch, as `zebra switch --slots` (overrides \
+         --config) [default: the switch's, {}]",
+        zebra_proto::Config::new(Vec::new()).slots
+    )
+}
+
+fn servers_help() -> String {
+    format!(
+        "PS-lite servers of the job, as `zebra switch --servers` (overrides --config): the keys \
+         split over them by PS-lite's default key ranges, each server with a hot key is a job \
+         of its own [default: {}]",
+        default_of("servers")
+    )
+}
+
+/// The switch the hot keys are for: the settings `zebra switch` reads.
+#[derive(Debug, Clone, Args)]
+pub struct SwitchSettingsArgs {
+    /// The hot-path settings file `zebra switch --config` reads (ZEBRA_HOT_CONFIG): its
+    /// registers, slots, copies, servers, online_capacity, ... bound the hot keys. Its
+    /// hot_keys and hot_key_count lines are ignored (this writes the keys), and so are the
+    /// addresses (switch, server_addr).
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[arg(long, value_name = "R", help = registers_help())]
+    pub registers: Option<u16>,
+    #[arg(long, value_name = "S", help = slots_help())]
+    pub slots: Option<u32>,
+    #[arg(long, value_name = "N", help = servers_help())]
+    pub servers: Option<u16>,
+}
+
+/// Keys of the settings file the profile leaves out: the hot keys it
+/// writes, and addresses (resolved by the switch, of no bearing on what
+/// fits, and perhaps not resolvable where the profile runs).
+const IGNORED: &[&str] = &["hot_keys", "hot_key_count", "switch", "server_addr"];
+
+/// The switch's settings, and the test of a candidate hot-keys file.
+#[derive(Debug)]
+pub struct Target {
+    base: Settings,
+    /// Where the settings came from (for the header).
+    pub source: String,
+    /// Register arrays `R`.
+    pub registers: u16,
+    /// Slots per register `S`.
+    pub slots: u32,
+    /// PS-lite servers.
+    pub servers: u16,
+    probe: tempfile::NamedTempFile,
+}
+
+impl Target {
+    /// Loads the settings of `args`; notes about them go to `notes`.
+    pub fn load(args: &SwitchSettingsArgs, notes: &mut Vec<String>) -> Result<Target, String> {
+        let mut base = Settings::new();
+        let mut workers = false;
+        let mut from = Vec::new();
+        if let Some(path) = &args.config {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("--config {}: {e}", path.display()))?;
+            // Line for line, ignored ones blank, so that errors name the
+            // file's own lines.
+            let mut kept = String::with_capacity(text.len());
+            for (i, raw) in text.lines().enumerate() {
+                let content = raw.split('#').next().unwrap_or("");
+                let key = content.split_once('=').map(|(k, _)| k.trim());
+                match key {
+                    Some(k) if IGNORED.contains(&k) => {
+                        if k.starts_with("hot_key") {
+                            notes.push(format!(
+                                "{}:{}: {k} ignored: this profile writes the hot keys",
+                                path.display(),
+                                i + 1
+                            ));
+                        }
+                    }
+                    Some(k) => {
+                        workers |= k == "workers";
+                        kept.push_str(raw);
+                    }
+                    None => kept.push_str(raw),
+                }
+                kept.push('\n');
+            }
+            base = Settings::parse(&kept, path).map_err(|e| e.to_string())?;
+            from.push(path.display().to_string());
+        }
+        let flags = [
+            ("registers", args.registers.map(|v| v.to_string())),
+            ("slots", args.slots.map(|v| v.to_string())),
+            ("servers", args.servers.map(|v| v.to_string())),
+        ];
+        for (key, value) in flags {
+            if let Some(v) = value {
+                base.set(key, &v).map_err(|e| e.to_string())?;
+                from.push(format!("--{} {v}", key));
+            }
+        }
+        if !workers {
+            // Workers only bound the parts of a round (`Config::max_parts`,
+            // more with more workers): test with the most a switch takes,
+            // so that any job of the traces' keys fits.
+            base.set("workers", &MAX_WORKERS.to_string())
+                .map_err(|e| e.to_string())?;
+        }
+        // The geometry, and every value checked: the same settings with one
+        // hot rank.
+        let mut one = base.clone();
+        one.set("hot_key_count", "1").map_err(|e| e.to_string())?;
+        let c = one.build().map_err(|e| e.to_string())?;
+        let servers = c.proto.jobs.first().map_or(1, |j| j.servers);
+        let probe = tempfile::Builder::new()
+            .prefix("zebra-profile-")
+            .suffix(".keys")
+            .tempfile()
+            .map_err(|e| format!("a temporary file: {e}"))?;
+        Ok(Target {
+            base,
+            source: if from.is_empty() {
+                "zebra switch's defaults".into()
+            } else {
+                from.join(", ")
+            },
+            registers: c.proto.registers,
+            slots: c.proto.slots,
+            servers,
+            probe,
+        })
+    }
+
+    /// PS-lite's default key ranges of the servers.
+    pub fn ranges(&self) -> Vec<Range<u64>> {
+        pslite_server_ranges(self.servers)
+    }
+
+    /// Slots a register the hot keys may take under Principle 1 (`c x m /
+    /// (4 B x R)`, at most `S`), and a note if `--switch-mem` asked for
+    /// more than the switch holds.
+    pub fn budget(&self, args: &Principle1Args) -> (u32, Option<String>) {
+        let r = u64::from(self.registers);
+        let whole = VALUE_LEN as u64 * r * u64::from(self.slots);
+        let m = args.switch_mem.unwrap_or(whole);
+        let note = (m > whole).then(|| {
+            format!(
+                "--switch-mem {m} is more than the switch holds, 4 B x R x S = {whole} bytes: the \
+                 switch's bound applies"
+            )
+        });
+        let slots = (args.c * m.min(whole) as f64 / (VALUE_LEN as u64 * r) as f64).floor();
+        (slots.min(f64::from(self.slots)) as u32, note)
+    }
+
+    /// The switch's settings with `path` as their hot-keys file, and
+    /// `slots` slots a register instead of the switch's if given.
+    fn build_with(&self, path: &Path, slots: Option<u32>) -> Result<HotpathConfig, String> {
+        let mut s = self.base.clone();
+        s.set("hot_keys", &path.to_string_lossy())
+            .and_then(|()| match slots {
+                Some(n) => s.set("slots", &n.to_string()),
+                None => Ok(()),
+            })
+            .and_then(|()| s.build())
+            .map_err(|e: SettingsError| e.problems.join("; "))
+    }
+
+    /// The switch's settings with the top `k` keys of `ranking` (`k > 0`)
+    /// as their hot keys, within `slots` slots a register if given, or why
+    /// they do not take them.
+    pub fn build(
+        &mut self,
+        ranking: &Ranking,
+        k: usize,
+        slots: Option<u32>,
+    ) -> Result<HotpathConfig, String> {
+        let mut text = Vec::new();
+        profile::write_hot_keys(&mut text, ranking, k, &[]).map_err(|e| e.to_string())?;
+        let file = self.probe.as_file_mut();
+        file.set_len(0)
+            .and_then(|()| io::Seek::rewind(file))
+            .and_then(|()| file.write_all(&text))
+            .and_then(|()| file.flush())
+            .map_err(|e| format!("{}: {e}", self.probe.path().display()))?;
+        let path = self.probe.path().to_path_buf();
+        self.build_with(&path, slots)
+    }
+
+    /// Whether the top `k` keys fit in `budget` slots a register.
+    pub fn fits(&mut self, ranking: &Ranking, k: usize, budget: u32) -> bool {
+        k == 0 || self.build(ranking, k, self.override_slots(budget)).is_ok()
+    }
+
+    fn override_slots(&self, budget: u32) -> Option<u32> {
+        (budget < self.slots).then_some(budget)
     }
 }
 
@@ -83,8 +309,9 @@ pub struct ProfileArgs {
     /// Where to write the hot-keys file (`-`: standard output).
     #[arg(long, short, value_name = "FILE")]
     out: PathBuf,
-    /// Count only this percentage of the records, each kept or not by a seeded draw
-    /// (a sample of the job's pushes, as a sample of its data would give), in (0, 100].
+    /// Count only this percentage of the rounds, each round of each server kept with every
+    /// worker's pushes in it or left out by a seeded draw (a sample of the job's steps), in
+    /// (0, 100].
     #[arg(long, value_name = "PERCENT", default_value_t = 100.0)]
     sample_rate: f64,
     /// Seed of the sampling draws.
@@ -92,15 +319,13 @@ pub struct ProfileArgs {
     seed: u64,
     #[command(flatten)]
     principle: Principle1Args,
-    /// Also write the cumulative share of updates and values against the top k (the
-    /// paper's Figure 4) as CSV: k,key_share,update_share,value_share
+    #[command(flatten)]
+    switch: SwitchSettingsArgs,
+    /// Also write the cumulative share of updates and values against the top k keys by
+    /// update count (the paper's Figure 4) as CSV: k,key_share,update_share,value_share
     /// (scripts/plot-hotkeys.py draws it).
     #[arg(long, value_name = "FILE.csv")]
     cdf: Option<PathBuf>,
-    /// Count the hot keys of each of this many PS-lite servers (PS-lite's default key
-    /// ranges) in the file's header.
-    #[arg(long, value_name = "N")]
-    servers: Option<u16>,
 }
 
 /// Checks a sampling percentage and returns it as a share.
@@ -163,76 +388,158 @@ pub fn scan(
     Ok((scans, warnings))
 }
 
-fn limit_text(l: Limit) -> &'static str {
-    match l {
-        Limit::Share => "reached p",
-        Limit::Memory => "limited by c x m",
-        Limit::Capacity => "limited by the switch's register entries",
-        Limit::AllKeys => "every key pushed; p not reached",
-    }
-}
-
-fn header(
+/// The header lines every file gets: what was read and for which switch.
+fn input_lines(
     args: &ProfileArgs,
-    p: &Principle1,
+    target: &Target,
     scans: &[FileScan],
     ranking: &Ranking,
-    choice: &Choice,
-    bytes: &BytePrediction,
 ) -> Vec<String> {
     let names: Vec<String> = scans
         .iter()
         .map(|s| format!("{} ({} records)", s.path.display(), s.records))
         .collect();
-    let mut h = vec![
-        format!(
-            "zebra profile: {} hot keys, hottest first; each line `KEY VALUES` or `A-B VALUES` \
-             (VALUES = f32 values per key)",
-            choice.k
-        ),
+    vec![
         format!("input: {}", names.join(", ")),
         format!(
-            "sampling: {} % of the records (seed {}): {} records, {} updates of {} keys, {} values",
+            "sampling: {} % of the rounds (seed {}; a round of a server kept with every worker's \
+             push): {} records of {}, {} updates of {} keys, {} values",
             args.sample_rate,
             args.seed,
             ranking.records,
+            plural(ranking.workers as u64, "worker"),
             ranking.updates,
-            ranking.keys.len(),
+            ranking.pushed_keys,
             ranking.values
         ),
         format!(
-            "Principle 1: p = {}, c = {}, switch memory m = {} bytes -> k = {} ({}), {} values = {} bytes",
-            p.p,
-            p.c,
-            p.switch_mem,
-            choice.k,
-            limit_text(choice.limit),
-            choice.hot_values,
-            choice.hot_values * 4
+            "switch: R = {} registers x S = {} slots, {} (default key ranges); settings: {}",
+            target.registers,
+            target.slots,
+            plural(target.servers.into(), "PS-lite server"),
+            target.source
         ),
+    ]
+}
+
+fn plural(n: u64, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
+}
+
+/// Why nothing saves copies.
+fn nothing_saved(ranking: &Ranking) -> String {
+    if ranking.workers <= 1 {
         format!(
-            "predicted hot share: {:.2} % of updates, {:.2} % of pushed values",
-            100.0 * choice.update_share,
-            100.0 * choice.value_share
-        ),
+            "the traces hold the pushes of {}: with one worker there is nothing to sum",
+            plural(ranking.workers as u64, "worker")
+        )
+    } else {
         format!(
-            "predicted server bytes with aggregation: {:.2} % of the pushes' entries (their cold \
-             entries, and each round's hot values once; headers and trailers not counted)",
-            100.0 * bytes.ratio()
-        ),
-    ];
+            "no key was pushed by two of the {} workers in the same round (each worker pushes \
+             its own keys, or their rounds never meet): aggregation would save nothing",
+            ranking.workers
+        )
+    }
+}
+
+/// Per server: its hot keys, values and slots; and the slots used in all.
+fn layout(config: &HotpathConfig) -> (String, u64) {
+    let p = &config.proto;
+    let Some(hot) = &config.hot_set else {
+        return (String::new(), 0);
+    };
+    let mut used = 0u64;
+    let per: Vec<String> = (0..hot.ranges().len() as u16)
+        .map(|s| {
+            let (job, _) = config.server_member(s);
+            let Some(j) = p.job(job) else {
+                return format!("server {s}: no hot key");
+            };
+            let slots = p.region_slots(j);
+            used += u64::from(slots);
+            let values = hot.used(s);
+            let job_size = if hot.indices(s) > values {
+                format!(" (its job: {} values, online_capacity)", hot.indices(s))
+            } else {
+                String::new()
+            };
+            format!(
+                "server {s}: {} keys, {values} values{job_size}, {slots} slots",
+                hot.server_keys(s).len()
+            )
+        })
+        .collect();
+    (per.join("; "), used)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn header(
+    args: &ProfileArgs,
+    p: &Principle1,
+    target: &Target,
+    budget: u32,
+    scans: &[FileScan],
+    ranking: &Ranking,
+    choice: &Choice,
+    config: &HotpathConfig,
+    refused: Option<&str>,
+    bytes: &BytePrediction,
+) -> Vec<String> {
+    let mut h = vec![format!(
+        "zebra profile: {} hot keys, most copies saved first; each line `KEY VALUES` or \
+         `A-B VALUES` (VALUES = f32 values per key)",
+        choice.k
+    )];
+    h.extend(input_lines(args, target, scans, ranking));
+    h.push(format!(
+        "ranking: by copies saved per value (a key pushed by n workers in one round saves n - 1; \
+         each key over its last {RECENT_ROUNDS} distinct rounds): {} of the {} keys pushed save copies",
+        ranking.keys.len(),
+        ranking.pushed_keys
+    ));
+    let m = match args.principle.switch_mem {
+        Some(m) => format!(", m = {m} bytes"),
+        None => String::new(),
+    };
+    let limit = match (choice.limit, refused) {
+        (Limit::Share, _) => "reached p".to_string(),
+        (Limit::AllKeys, _) => "every key that saves copies; p not reached".to_string(),
+        (Limit::Memory, Some(why)) => format!("limited by the switch: one key more and {why}"),
+        (Limit::Memory, None) => "limited by the switch".to_string(),
+    };
+    h.push(format!(
+        "Principle 1: p = {}, c = {}{m} -> at most {budget} of the {} slots a register -> k = {} \
+         ({limit})",
+        p.p, p.c, target.slots, choice.k
+    ));
+    let (per, used) = layout(config);
+    h.push(format!(
+        "per server (one job each, ceil(values / R) slots a register): {per}"
+    ));
+    h.push(format!(
+        "switch slots used: {used} of {} a register, {} hot values; zebra switch with these \
+         settings accepts this file (checked)",
+        target.slots, choice.hot_values
+    ));
+    h.push(format!(
+        "predicted hot share: {:.2} % of updates, {:.2} % of pushed values",
+        100.0 * choice.update_share,
+        100.0 * choice.value_share
+    ));
+    h.push(format!(
+        "predicted saving: {:.2} % of the pushed values ({} copies of values the switch sums away)",
+        100.0 * choice.saving,
+        choice.saved
+    ));
+    h.push(format!(
+        "predicted server bytes with aggregation: {:.2} % of the pushes' entries (their cold \
+         entries, and each round's hot values once; headers and trailers not counted)",
+        100.0 * bytes.ratio()
+    ));
     if ranking.mixed > 0 {
         h.push(format!(
             "{} keys were pushed with differing value counts: each is listed with its first",
             ranking.mixed
-        ));
-    }
-    if let Some(n) = args.servers {
-        let per = profile::per_server(&ranking.top(choice.k), n);
-        let list: Vec<String> = per.iter().map(usize::to_string).collect();
-        h.push(format!(
-            "hot keys per server (PS-lite default key ranges, {n} servers): {}",
-            list.join(", ")
         ));
     }
     h
@@ -254,30 +561,128 @@ fn write_to(path: &Path, f: impl FnOnce(&mut dyn Write) -> io::Result<()>) -> Re
         .map_err(|e| format!("{}: {e}", path.display()))
 }
 
+/// Writes the hot-keys file to a temporary file beside `path`, has
+/// `target` build the switch's settings with it, and only then puts it at
+/// `path` (`-`: standard output). `check`: whether to build (a file with
+/// no key is not a switch's).
+fn write_checked(
+    path: &Path,
+    target: &Target,
+    check: bool,
+    f: impl FnOnce(&mut dyn Write) -> io::Result<()>,
+) -> Result<(), String> {
+    let at = |e: io::Error| format!("{}: {e}", path.display());
+    let stdout = path == Path::new("-");
+    let dir = match path.parent() {
+        _ if stdout => std::env::temp_dir(),
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".zebra-profile-")
+        .tempfile_in(&dir)
+        .map_err(at)?;
+    {
+        let mut w = BufWriter::new(tmp.as_file_mut());
+        f(&mut w).and_then(|()| w.flush()).map_err(at)?;
+    }
+    if check {
+        target.build_with(tmp.path(), None).map_err(|e| {
+            format!(
+                "zebra switch with these settings would refuse the file written (a bug: please \
+                 report): {e}"
+            )
+        })?;
+    }
+    if stdout {
+        let mut text = Vec::new();
+        File::open(tmp.path())
+            .and_then(|mut f| f.read_to_end(&mut text))
+            .map_err(at)?;
+        let mut out = io::stdout().lock();
+        out.write_all(&text).and_then(|()| out.flush()).map_err(at)
+    } else {
+        tmp.persist(path).map_err(|e| at(e.error))?;
+        Ok(())
+    }
+}
+
 fn profile(args: &ProfileArgs) -> Result<Vec<String>, String> {
     let p = args.principle.principle()?;
-    let mut samples = [Sample::new(rate(args.sample_rate)?, args.seed)];
-    let (scans, mut notes) = scan("zebra profile", &args.input, &mut samples)?;
-    let ranking = samples[0].counts.rank();
-    let choice = p.choose(&ranking);
-    if choice.k == 0 {
-        return Err(match ranking.keys.is_empty() {
-            true => "no key with values in the sampled records".into(),
-            false => format!(
-                "not even the hottest key fits: c x m = {} bytes",
-                p.c * p.switch_mem as f64
-            ),
-        });
+    let rate = rate(args.sample_rate)?;
+    let mut notes = Vec::new();
+    let mut target = Target::load(&args.switch, &mut notes)?;
+    let (budget, note) = target.budget(&args.principle);
+    notes.extend(note);
+    let mut samples = [Sample::by_rounds(rate, args.seed, target.ranges())];
+    let (scans, warnings) = scan("zebra profile", &args.input, &mut samples)?;
+    notes.extend(warnings);
+    let counts = &samples[0].counts;
+    let ranking = counts.rank_by_saving();
+    if ranking.values == 0 {
+        return Err("no key with values in the sampled records".into());
     }
+    let cdf = |mark: usize| match &args.cdf {
+        Some(csv) => write_to(csv, |o| profile::write_cdf(o, &counts.rank(), mark)),
+        None => Ok(()),
+    };
+    if ranking.keys.is_empty() {
+        let why = nothing_saved(&ranking);
+        let mut head = vec!["zebra profile: no hot key: aggregation would save nothing".into()];
+        head.extend(input_lines(args, &target, &scans, &ranking));
+        head.push(format!("why: {why}"));
+        head.push(
+            "a hot-keys file without keys is refused by zebra switch: run this job without \
+             ZEBRA_SWITCH (its pushes go to the servers unchanged)"
+                .into(),
+        );
+        write_checked(&args.out, &target, false, |o| {
+            profile::write_hot_keys(o, &ranking, 0, &head)
+        })?;
+        cdf(0)?;
+        notes.push(format!("no hot key written: {why}"));
+        return Ok(notes);
+    }
+    if budget == 0 {
+        return Err(format!(
+            "c x m leaves no slot of the switch's {} a register for hot keys",
+            target.slots
+        ));
+    }
+    let choice = p.choose(&ranking, |k| target.fits(&ranking, k, budget));
+    if choice.k == 0 {
+        let why = target
+            .build(&ranking, 1, target.override_slots(budget))
+            .err()
+            .unwrap_or_default();
+        return Err(format!("not even the best key fits the switch: {why}"));
+    }
+    let refused = match choice.limit {
+        Limit::Memory => target
+            .build(&ranking, choice.k + 1, target.override_slots(budget))
+            .err(),
+        _ => None,
+    };
+    let config = target.build(&ranking, choice.k, None)?;
     let hot: HashSet<u64> = ranking.top(choice.k).into_iter().collect();
-    let bytes = profile::predict_bytes(&args.input.traces, &hot).map_err(|e| e.to_string())?;
-    let head = header(args, &p, &scans, &ranking, &choice, &bytes);
-    write_to(&args.out, |o| {
+    let bytes = profile::predict_bytes(&args.input.traces, target.ranges(), &hot)
+        .map_err(|e| e.to_string())?;
+    let head = header(
+        args,
+        &p,
+        &target,
+        budget,
+        &scans,
+        &ranking,
+        &choice,
+        &config,
+        refused.as_deref(),
+        &bytes,
+    );
+    write_checked(&args.out, &target, true, |o| {
         profile::write_hot_keys(o, &ranking, choice.k, &head)
     })?;
-    if let Some(csv) = &args.cdf {
-        write_to(csv, |o| profile::write_cdf(o, &ranking, choice.k))?;
-    }
+    cdf(choice.k)?;
     notes.extend(head.into_iter().skip(2));
     Ok(notes)
 }
@@ -318,5 +723,61 @@ mod tests {
         assert_eq!(rate(4.0), Ok(0.04));
         assert_eq!(rate(100.0), Ok(1.0));
         assert!(rate(0.0).is_err() && rate(101.0).is_err() && rate(f64::NAN).is_err());
+    }
+
+    fn switch(config: Option<PathBuf>, slots: Option<u32>) -> SwitchSettingsArgs {
+        SwitchSettingsArgs {
+            config,
+            registers: None,
+            slots,
+            servers: None,
+        }
+    }
+
+    #[test]
+    fn the_switch_defaults_are_the_protocols() {
+        let t = Target::load(&switch(None, None), &mut Vec::new()).unwrap();
+        let want = zebra_proto::Config::new(Vec::new());
+        assert_eq!(
+            (t.registers, t.slots, t.servers),
+            (want.registers, want.slots, 1)
+        );
+        assert_eq!(t.source, "zebra switch's defaults");
+        let principle = |c, switch_mem| Principle1Args {
+            p: 0.5,
+            c,
+            switch_mem,
+        };
+        assert_eq!(t.budget(&principle(1.0, None)), (want.slots, None));
+        assert_eq!(t.budget(&principle(0.5, None)).0, want.slots / 2);
+        let m = 4 * u64::from(want.registers) * 100;
+        assert_eq!(t.budget(&principle(1.0, Some(m))), (100, None));
+        let (slots, note) = t.budget(&principle(1.0, Some(1 << 40)));
+        assert_eq!(slots, want.slots);
+        assert!(note.unwrap().contains("more than the switch holds"));
+    }
+
+    #[test]
+    fn a_settings_file_is_read_as_the_switch_reads_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let conf = dir.path().join("hot.conf");
+        std::fs::write(
+            &conf,
+            "# job\nswitch = nowhere.invalid:1\nhot_keys = old.keys\nregisters = 8\nslots = 64\n\
+             servers = 3\nserver_addr = 0=nowhere.invalid:2\n",
+        )
+        .unwrap();
+        let mut notes = Vec::new();
+        let t = Target::load(&switch(Some(conf.clone()), Some(16)), &mut notes).unwrap();
+        assert_eq!((t.registers, t.slots, t.servers), (8, 16, 3));
+        assert!(t.source.ends_with("hot.conf, --slots 16"), "{}", t.source);
+        assert_eq!(notes.len(), 1, "{notes:?}");
+        assert!(
+            notes[0].ends_with("hot.conf:3: hot_keys ignored: this profile writes the hot keys")
+        );
+
+        std::fs::write(&conf, "registers = 41\n").unwrap();
+        let err = Target::load(&switch(Some(conf), None), &mut Vec::new()).unwrap_err();
+        assert!(err.contains("hot.conf:1: registers = \"41\""), "{err}");
     }
 }

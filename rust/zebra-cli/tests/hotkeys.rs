@@ -102,12 +102,12 @@ fn profile_of_two_traces_is_a_hot_keys_file_with_its_prediction() {
     assert!((50.0..60.0).contains(&share), "{share}");
     let per_server = text.lines().find(|l| l.contains("per server")).unwrap();
     let counts: Vec<usize> = per_server
-        .rsplit(": ")
-        .next()
-        .unwrap()
-        .split(", ")
+        .split("server ")
+        .skip(2)
+        .map(|t| t.split(": ").nth(1).unwrap().split(' ').next().unwrap())
         .map(|n| n.parse().unwrap())
         .collect();
+    assert_eq!(counts.len(), 2, "{per_server}");
     assert_eq!(counts.iter().sum::<usize>(), hk.len());
     assert!(
         counts.iter().all(|&c| c > 0),
@@ -130,11 +130,15 @@ fn profile_of_two_traces_is_a_hot_keys_file_with_its_prediction() {
         "--switch-mem",
         "160",
     ]);
-    assert!(stderr.contains("limited by c x m"), "{stderr}");
+    assert!(
+        stderr.contains("at most 1 of the 1024 slots a register"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("limited by the switch"), "{stderr}");
     assert_eq!(
         HotKeys::load(Path::new(&tight)).unwrap().len(),
-        10,
-        "160 B / (4 values x 4 B)"
+        8,
+        "160 B / (4 B x 32 registers) = 1 slot a register: 32 values, 8 keys of 4"
     );
 
     let sampled = path(dir.path(), "sampled.keys");
@@ -149,7 +153,7 @@ fn profile_of_two_traces_is_a_hot_keys_file_with_its_prediction() {
         "3",
     ]);
     assert!(
-        stderr.contains("sampling: 10 % of the records (seed 3)"),
+        stderr.contains("sampling: 10 % of the rounds (seed 3;"),
         "{stderr}"
     );
 }

@@ -1,24 +1,31 @@
-//! Offline profiling (paper §III-C): count how often each key is pushed,
-//! rank the keys, choose `k` by Principle 1, write the hot-keys file.
+//! Offline profiling (paper §III-C): count how often each key is pushed
+//! and how many copies aggregating it saves, rank the keys, choose `k` by
+//! Principle 1, write the hot-keys file.
 //!
 //! Principle 1: the smallest `k` whose top keys take a share `p` of all
-//! updates (`T_k / T_n ≥ p`), as long as their values fit in the job's
-//! share `c` of the switch memory `m` (`4 B · Σ values ≤ c · m`); when
-//! they do not, the largest `k` that fits. A key's update count is the
-//! number of pushes that carry it; its values are its PS-lite `val_len`.
+//! updates (`T_k / T_n ≥ p`), as long as they fit the job's share of the
+//! switch memory; when they do not, the largest `k` that fits. What fits is
+//! the caller's to say ([`Principle1::choose`] takes it as a test on the
+//! top `k`): `zebra profile` builds the switch's own settings with the
+//! candidate keys. A key's update count is the number of pushes that carry
+//! it; its values are its PS-lite `val_len`.
+//!
+//! Two rankings: [`Counts::rank`] by update count (the paper's Figure 4 and
+//! 9), and [`Counts::rank_by_saving`] by the copies aggregation saves
+//! ([`crate::saving`]), the order of the hot-keys file. The second needs
+//! the records numbered in rounds per PS-lite server
+//! ([`Sample::by_rounds`]).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{self, Write};
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use thiserror::Error;
-use zebra_proto::consts::{MAX_REGISTERS, MAX_REGISTER_ENTRIES, VALUE_LEN};
 use zebra_proto::rng::SplitMix64;
 
+use crate::saving::{RoundCount, RoundNumbers};
 use crate::trace::{self, Record, TraceError};
-
-/// Most hot values (switch register entries) one job can have.
-pub const MAX_HOT_VALUES: u64 = (MAX_REGISTERS * MAX_REGISTER_ENTRIES) as u64;
 
 /// Profiling that failed.
 #[derive(Debug, Error)]
@@ -47,12 +54,23 @@ pub struct KeyStat {
     pub len: u32,
     /// Whether some push carried another value count.
     pub mixed: bool,
+    /// Pushes and distinct rounds (counted by [`Sample::by_rounds`] only).
+    pub rounds: RoundCount,
+}
+
+impl KeyStat {
+    /// Copies of its values aggregation saves (pushes beyond the first of
+    /// each round; 0 unless counted by rounds).
+    pub fn saving(&self) -> u64 {
+        self.rounds.saving()
+    }
 }
 
 /// Update counts of the keys of the records added.
 #[derive(Debug, Clone, Default)]
 pub struct Counts {
     keys: HashMap<u64, KeyStat>,
+    workers: HashSet<u32>,
     /// Records added.
     pub records: u64,
 }
@@ -61,15 +79,30 @@ impl Counts {
     /// Counts one record.
     pub fn add(&mut self, r: &Record) {
         self.records += 1;
+        self.workers.insert(r.worker);
         for &(key, len) in &r.pairs {
-            let s = self.keys.entry(key).or_insert(KeyStat {
-                len,
-                ..KeyStat::default()
-            });
-            s.count += 1;
-            s.values += u64::from(len);
-            s.mixed |= s.len != len;
+            self.add_pair(key, len, None);
         }
+    }
+
+    /// Counts one pushed key with `len` values, in round `round` of its
+    /// server if known (see [`RoundNumbers`]).
+    fn add_pair(&mut self, key: u64, len: u32, round: Option<u32>) {
+        let s = self.keys.entry(key).or_insert(KeyStat {
+            len,
+            ..KeyStat::default()
+        });
+        s.count += 1;
+        s.values += u64::from(len);
+        s.mixed |= s.len != len;
+        if let Some(r) = round {
+            s.rounds.add(r);
+        }
+    }
+
+    /// Distinct workers among the records added.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
     }
 
     /// The statistics of `key`, if it was pushed.
@@ -88,11 +121,37 @@ impl Counts {
             .map(|(&k, &s)| (k, s))
             .collect();
         keys.sort_unstable_by(|a, b| b.1.count.cmp(&a.1.count).then(a.0.cmp(&b.0)));
+        self.ranking(keys)
+    }
+
+    /// Keys ranked by the copies aggregation saves per value (then by
+    /// update count, then smaller key first), as the online census ranks
+    /// them. Only keys that save something are ranked (a key no two
+    /// workers pushed in the same round saves nothing), and only keys with
+    /// values; the totals count every key.
+    pub fn rank_by_saving(&self) -> Ranking {
+        let mut keys: Vec<(u64, KeyStat)> = self
+            .keys
+            .iter()
+            .filter(|(_, s)| s.len > 0 && s.saving() > 0)
+            .map(|(&k, &s)| (k, s))
+            .collect();
+        keys.sort_unstable_by(|a, b| {
+            (b.1.saving(), b.1.count)
+                .cmp(&(a.1.saving(), a.1.count))
+                .then(a.0.cmp(&b.0))
+        });
+        self.ranking(keys)
+    }
+
+    fn ranking(&self, keys: Vec<(u64, KeyStat)>) -> Ranking {
         Ranking {
             updates: self.keys.values().map(|s| s.count).sum(),
             values: self.keys.values().map(|s| s.values).sum(),
             mixed: self.keys.values().filter(|s| s.mixed).count() as u64,
             records: self.records,
+            pushed_keys: self.keys.len() as u64,
+            workers: self.workers.len(),
             keys,
         }
     }
@@ -111,6 +170,10 @@ pub struct Ranking {
     pub mixed: u64,
     /// Records counted.
     pub records: u64,
+    /// Distinct keys pushed (ranked or not).
+    pub pushed_keys: u64,
+    /// Distinct workers among the records.
+    pub workers: usize,
 }
 
 impl Ranking {
@@ -128,6 +191,23 @@ impl Ranking {
             .fold((0u64, 0u64), |(u, v), e| (u + e.1.count, v + e.1.values));
         (ratio(u, self.updates), ratio(v, self.values))
     }
+
+    /// Copies of values the top `k` keys save (each key's copies saved
+    /// times its value count), and that as a share of all pushed values.
+    pub fn saving(&self, k: usize) -> (u64, f64) {
+        let saved = self
+            .keys
+            .iter()
+            .take(k)
+            .map(|e| e.1.saving() * u64::from(e.1.len))
+            .sum();
+        (saved, ratio(saved, self.values))
+    }
+
+    /// The top `k` keys with their value counts, hottest first.
+    pub fn entries(&self, k: usize) -> Vec<(u64, u32)> {
+        self.keys.iter().take(k).map(|e| (e.0, e.1.len)).collect()
+    }
 }
 
 fn ratio(a: u64, b: u64) -> f64 {
@@ -143,19 +223,14 @@ fn ratio(a: u64, b: u64) -> f64 {
 pub struct Principle1 {
     /// Target share of updates, `(0, 1]`.
     pub p: f64,
-    /// The job's share of the switch memory, `(0, 1]`.
+    /// The job's share of the switch memory, `(0, 1]` (the caller's test of
+    /// what fits applies it).
     pub c: f64,
-    /// Switch register memory in bytes (`m`).
-    pub switch_mem: u64,
 }
 
 impl Default for Principle1 {
     fn default() -> Self {
-        Principle1 {
-            p: 0.5,
-            c: 1.0,
-            switch_mem: MAX_HOT_VALUES * VALUE_LEN as u64,
-        }
+        Principle1 { p: 0.5, c: 1.0 }
     }
 }
 
@@ -164,10 +239,8 @@ impl Default for Principle1 {
 pub enum Limit {
     /// The top `k` reached the share `p`.
     Share,
-    /// The next key's values would not fit in `c · m`.
+    /// One key more would not fit the switch (the caller's test).
     Memory,
-    /// The next key's values would pass the switch's register entries.
-    Capacity,
     /// Every ranked key is hot and the share is still below `p`.
     AllKeys,
 }
@@ -177,13 +250,17 @@ pub enum Limit {
 pub struct Choice {
     /// Hot keys.
     pub k: usize,
-    /// Hot values (switch register entries).
+    /// Their values (hot indices), before any padding.
     pub hot_values: u64,
     /// Share of updates of the top `k` (`T_k / T_n`).
     pub update_share: f64,
-    /// Share of pushed values of the top `k` (the predicted gain in
-    /// server-bound value bytes).
+    /// Share of pushed values of the top `k` (the value bytes that leave
+    /// the server path, summed at the switch).
     pub value_share: f64,
+    /// Copies of values aggregation saves with the top `k`.
+    pub saved: u64,
+    /// That as a share of all pushed values.
+    pub saving: f64,
     /// Why `k` is not larger.
     pub limit: Limit,
 }
@@ -206,35 +283,52 @@ impl Principle1 {
         Ok(())
     }
 
-    /// Chooses `k` over `ranking`.
-    pub fn choose(&self, ranking: &Ranking) -> Choice {
-        let budget = self.c * self.switch_mem as f64;
+    /// Chooses `k` over `ranking`: the smallest `k` whose keys take the
+    /// share `p` of the updates (every ranked key if none does), or, if
+    /// those keys do not fit, the largest `k` that does. `fits(k)` says
+    /// whether the top `k` keys fit; it must be monotone (if the top `k`
+    /// fit, so do the top `j < k`), and is asked about `O(log k)` values,
+    /// never 0.
+    pub fn choose(&self, ranking: &Ranking, mut fits: impl FnMut(usize) -> bool) -> Choice {
         let target = self.p * ranking.updates as f64;
-        let (mut k, mut updates, mut values, mut hot) = (0usize, 0u64, 0u64, 0u64);
-        let limit = loop {
-            if k > 0 && updates as f64 >= target {
-                break Limit::Share;
-            }
-            let Some((_, s)) = ranking.keys.get(k) else {
-                break Limit::AllKeys;
-            };
-            let next = hot + u64::from(s.len);
-            if next > MAX_HOT_VALUES {
-                break Limit::Capacity;
-            }
-            if (next * VALUE_LEN as u64) as f64 > budget {
-                break Limit::Memory;
-            }
-            hot = next;
+        let mut updates = 0u64;
+        let mut wanted = None;
+        for (i, (_, s)) in ranking.keys.iter().enumerate() {
             updates += s.count;
-            values += s.values;
-            k += 1;
+            if updates as f64 >= target {
+                wanted = Some(i + 1);
+                break;
+            }
+        }
+        let (want, reached) = match wanted {
+            Some(k) => (k, Limit::Share),
+            None => (ranking.keys.len(), Limit::AllKeys),
         };
+        let (k, limit) = if want == 0 || fits(want) {
+            (want, reached)
+        } else {
+            // The largest fitting k below `want`: fits(lo) holds (lo = 0
+            // trivially), fits(hi) does not.
+            let (mut lo, mut hi) = (0usize, want);
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if fits(mid) {
+                    lo = mid;
+                } else {
+                    hi = mid;
+                }
+            }
+            (lo, Limit::Memory)
+        };
+        let (u, v) = ranking.shares(k);
+        let (saved, saving) = ranking.saving(k);
         Choice {
             k,
-            hot_values: hot,
-            update_share: ratio(updates, ranking.updates),
-            value_share: ratio(values, ranking.values),
+            hot_values: ranking.keys[..k].iter().map(|e| u64::from(e.1.len)).sum(),
+            update_share: u,
+            value_share: v,
+            saved,
+            saving,
             limit,
         }
     }
@@ -264,6 +358,8 @@ pub struct Sample {
     pub first: Option<u32>,
     /// Counts of the kept records.
     pub counts: Counts,
+    /// With [`Sample::by_rounds`]: the round numbering of the records.
+    rounds: Option<RoundNumbers>,
 }
 
 impl Sample {
@@ -274,6 +370,22 @@ impl Sample {
             seed,
             first: None,
             counts: Counts::default(),
+            rounds: None,
+        }
+    }
+
+    /// A sample of whole rounds that also counts the copies aggregation
+    /// saves ([`KeyStat::saving`], for [`Counts::rank_by_saving`]): the
+    /// records are numbered in rounds per worker and server (servers owning
+    /// `ranges`, see [`RoundNumbers`]), and each round of each server is
+    /// kept, with every worker's pushes in it, or left out by a seeded draw
+    /// (sampling single records would split the rounds whose copies the
+    /// switch sums). Keys of no server's range are counted but never
+    /// ranked.
+    pub fn by_rounds(rate: f64, seed: u64, ranges: Vec<Range<u64>>) -> Sample {
+        Sample {
+            rounds: Some(RoundNumbers::new(ranges)),
+            ..Sample::new(rate, seed)
         }
     }
 
@@ -290,6 +402,44 @@ impl Sample {
     fn takes(&self, index: u64, nth: u32) -> bool {
         self.first.is_none_or(|n| nth < n) && keep(self.seed, index, self.rate)
     }
+
+    /// Offers record `index` (the worker's record number `nth`) to the
+    /// sample.
+    fn offer(&mut self, record: &Record, index: u64, nth: u32) {
+        let Some(numbers) = self.rounds.as_mut() else {
+            if self.takes(index, nth) {
+                self.counts.add(record);
+            }
+            return;
+        };
+        // The keys of one server are contiguous in a PS-lite push (sorted):
+        // one numbering per run of keys of the same server.
+        let none = numbers.servers() as u32;
+        let mut run: Option<(u32, u32, bool)> = None;
+        let mut any = false;
+        for &(key, len) in &record.pairs {
+            let owner = numbers.server_of(key);
+            let server = owner.unwrap_or(none);
+            let (round, kept) = match run {
+                Some((s, r, k)) if s == server => (r, k),
+                _ => {
+                    let r = numbers.round(record.worker, server, record.round);
+                    let unit = (u64::from(r) << 17) | u64::from(server);
+                    let k = keep(self.seed, unit, self.rate);
+                    run = Some((server, r, k));
+                    (r, k)
+                }
+            };
+            if kept {
+                any = true;
+                self.counts.add_pair(key, len, owner.map(|_| round));
+            }
+        }
+        if any || self.rate >= 1.0 {
+            self.counts.records += 1;
+            self.counts.workers.insert(record.worker);
+        }
+    }
 }
 
 /// Bytes a PS-lite push entry takes: the key (8), its length in the lens
@@ -301,8 +451,9 @@ fn entry_bytes(values: u32) -> u64 {
 /// What aggregating a set of hot keys leaves of the pushes' bytes at the
 /// servers, from the traces: each push's cold entries, and per round one
 /// aggregate holding 4 bytes per value of every hot key some worker pushed
-/// in that round (a round: the records with the same round number). Not
-/// counted: messages' headers, the PUSH trailers, packet headers.
+/// in that round (a round of a server: every worker's `i`-th push to it,
+/// see [`RoundNumbers`]). Not counted: messages' headers, the PUSH
+/// trailers, packet headers.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct BytePrediction {
     /// Bytes of every pushed entry (key, length, values).
@@ -322,21 +473,35 @@ impl BytePrediction {
 }
 
 /// Reads every record of `paths` and predicts the bytes with the keys of
-/// `hot` aggregated (see [`BytePrediction`]). Memory grows with the hot
-/// keys pushed per round, summed over the rounds.
+/// `hot` aggregated (see [`BytePrediction`]), the servers owning `ranges`.
+/// Memory grows with the hot keys pushed per round, summed over the rounds.
 pub fn predict_bytes(
     paths: &[PathBuf],
+    ranges: Vec<Range<u64>>,
     hot: &HashSet<u64>,
 ) -> Result<BytePrediction, ProfileError> {
     let mut p = BytePrediction::default();
     let mut seen: HashSet<(u32, u64)> = HashSet::new();
+    let mut numbers = RoundNumbers::new(ranges);
+    let none = numbers.servers() as u32;
     read_records(paths, &mut |_| {}, |record| {
+        let mut run: Option<(u32, u32)> = None;
         for &(key, values) in &record.pairs {
             let bytes = entry_bytes(values);
             p.whole += bytes;
+            // Every push to a server is a round of it, hot keys or not.
+            let server = numbers.server_of(key).unwrap_or(none);
+            let round = match run {
+                Some((s, r)) if s == server => r,
+                _ => {
+                    let r = numbers.round(record.worker, server, record.round);
+                    run = Some((server, r));
+                    r
+                }
+            };
             if !hot.contains(&key) {
                 p.cold += bytes;
-            } else if seen.insert((record.round, key)) {
+            } else if seen.insert((round, key)) {
                 p.aggregates += 4 * u64::from(values);
             }
         }
@@ -370,9 +535,7 @@ pub fn scan(
     read_records(paths, progress, |record| {
         let nth = per_worker.entry(record.worker).or_insert(0);
         for s in samples.iter_mut() {
-            if s.takes(index, *nth) {
-                s.counts.add(record);
-            }
+            s.offer(record, index, *nth);
         }
         *nth = nth.saturating_add(1);
         index += 1;
@@ -496,18 +659,6 @@ pub fn write_cdf(
     Ok(())
 }
 
-/// The count of hot keys per server under PS-lite's default key ranges
-/// for `servers` servers.
-pub fn per_server(keys: &[u64], servers: u16) -> Vec<usize> {
-    let n = u64::from(servers.max(1));
-    let width = u64::MAX / n;
-    let mut per = vec![0usize; n as usize];
-    for &k in keys {
-        per[(k / width).min(n - 1) as usize] += 1;
-    }
-    per
-}
-
 /// The paths in `paths` that do not exist or are not files.
 pub fn missing(paths: &[PathBuf]) -> Vec<&Path> {
     paths
@@ -560,26 +711,31 @@ mod tests {
         ]);
         let r = c.rank();
         assert_eq!(r.top(4), [1, 4, 2, 3]);
-        let p = |p, mem| Principle1 {
-            p,
-            c: 1.0,
-            switch_mem: mem,
+        let p = |p| Principle1 { p, c: 1.0 };
+        // What fits: at most `budget` values (the test stands for the
+        // switch's own check).
+        let values = |budget: u64| {
+            let r = r.clone();
+            move |k: usize| r.keys[..k].iter().map(|e| u64::from(e.1.len)).sum::<u64>() <= budget
         };
-        let ch = p(0.6, 1 << 20).choose(&r);
+        let ch = p(0.6).choose(&r, values(1 << 20));
         assert_eq!((ch.k, ch.hot_values, ch.limit), (2, 4, Limit::Share));
         assert!((ch.update_share - 0.7).abs() < 1e-12);
-        let ch = p(0.6, 15).choose(&r);
-        assert_eq!(
-            (ch.k, ch.limit),
-            (1, Limit::Memory),
-            "4 B x 4 values > 15 B"
-        );
-        let ch = p(1.0, 1 << 20).choose(&r);
+        let ch = p(0.6).choose(&r, values(3));
+        assert_eq!((ch.k, ch.limit), (1, Limit::Memory), "4 values > 3");
+        let ch = p(1.0).choose(&r, values(1 << 20));
         assert_eq!((ch.k, ch.limit), (4, Limit::Share));
-        let ch = p(0.6, 3).choose(&r);
+        let ch = p(0.6).choose(&r, values(0));
         assert_eq!((ch.k, ch.limit), (0, Limit::Memory));
+        let mut asked = Vec::new();
+        let ch = p(1.0).choose(&r, |k| {
+            asked.push(k);
+            k <= 3
+        });
+        assert_eq!((ch.k, ch.limit), (3, Limit::Memory));
+        assert!(!asked.contains(&0) && asked.len() <= 3, "{asked:?}");
         assert_eq!(
-            p(0.5, 100).choose(&Ranking::default()).limit,
+            p(0.5).choose(&Ranking::default(), |_| true).limit,
             Limit::AllKeys
         );
         assert!(Principle1 {
@@ -658,10 +814,99 @@ mod tests {
         assert!((last[2] - 1.0).abs() < 1e-9 && (last[1] - 1.0).abs() < 1e-9);
     }
 
+    fn round_records(records: &[(u32, u32, &[u64])]) -> Counts {
+        let w = u64::MAX / 2;
+        let mut s = Sample::by_rounds(1.0, 0, vec![0..w, w..2 * w]);
+        for (i, &(worker, round, keys)) in records.iter().enumerate() {
+            let r = Record {
+                worker,
+                round,
+                pairs: keys.iter().map(|&k| (k, 2)).collect(),
+            };
+            s.offer(&r, i as u64, 0);
+        }
+        s.counts
+    }
+
     #[test]
-    fn per_server_follows_pslite_ranges() {
-        let w = u64::MAX / 3;
-        assert_eq!(per_server(&[0, w - 1, w, 2 * w, u64::MAX], 3), [2, 1, 2]);
-        assert_eq!(per_server(&[5, u64::MAX], 1), [2]);
+    fn ranking_by_saving_prefers_keys_that_workers_share() {
+        // Key 1: all four workers, rounds 1..=10 (40 pushes, saves 30).
+        // Key 2: worker 0 alone, rounds 1..=60 (60 pushes, saves nothing).
+        // Key 3: one worker a round, round-robin (60 pushes, nothing).
+        // Key 4: two workers, rounds 1..=5 (10 pushes, saves 5).
+        // Keys 100 + w: worker w's own, every round (so that every worker
+        // pushes to the server every round).
+        let mut recs: Vec<(u32, u32, Vec<u64>)> = Vec::new();
+        for round in 1..=60u32 {
+            for worker in 0..4u32 {
+                let mut keys = vec![100 + u64::from(worker)];
+                if round <= 10 {
+                    keys.push(1);
+                }
+                if worker == 0 {
+                    keys.push(2);
+                }
+                if worker == round % 4 {
+                    keys.push(3);
+                }
+                if round <= 5 && worker < 2 {
+                    keys.push(4);
+                }
+                recs.push((worker, round, keys));
+            }
+        }
+        let recs: Vec<(u32, u32, &[u64])> = recs
+            .iter()
+            .map(|(w, r, k)| (*w, *r, k.as_slice()))
+            .collect();
+        let c = round_records(&recs);
+        assert_eq!(c.rank().top(3), [2, 3, 100], "by update count");
+        let r = c.rank_by_saving();
+        assert_eq!(r.top(4), [1, 4], "by copies saved; 2 and 3 save none");
+        assert_eq!((r.keys[0].1.saving(), r.keys[1].1.saving()), (30, 5));
+        let (saved, share) = r.saving(2);
+        assert_eq!(saved, 2 * (30 + 5));
+        assert!((share - saved as f64 / r.values as f64).abs() < 1e-12);
+        assert_eq!((r.workers, r.pushed_keys), (4, 8));
+    }
+
+    #[test]
+    fn own_keys_save_nothing_and_round_samples_keep_rounds_whole() {
+        let recs: Vec<(u32, u32, Vec<u64>)> = (1..=20u32)
+            .flat_map(|round| (0..3u32).map(move |w| (w, round, vec![u64::from(w) * 10 + 1])))
+            .collect();
+        let recs: Vec<(u32, u32, &[u64])> = recs
+            .iter()
+            .map(|(w, r, k)| (*w, *r, k.as_slice()))
+            .collect();
+        let c = round_records(&recs);
+        assert_eq!(c.rank().keys.len(), 3);
+        assert!(c.rank_by_saving().keys.is_empty());
+
+        // Every worker pushes key 7 every round: a half sample of the rounds
+        // keeps all three pushes of the rounds it keeps.
+        let w = u64::MAX / 2;
+        let mut s = Sample::by_rounds(0.5, 9, vec![0..w, w..2 * w]);
+        for round in 1..=200u32 {
+            for worker in 0..3 {
+                let r = Record {
+                    worker,
+                    round,
+                    pairs: vec![(7, 1), (w + 7, 1)],
+                };
+                s.offer(&r, 0, 0);
+            }
+        }
+        for key in [7, w + 7] {
+            let st = s.counts.get(key).unwrap();
+            assert_eq!(st.count % 3, 0);
+            assert_eq!(st.saving(), st.count / 3 * 2);
+            assert!((60..140).contains(&(st.count / 3)), "{}", st.count);
+        }
+        assert_ne!(
+            s.counts.get(7).unwrap().count,
+            s.counts.get(w + 7).unwrap().count,
+            "each server's rounds are drawn apart"
+        );
     }
 }

@@ -60,7 +60,7 @@ fn generated_top_k_share_matches_the_target() {
             p: spec.hot_share,
             ..Principle1::default()
         }
-        .choose(&ranking);
+        .choose(&ranking, |_| true);
         assert!(
             choice.k.abs_diff(k) <= k / 5,
             "{name}: Principle 1 with p = target finds about k: {} vs {k}",
@@ -127,7 +127,8 @@ fn byte_prediction_counts_each_rounds_hot_values_once() {
     w.record(1, 2, &[(2, 2)]).unwrap();
     drop(w);
     let hot: HashSet<u64> = [1, 2].into_iter().collect();
-    let p = predict_bytes(&[path], &hot).unwrap();
+    let one_server: Vec<_> = std::iter::once(0..u64::MAX).collect();
+    let p = predict_bytes(&[path], one_server, &hot).unwrap();
     let entry = |values: u64| 12 + 4 * values;
     assert_eq!(p.whole, 2 * entry(4) + 2 * entry(2) + entry(1));
     assert_eq!(p.cold, entry(1));
