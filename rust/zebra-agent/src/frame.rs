@@ -48,6 +48,10 @@ pub mod hotset_flags {
     /// this server unchanged (no trailer, nothing to the switch). No key
     /// follows; never with `CHANGE`.
     pub const ASIDE: u8 = 0x02;
+    /// The server counts again (it stood aside and tries aggregation
+    /// again): the worker sends its pushes to it whole, with a trailer, until
+    /// its next decision. No key follows; never with `CHANGE` or `ASIDE`.
+    pub const RECOUNT: u8 = 0x04;
 }
 /// HOTSET header length.
 pub const HOTSET_HEADER_LEN: usize = 28;
@@ -205,6 +209,9 @@ pub struct HotSetFrame {
     /// saves): the worker's pushes to it go unchanged from now on. Never
     /// with `change`.
     pub aside: bool,
+    /// Whether the server counts again after standing aside: the worker
+    /// pushes whole, with trailers, until the next decision.
+    pub recount: bool,
     /// The largest round of the job the server had seen a push of when it
     /// decided (0: none): the worker closes the rounds up to it that it
     /// will never push (`crate::worker`).
@@ -570,13 +577,15 @@ impl HotSetFrame {
     fn parse_body(b: &[u8]) -> Result<HotSetFrame, FrameError> {
         const WHAT: &str = "HOTSET";
         need(WHAT, b.len(), HOTSET_HEADER_LEN)?;
-        if b[6] & !(hotset_flags::CHANGE | hotset_flags::ASIDE) != 0 || b[7] != 0 {
+        use hotset_flags::{ASIDE, CHANGE, RECOUNT};
+        if !matches!(b[6], 0 | CHANGE | ASIDE | RECOUNT) || b[7] != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
-        let change = b[6] & hotset_flags::CHANGE != 0;
-        let aside = b[6] & hotset_flags::ASIDE != 0;
+        let change = b[6] == CHANGE;
+        let aside = b[6] == ASIDE;
+        let recount = b[6] == RECOUNT;
         let count = u32_at(b, 16) as usize;
-        if (!change && count != 0) || (change && aside) {
+        if !change && count != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
         let body = count.saturating_mul(HOTSET_ENTRY_LEN);
@@ -594,6 +603,7 @@ impl HotSetFrame {
             from_round: u32_at(b, 12),
             change,
             aside,
+            recount,
             seen: u32_at(b, 20),
             floor: u32_at(b, 24),
             keys,
@@ -625,11 +635,12 @@ impl HotSetFrame {
             what: "HOTSET",
             count: keys.len(),
         })?;
-        let flags = match (self.change, self.aside) {
-            (true, false) => hotset_flags::CHANGE,
-            (false, true) => hotset_flags::ASIDE,
-            (false, false) => 0,
-            (true, true) => return Err(FrameError::Reserved("HOTSET")),
+        let flags = match (self.change, self.aside, self.recount) {
+            (true, false, false) => hotset_flags::CHANGE,
+            (false, true, false) => hotset_flags::ASIDE,
+            (false, false, true) => hotset_flags::RECOUNT,
+            (false, false, false) => 0,
+            _ => return Err(FrameError::Reserved("HOTSET")),
         };
         let mut out = Vec::with_capacity(HOTSET_HEADER_LEN + HOTSET_ENTRY_LEN * keys.len());
         header(
@@ -849,6 +860,7 @@ mod tests {
             from_round: 65_548,
             change: true,
             aside: false,
+            recount: false,
             seen: 65_547,
             floor: 65_540,
             keys: vec![(0x0102_0304_0506_0708, 4), (9, 1)],
@@ -880,7 +892,15 @@ mod tests {
         };
         let b = aside.to_bytes().unwrap();
         assert_eq!((b.len(), b[6]), (28, 0x02));
-        assert_eq!(HotSetFrame::parse(&b), Ok(aside));
+        assert_eq!(HotSetFrame::parse(&b), Ok(aside.clone()));
+        let recount = HotSetFrame {
+            aside: false,
+            recount: true,
+            ..aside
+        };
+        let b = recount.to_bytes().unwrap();
+        assert_eq!((b.len(), b[6]), (28, 0x04));
+        assert_eq!(HotSetFrame::parse(&b), Ok(recount));
         assert_eq!(
             PushTrailer::parse(&b),
             Err(FrameError::Type(frame_type::HOTSET))
@@ -896,7 +916,8 @@ mod tests {
             ZebraFrame::parse(&c)
         };
         assert_eq!(with(6, 3), Err(FrameError::Reserved("HOTSET")));
-        assert_eq!(with(6, 4), Err(FrameError::Reserved("HOTSET")));
+        assert_eq!(with(6, 5), Err(FrameError::Reserved("HOTSET")));
+        assert_eq!(with(6, 8), Err(FrameError::Reserved("HOTSET")));
         assert_eq!(with(7, 1), Err(FrameError::Reserved("HOTSET")));
         assert_eq!(
             with(6, 0),

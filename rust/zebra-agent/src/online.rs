@@ -86,7 +86,14 @@ pub struct OnlineConfig {
     /// workers push at less than this share of the pace they had while it
     /// counted (without aggregation): aggregation made them slower.
     pub min_pace: f64,
+    /// How long a server that stepped aside waits before it counts again to
+    /// try aggregation once more (doubling each time it steps aside again,
+    /// at most 16×); zero: never.
+    pub retry: Duration,
 }
+
+/// Default of [`OnlineConfig::retry`].
+pub const RETRY: Duration = Duration::from_secs(30);
 
 /// Default of [`OnlineConfig::min_pace`].
 pub const MIN_PACE: f64 = 0.95;
@@ -108,6 +115,7 @@ impl OnlineConfig {
             max_drift: MAX_DRIFT,
             min_saving: MIN_SAVING,
             min_pace: MIN_PACE,
+            retry: RETRY,
         }
     }
 
@@ -191,6 +199,14 @@ pub enum Aside {
     /// With the keys installed the workers pushed this many times a second,
     /// against the first number while the server counted.
     Slower(f64, f64),
+}
+
+impl Aside {
+    /// Whether trying aggregation again later may pay (not when the switch
+    /// refused the job).
+    pub fn retried(&self) -> bool {
+        !matches!(self, Aside::NotAdmitted)
+    }
 }
 
 impl std::fmt::Display for Aside {
@@ -331,6 +347,9 @@ pub struct Census {
     decision: Option<Decision>,
     /// Per worker: its identity (for the ROUTER), and whether it was told.
     peers: Vec<(Option<Vec<u8>>, bool)>,
+    /// A census after the server stood aside: its workers are told to count
+    /// again (HOTSET RECOUNT) before its decision.
+    recount: bool,
 }
 
 impl Census {
@@ -352,7 +371,33 @@ impl Census {
             latest: vec![0; workers as usize],
             decision: None,
             peers: vec![(None, false); workers as usize],
+            recount: false,
         }
+    }
+
+    /// A new census after this one's server stood aside, to try
+    /// aggregation again: the same settings and workers, every worker told to
+    /// count again (RECOUNT), then of the new decision.
+    pub fn recount(&self) -> Census {
+        let mut c = Census::new(self.config.clone(), self.peers.len() as u16);
+        for (new, (identity, _)) in c.peers.iter_mut().zip(&self.peers) {
+            new.0.clone_from(identity);
+        }
+        c.recount = true;
+        c
+    }
+
+    /// Every worker is to be told again (of a decision after a RECOUNT, or
+    /// of stepping aside after a decision).
+    fn tell_again(&mut self) {
+        for peer in &mut self.peers {
+            peer.1 = false;
+        }
+    }
+
+    /// Whether this census follows a RECOUNT.
+    pub fn is_recount(&self) -> bool {
+        self.recount
     }
 
     /// The decision, once taken.
@@ -510,6 +555,11 @@ impl Census {
             && new != now
             && !new.is_empty()
             && (now.is_empty() || distance >= self.config.tau);
+        // After a RECOUNT there is nothing to keep: the workers push whole.
+        let aside = match aside {
+            None if self.recount && !change => Some(Aside::NoSaving(saving)),
+            other => other,
+        };
         self.decision = Some(Decision {
             from_round,
             change,
@@ -523,6 +573,7 @@ impl Census {
             saving,
             drift: self.mean_drift(),
         });
+        self.tell_again();
         self.decision.as_ref()
     }
 
@@ -570,6 +621,7 @@ impl Census {
             saving,
             drift: self.mean_drift(),
         });
+        self.tell_again();
         self.decision.as_ref()
     }
 
@@ -609,9 +661,7 @@ impl Census {
         });
         d.aside = Some(why);
         d.change = false;
-        for peer in &mut self.peers {
-            peer.1 = false;
-        }
+        self.tell_again();
         true
     }
 
@@ -661,8 +711,23 @@ impl Census {
     /// HOTSET messages (`[identity, frame]`) for the workers not yet told
     /// of the decision whose identity is known; each is told once.
     pub fn tell(&mut self, job: u16) -> Vec<Vec<Vec<u8>>> {
-        let Some(d) = &self.decision else {
-            return Vec::new();
+        let recount = Decision {
+            from_round: 0,
+            change: false,
+            seen: 0,
+            floor: 0,
+            keys: Vec::new(),
+            distance: None,
+            pushes: 0,
+            keys_seen: 0,
+            aside: None,
+            saving: 0.0,
+            drift: 0.0,
+        };
+        let (d, recount) = match &self.decision {
+            Some(d) => (d, false),
+            None if self.recount => (&recount, true),
+            None => return Vec::new(),
         };
         let mut out = Vec::new();
         for (w, (identity, told)) in self.peers.iter_mut().enumerate() {
@@ -676,6 +741,7 @@ impl Census {
                 from_round: d.from_round,
                 change: d.change,
                 aside: d.aside.is_some(),
+                recount,
                 seen: d.seen,
                 floor: d.floor,
                 keys: d.keys.clone(),

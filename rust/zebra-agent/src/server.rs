@@ -199,8 +199,15 @@ pub struct ServerAgent {
     /// Online, after the decision: whether each of the last rounds
     /// aggregated was flushed, newest last.
     flushes: VecDeque<bool>,
-    /// Online: the hot set of rounds from the first on, once changed.
-    next: Option<(u32, Arc<HotSet>)>,
+    /// Online: each decision's hot set, from its first round on, in order.
+    sets: Vec<(u32, Arc<HotSet>)>,
+    /// Online: since when the server stands aside (noted at the next poll),
+    /// and how many times it counted again.
+    aside_since: Option<Timestamp>,
+    recounts: u32,
+    /// The latest time given (the time of a step aside when no time comes
+    /// with it).
+    now: Timestamp,
     /// Messages for the ROUTER to send (`[identity, frame]`).
     control: Vec<Frames>,
     stats: ServerAgentStats,
@@ -238,7 +245,10 @@ impl ServerAgent {
             job,
             census,
             flushes: VecDeque::new(),
-            next: None,
+            sets: Vec::new(),
+            aside_since: None,
+            recounts: 0,
+            now: Timestamp::ZERO,
             control: Vec::new(),
             detector: Detector::new(config.format),
             config,
@@ -288,6 +298,7 @@ impl ServerAgent {
     /// data...]`, or a Zebra message).
     pub fn on_recv(&mut self, now: Timestamp, frames: Frames) -> ServerOutput {
         self.stats.messages += 1;
+        self.now = self.now.max(now);
         let mut out = ServerOutput::default();
         if frames.len() == 2 && has_magic(&frames[1]) {
             match ZebraFrame::parse(&frames[1]) {
@@ -452,10 +463,11 @@ impl ServerAgent {
 
     /// The hot set of round `r` (online: the new one from its first round).
     fn set_for(&self, r: u32) -> &Arc<HotSet> {
-        match &self.next {
-            Some((from, set)) if r >= *from => set,
-            _ => &self.hot,
-        }
+        self.sets
+            .iter()
+            .rev()
+            .find(|(from, _)| r >= *from)
+            .map_or(&self.hot, |(_, set)| set)
     }
 
     /// Online: counts a push's keys, decides once every worker's first
@@ -501,7 +513,13 @@ impl ServerAgent {
     /// wait; tells the workers that do not know yet.
     fn decide(&mut self, timeout_now: Option<Timestamp>) {
         let capacity = self.hot.indices(self.server);
-        let current = self.hot.server_keys(self.server);
+        // After a RECOUNT the workers push whole: no keys to keep.
+        let recount = self.census.as_ref().is_some_and(Census::is_recount);
+        let current = if recount {
+            &[]
+        } else {
+            self.hot.server_keys(self.server)
+        };
         let decided = self.census.as_mut().and_then(|c| {
             match timeout_now {
                 None => c.decide_if_counted(current, capacity),
@@ -525,6 +543,7 @@ impl ServerAgent {
             });
         if let Some(why) = d.aside {
             self.stats.online_aside += 1;
+            self.aside_since = Some(self.now);
             log::warn!(
                 "server {server}: stepping aside: its workers' pushes go to it unchanged, without \
                  the switch: {why} (after {} pushes of {} keys; saving {:.1} %, drift {:.1} rounds)",
@@ -561,7 +580,7 @@ impl ServerAgent {
                     d.pushes,
                     d.keys_seen
                 );
-                self.next = Some((d.from_round, Arc::new(set)));
+                self.sets.push((d.from_round, Arc::new(set)));
             }
             Err(e) => {
                 log::error!("server {server}: online hot keys not installed: {e}");
@@ -735,6 +754,7 @@ impl ServerAgent {
     pub fn step_aside(&mut self, why: crate::online::Aside) {
         if self.census.as_mut().is_some_and(|c| c.step_aside(why)) {
             self.stats.online_aside += 1;
+            self.aside_since = Some(self.now);
             log::warn!(
                 "server {}: stepping aside: its workers' pushes go to it unchanged, without the \
                  switch: {why}",
@@ -807,7 +827,9 @@ impl ServerAgent {
     /// queued behind them.
     pub fn poll(&mut self, now: Timestamp) -> Vec<Frames> {
         let mut deliver = Vec::new();
+        self.now = self.now.max(now);
         self.decide(Some(now));
+        self.retry(now);
         let timeout = self.config.settle_timeout;
         let overdue: Vec<SenderKey> = self
             .queues
@@ -843,7 +865,39 @@ impl ServerAgent {
                 _ => None,
             })
             .chain(self.census.as_ref().and_then(Census::deadline))
+            .chain(self.retry_at())
             .min()
+    }
+
+    /// Online, standing aside for a reason that may pass: when to count
+    /// again (`retry`, doubled for each earlier recount, at most 16×).
+    fn retry_at(&self) -> Option<Timestamp> {
+        let retry = self.config.online.as_ref()?.retry;
+        let aside = self.census.as_ref()?.decision()?.aside?;
+        if retry.is_zero() || !aside.retried() {
+            return None;
+        }
+        Some(self.aside_since? + retry * (1u32 << self.recounts.min(4)))
+    }
+
+    /// Online: counts again once [`retry_at`](Self::retry_at) has passed:
+    /// every worker is told (RECOUNT), pushes whole with trailers, and the
+    /// next decision installs keys or steps aside again.
+    fn retry(&mut self, now: Timestamp) {
+        if self.retry_at().is_none_or(|at| now < at) {
+            return;
+        }
+        let Some(c) = &self.census else { return };
+        self.census = Some(c.recount());
+        self.aside_since = None;
+        self.recounts += 1;
+        self.flushes.clear();
+        self.stats.online_recounts += 1;
+        log::info!(
+            "server {}: trying aggregation again: counting every worker's next pushes",
+            self.server
+        );
+        self.tell();
     }
 
     /// Whether worker `w'`s pushes before round `r` have all been released:

@@ -137,6 +137,8 @@ pub struct ServerAgentStats {
     /// Online: 1 once the server stepped aside (aggregation would cost its
     /// workers more than it saves; the reason is logged).
     pub online_aside: u64,
+    /// Online: times the server counted again after standing aside.
+    pub online_recounts: u64,
     /// Online: HOTSET messages to workers.
     pub hotset_messages: u64,
 }

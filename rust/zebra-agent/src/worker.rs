@@ -121,6 +121,9 @@ struct Stream {
     closing: Option<Closing>,
     /// Online: the server stepped aside; pushes to it go unchanged.
     aside: bool,
+    /// Online: the server counts again after standing aside; pushes to it
+    /// go whole until its next decision.
+    recounting: bool,
 }
 
 /// The worker side of one PS-lite worker.
@@ -463,6 +466,7 @@ impl WorkerAgent {
         };
         let stream = &self.streams[server as usize];
         match &stream.decision {
+            _ if stream.recounting => None,
             Some((from, set)) if round >= *from => Some(set.clone()),
             _ if stream.pushes < online.rounds && !stream.refused => Some(self.hot.clone()),
             _ => None,
@@ -510,6 +514,19 @@ impl WorkerAgent {
             )));
         }
         let stream = &self.streams[server as usize];
+        if h.recount {
+            // The server tries aggregation again: whole pushes, counted,
+            // until its next decision (its rounds go on from here).
+            self.stats.hotsets += 1;
+            let stream = &mut self.streams[server as usize];
+            stream.aside = false;
+            stream.decision = None;
+            stream.refused = false;
+            stream.closing = None;
+            stream.pushes = 0;
+            stream.recounting = true;
+            return Ok(());
+        }
         if h.aside && !stream.aside {
             // At the decision or later (rounds stopped meeting): rounds this
             // worker pushed stay as they are, the switch closes them (or
@@ -536,10 +553,11 @@ impl WorkerAgent {
         // let them drift apart), and stays at or past the decision's first
         // round: the server saw a round of epoch `e` only after every worker
         // had sent its `e`-th BARRIER request.
-        let offset = u32::from(h.from_round % EPOCH_ROUNDS == 1);
+        let offset = stream.epoch_offset + u32::from(h.from_round % EPOCH_ROUNDS == 1);
         let next = self.next_round(last, offset);
         let stream = &mut self.streams[server as usize];
         stream.epoch_offset = offset;
+        stream.recounting = false;
         let set = if h.change {
             match self.hot.replace_server(server, &h.keys) {
                 Ok(set) => Arc::new(set),

@@ -171,6 +171,7 @@ fn hostile_hotset_frames() {
             floor: 1,
             change: true,
             aside: false,
+            recount: false,
             keys,
         }
         .to_bytes()

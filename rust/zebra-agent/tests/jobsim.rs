@@ -368,11 +368,14 @@ struct Outcome {
     completed: u64,
     late: u64,
     uncertain_covered: u64,
+    /// When the last answer reached a worker (the job's end; the agents'
+    /// timers may go on).
     end_ms: u64,
     /// Online: servers that changed their hot keys, pushes sent whole.
     online_changed: u64,
-    /// Online: servers that stepped aside.
+    /// Online: servers that stepped aside, times they counted again.
     online_aside: u64,
+    online_recounts: u64,
     whole_pushes: u64,
     closed_rounds: u64,
     /// Online: each server's hot keys at the end, hottest first.
@@ -708,6 +711,7 @@ impl Sim {
 
     /// A response reaching worker `w`'s ROUTER.
     fn worker_recv(&mut self, w: u16, frames: Frames) {
+        self.out.end_ms = self.now / 1000;
         let format = self.s.style.format();
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         let env = Message::parse_frames(format, Route::RouterRecv, &refs).unwrap();
@@ -967,12 +971,12 @@ impl Sim {
                 self.out.settle_bytes += st.settle_bytes;
                 self.out.online_changed += st.online_changed;
                 self.out.online_aside += st.online_aside;
+                self.out.online_recounts += st.online_recounts;
                 self.out
                     .final_keys
                     .push(a.hot_keys_now().iter().map(|k| k.key).collect());
             }
         }
-        self.out.end_ms = self.now / 1000;
         self.out
     }
 }
@@ -1506,6 +1510,42 @@ fn online_steps_aside_when_aggregation_slows_the_workers() {
             "{} ms against vanilla's {} ms",
             z.end_ms,
             v.end_ms
+        );
+    }
+}
+
+/// Online hot keys that step aside and try again: drifting asynchronous
+/// workers, 1 % loss, and a retry after 40 ms (doubling): each server steps
+/// aside, counts again (every worker told, pushing whole), decides again,
+/// several times over the job; every change of state at a round boundary of
+/// its own: exact.
+#[test]
+fn online_tries_again_after_standing_aside() {
+    for (seed, loss) in [(36, 0.0), (37, 0.01)] {
+        let s = Scenario {
+            straggler: None,
+            stops: Vec::new(),
+            slow: Some(1),
+            window: 16,
+            online: Some(OnlineConfig {
+                retry: Duration::from_millis(40),
+                ..OnlineConfig::new(10)
+            }),
+            online_from_nothing: true,
+            ..Scenario::new(seed, loss)
+        };
+        let (_, z) = check("retry", &s);
+        println!(
+            "  {} steps aside, {} recounts, {} changes",
+            z.online_aside, z.online_recounts, z.online_changed
+        );
+        assert!(
+            z.online_recounts >= u64::from(s.servers),
+            "every server tried again"
+        );
+        assert!(
+            z.online_aside > u64::from(s.servers),
+            "and stepped aside again"
         );
     }
 }

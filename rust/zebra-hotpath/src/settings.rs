@@ -106,6 +106,7 @@ pub const KNOBS: &[Knob] = &[
     knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted: their pushes would not meet at the switch (asynchronous workers, uneven push counts, stragglers); inf: never for this reason"),
     knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)"),
     knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "with ZEBRA_HOT=online: after installing keys, a server steps aside when its workers push at less than SHARE (0..=1) of the pace they had while it counted, without aggregation: aggregation made them slower (judged over every stretch of max(T, 10) pushes of each worker)"),
+    knob("online_retry_ms", "online-retry-ms", "MS", "30000", "with ZEBRA_HOT=online: a server that stepped aside counts again this long after (every worker pushing whole, then a new decision), doubling each time up to 16x; 0: never (a job the switch did not admit is not retried)"),
     knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: once some worker pushed its T-th, a server with no counted push for this long decides without the missing ones (keeps its hot keys; starting from none, takes the counted ones)"),
     knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size"),
     knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
@@ -386,6 +387,7 @@ struct Builder {
     online_max_drift: Option<f64>,
     online_min_saving: Option<f64>,
     online_min_pace: Option<f64>,
+    online_retry: Option<Duration>,
     online_out: Option<String>,
     online_capacity: Option<u32>,
 }
@@ -533,6 +535,13 @@ impl Builder {
             }
             "online_min_saving" => self.online_min_saving = Some(share(e)?),
             "online_min_pace" => self.online_min_pace = Some(share(e)?),
+            "online_retry_ms" => {
+                self.online_retry = Some(if e.value.trim() == "0" {
+                    Duration::ZERO
+                } else {
+                    millis(e)?
+                })
+            }
             "online_capacity" => self.online_capacity = Some(int(e, 1, u32::MAX)?),
             "online_out" => {
                 if e.value.is_empty() {
@@ -679,6 +688,7 @@ impl Builder {
                 o.max_drift = self.online_max_drift.unwrap_or(o.max_drift);
                 o.min_saving = self.online_min_saving.unwrap_or(o.min_saving);
                 o.min_pace = self.online_min_pace.unwrap_or(o.min_pace);
+                o.retry = self.online_retry.unwrap_or(o.retry);
                 o
             },
             online_out: self.online_out,
