@@ -55,6 +55,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
+use zebra_hotkeys::RoundCount;
 use zebra_proto::Timestamp;
 
 use crate::frame::HotSetFrame;
@@ -241,38 +242,6 @@ impl std::fmt::Display for Aside {
     }
 }
 
-/// How often a key was pushed while counting, and in how many distinct
-/// rounds: every push of it beyond the first in a round is a copy the
-/// switch would have summed away.
-#[derive(Debug, Clone, Copy, Default)]
-struct KeyCount {
-    pushes: u64,
-    rounds: u64,
-    /// The last distinct rounds it was pushed in, newest first (0: none).
-    /// Pushes of one round further apart than this do not meet in the
-    /// switch's few open rounds anyway, and count as another round.
-    recent: [u32; RECENT_ROUNDS],
-}
-
-/// Distinct rounds remembered per key.
-const RECENT_ROUNDS: usize = 4;
-
-impl KeyCount {
-    fn add(&mut self, round: u32) {
-        self.pushes += 1;
-        if !self.recent.contains(&round) {
-            self.rounds += 1;
-            self.recent.rotate_right(1);
-            self.recent[0] = round;
-        }
-    }
-
-    /// Copies saved per value.
-    fn saving(&self) -> u64 {
-        self.pushes - self.rounds
-    }
-}
-
 /// How fast the workers push over a stretch of the job: per worker the
 /// arrival of its first and last push in it and their number.
 #[derive(Debug, Clone)]
@@ -322,7 +291,7 @@ pub struct Census {
     config: OnlineConfig,
     /// Per worker: pushes counted.
     counted: Vec<u32>,
-    counts: HashMap<u64, KeyCount>,
+    counts: HashMap<u64, RoundCount>,
     /// Values carried by the counted pushes.
     values: u64,
     /// Sum and number of samples of the distance between the workers'
@@ -484,7 +453,7 @@ impl Census {
     fn aside(&self, keys: &[(u64, u32)]) -> (Option<Aside>, f64) {
         let saved: u64 = keys
             .iter()
-            .map(|&(k, len)| self.counts.get(&k).map_or(0, KeyCount::saving) * u64::from(len))
+            .map(|&(k, len)| self.counts.get(&k).map_or(0, RoundCount::saving) * u64::from(len))
             .sum();
         let saving = if self.values == 0 {
             0.0
@@ -679,7 +648,7 @@ impl Census {
     /// `capacity` hot indices, each with its value count. A key no two
     /// workers pushed in the same round saves nothing and is never chosen.
     fn ranked(&self, capacity: u32) -> Vec<(u64, u32)> {
-        let mut order: Vec<(u64, KeyCount)> = self
+        let mut order: Vec<(u64, RoundCount)> = self
             .counts
             .iter()
             .filter(|(_, c)| c.saving() > 0)
