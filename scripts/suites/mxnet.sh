@@ -139,11 +139,13 @@ run_test() {
         sed 's/^/  /' "$dir/hotpath.txt"
         case $name in
             *-online)
-                # Every server that owns hot keys (and so counted pushes) decided once.
+                # Every server that owns hot keys (and so counted pushes) decided once:
+                # changed its keys, kept them, or stepped aside (the profiled set of this
+                # small test is a tiny share of the pushed values: stepping aside is right).
                 local online
-                online=$(grep -h -o 'online_counted: [0-9]*, online_changed: [0-9]*, online_kept: [0-9]*' \
+                online=$(grep -h -o 'online_counted: [0-9]*, online_changed: [0-9]*, online_kept: [0-9]*, online_aside: [0-9]*' \
                     "$dir"/stats/* | tr -d ',')
-                if ! echo "$online" | awk '$2 > 0 { n++; if ($4 + $6 != 1) bad = 1 }
+                if ! echo "$online" | awk '$2 > 0 { n++; if ($4 + $6 + $8 != 1) bad = 1 }
                         END { exit !(n > 0 && !bad) }'; then
                     fail "$name" "not every server with hot keys took one online decision ($online); logs in $dir"
                     return

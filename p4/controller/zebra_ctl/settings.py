@@ -84,6 +84,10 @@ KNOBS = [
     Knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks"),
     Knob("online_rounds", "online-rounds", "T", "100", "ZEBRA_HOT=online: pushes counted per worker; the switch ignores it"),
     Knob("online_tau", "online-tau", "D", "0.05", "ZEBRA_HOT=online: distance that changes the keys; the switch ignores it"),
+    Knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "ZEBRA_HOT=online: step aside beyond this mean drift; the switch ignores it"),
+    Knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "ZEBRA_HOT=online: step aside below this saving; the switch ignores it"),
+    Knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "ZEBRA_HOT=online: step aside below this share of the counted pace; the switch ignores it"),
+    Knob("online_retry_ms", "online-retry-ms", "MS", "30000", "ZEBRA_HOT=online: count again this long after stepping aside; the switch ignores it"),
     Knob("online_wait_ms", "online-wait-ms", "MS", "5000", "ZEBRA_HOT=online: wait for the last counted push; the switch ignores it"),
     Knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least; without a hot-keys file, the job's size"),
     Knob("online_out", "online-out", "FILE", "(none)", "ZEBRA_HOT=online: where servers write their decision; the switch ignores it"),
@@ -460,6 +464,17 @@ class _Builder:
                 raise _Bad(e.bad("expected a distance in 0..=1"))
         elif k == "online_wait_ms":
             _millis(e)
+        elif k == "online_max_drift":
+            d = _rust_f64(e.value)
+            if d is None or math.isnan(d) or d < 0.0:
+                raise _Bad(e.bad("expected a number of rounds, 0 or more, or inf"))
+        elif k in ("online_min_saving", "online_min_pace"):
+            d = _rust_f64(e.value)
+            if d is None or not 0.0 <= d <= 1.0:
+                raise _Bad(e.bad("expected a share in 0..=1"))
+        elif k == "online_retry_ms":
+            if e.value.strip() != "0":
+                _millis(e)
         elif k == "online_capacity":
             self.online_capacity = _int(e, 1, 0xFFFFFFFF, 32)
         elif k == "online_out":
@@ -489,6 +504,19 @@ class _Builder:
     def finish(self):
         problems = []
         servers = self.servers if self.servers is not None else 1
+        sized = self.hot_keys_file is not None or self.hot_key_count is not None or self.online_capacity is not None
+        if self.workers is None and not sized:
+            # zebra switch admits such jobs as their servers register; this control plane
+            # plans its jobs up front (rust/zebra-proto/WIRE.md, "Admission").
+            raise SettingsError([
+                "workers and hot keys: not set; the P4 control plane does not admit jobs as they "
+                "register (zebra switch does): give the job's workers and hot keys"
+            ])
+        if not sized:
+            # Zero configuration, as zebra switch and the shim size it: each PS-lite server's
+            # job an equal share of every register's slots (zebra_proto::Config::share).
+            cfg = self.config if self.config is not None else Config([])
+            self.online_capacity = cfg.registers * (cfg.slots // max(servers, 1))
         if self.workers is None:
             problems.append("workers: not set (--workers N, or `workers = N` in the file)")
         hot_keys = None
@@ -496,11 +524,6 @@ class _Builder:
             problems.append(
                 "hot keys: give a hot-keys file (hot_keys / --hot-keys) or a count "
                 "(hot_key_count / --hot-key-count), not both"
-            )
-        elif self.hot_keys_file is None and self.hot_key_count is None and self.online_capacity is None:
-            problems.append(
-                "hot keys: not set (--hot-keys FILE or --hot-key-count K, or the same keys in the file; "
-                "or online_capacity for keys found online)"
             )
         elif self.hot_keys_file is not None:
             try:
