@@ -125,7 +125,15 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
             s.set(key, v).map_err(|e| e.to_string())?;
         }
     }
-    s.build().map_err(|e| e.to_string())
+    let config = s.build().map_err(|e| e.to_string())?;
+    if let Some(file) = &config.no_keys {
+        return Err(format!(
+            "invalid hot-path configuration:\n  - hot keys: {file} lists no key (zebra profile \
+             found nothing that aggregation saves; its comments say why): nothing to aggregate. \
+             Start the switch with --listen alone to admit jobs as they come, or give another file"
+        ));
+    }
+    Ok(config)
 }
 
 fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {

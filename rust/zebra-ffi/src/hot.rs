@@ -150,7 +150,7 @@ impl Plan {
             }
         };
         let aggregation = match config.switch.as_deref() {
-            Some(switch) => Some(Aggregation::from_config(config, switch)?),
+            Some(switch) => Aggregation::from_config(config, switch)?,
             None => None,
         };
         Ok(Some(Plan {
@@ -165,10 +165,12 @@ impl Plan {
 }
 
 impl Aggregation {
+    /// The aggregation `config` asks for; `None` when its hot-keys file lists
+    /// no key (nothing to aggregate: every push goes to its server unchanged).
     fn from_config(
         config: &zebra_config::Config,
         switch: &str,
-    ) -> Result<Aggregation, Vec<String>> {
+    ) -> Result<Option<Aggregation>, Vec<String>> {
         let mut problems = Vec::new();
         let workers = env_count("DMLC_NUM_WORKER", &mut problems);
         let servers = env_count("DMLC_NUM_SERVER", &mut problems);
@@ -195,6 +197,14 @@ impl Aggregation {
             return Err(problems);
         }
         let built = settings.build().map_err(|e| e.problems)?;
+        if let Some(file) = &built.no_keys {
+            log::warn!(
+                "zebra: the hot-keys file {file} lists no key (zebra profile found nothing that \
+                 aggregation saves; its comments say why): every push goes to its server \
+                 unchanged, without the switch"
+            );
+            return Ok(None);
+        }
         let Some(hot) = built.hot_set.clone() else {
             return Err(vec![
                 "ZEBRA_SWITCH is set without hot keys: set ZEBRA_HOT_KEYS (or hot_keys in \
@@ -235,7 +245,7 @@ impl Aggregation {
         let switch = built
             .switch
             .ok_or_else(|| vec![format!("ZEBRA_SWITCH={switch}: no address")])?;
-        Ok(Aggregation {
+        Ok(Some(Aggregation {
             switch,
             hot,
             agent,
@@ -243,7 +253,7 @@ impl Aggregation {
             loss: config.hot_loss.or(built.loss),
             online_out: built.online_out,
             zero_config,
-        })
+        }))
     }
 }
 

@@ -35,7 +35,7 @@ use std::sync::Arc;
 
 use zebra_agent::{AgentConfig, HotSet, KeyRanges, OnlineConfig};
 
-use crate::hotkeys::HotKeys;
+use crate::hotkeys::{HotKeys, HotKeysError};
 use crate::switch_node::SwitchNodeConfig;
 
 /// One setting: a key of the file, a flag of `zebra switch`.
@@ -161,6 +161,10 @@ pub struct HotpathConfig {
     /// ([`Config::share`]), asked for at registration, its keys found
     /// online.
     pub zero_config: bool,
+    /// The hot-keys file lists no key (`zebra profile` writes one when
+    /// aggregation would save nothing; its comments say why): there is
+    /// nothing to aggregate, and `proto` has no job. The file's path.
+    pub no_keys: Option<String>,
 }
 
 /// Default of `online_rounds`.
@@ -599,6 +603,35 @@ impl Builder {
             (None, None) => None,
             (Some(path), None) => match HotKeys::load(path) {
                 Ok(hk) => Some(hk),
+                // Online, the file only starts the count: as if there were none.
+                Err(HotKeysError::Empty) if self.online_capacity.is_some() => None,
+                Err(HotKeysError::Empty) if problems.is_empty() => {
+                    // `zebra profile` writes such a file when aggregation would save
+                    // nothing (its comments say why): a job with nothing to aggregate.
+                    let mut proto = self
+                        .config
+                        .take()
+                        .unwrap_or_else(|| Config::new(Vec::new()));
+                    proto.jobs = Vec::new();
+                    proto.validate_for_admission().map_err(|e| {
+                        SettingsError::one(format!("the settings do not fit together: {e}"))
+                    })?;
+                    return Ok(HotpathConfig {
+                        switch: self.switch,
+                        proto,
+                        hot_keys: None,
+                        hot_set: None,
+                        job_base: self.job.unwrap_or(1),
+                        server_addrs: BTreeMap::new(),
+                        loss: self.loss,
+                        settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
+                        online: OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS)),
+                        online_out: self.online_out,
+                        admit: None,
+                        zero_config: false,
+                        no_keys: Some(path.display().to_string()),
+                    });
+                }
                 Err(e) => {
                     problems.push(format!("hot keys: {e}"));
                     None
@@ -694,6 +727,7 @@ impl Builder {
             online_out: self.online_out,
             admit: None,
             zero_config,
+            no_keys: None,
         })
     }
 
@@ -733,6 +767,7 @@ impl Builder {
             online_out: self.online_out,
             admit: Some(template),
             zero_config: true,
+            no_keys: None,
         })
     }
 }
@@ -835,6 +870,28 @@ mod tests {
         assert_eq!((hot.indices(0), hot.indices(1)), (640, 640));
         let jobs: Vec<(u16, u32)> = c.proto.jobs.iter().map(|j| (j.id, j.hot_keys)).collect();
         assert_eq!(jobs, vec![(1, 640), (2, 640)]);
+    }
+
+    #[test]
+    fn a_hot_keys_file_with_no_key_is_a_job_with_nothing_to_aggregate() {
+        let dir = std::env::temp_dir().join(format!("zebra-empty-keys-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("hot.keys");
+        std::fs::write(&file, "# why: every worker pushes its own keys\n").unwrap();
+        let mut s = Settings::new();
+        s.set("workers", "2").unwrap();
+        s.set("hot_keys", &file.display().to_string()).unwrap();
+        let c = s.clone().build().unwrap();
+        assert_eq!(c.no_keys.as_deref(), Some(&*file.display().to_string()));
+        assert!(c.proto.jobs.is_empty() && c.admit.is_none() && c.hot_set.is_none());
+        s.set("online_capacity", "64").unwrap();
+        let c = s.build().unwrap();
+        assert!(
+            c.no_keys.is_none(),
+            "online: the file only starts the count"
+        );
+        assert_eq!(c.proto.jobs.len(), 1);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
