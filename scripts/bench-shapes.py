@@ -152,7 +152,7 @@ def report(shapes, runs, args):
         unit = " Gbps" if metric == "goodput" else " s"
         cells = [f"{med[c]:.3f}{unit}" if med[c] else "failed" for c in CONFIGS]
         decided = sorted({"/".join(r["decisions"]) for r in runs
-                          if r["shape"] == shape and r["config"] == "on+online"})
+                          if r["shape"] == shape and r["config"] == "on+zero"})
         lines.append(f"| {shape} | {cells[0]} | {cells[1]} | {ratio} | {'; '.join(decided)} |")
     return "\n".join(lines) + "\n"
 

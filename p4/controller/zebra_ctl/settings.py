@@ -82,7 +82,7 @@ KNOBS = [
     Knob("number", "number", "f32|fixed:BITS", "f32", "value format"),
     Knob("layout", "layout", "heat|random:SEED", "heat", "register layout"),
     Knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks"),
-    Knob("online_rounds", "online-rounds", "T", "100", "ZEBRA_HOT=online: pushes counted per worker; the switch ignores it"),
+    Knob("online_rounds", "online-rounds", "T", "10", "ZEBRA_HOT=online: pushes counted per worker; the switch ignores it"),
     Knob("online_tau", "online-tau", "D", "0.05", "ZEBRA_HOT=online: distance that changes the keys; the switch ignores it"),
     Knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "ZEBRA_HOT=online: step aside beyond this mean drift; the switch ignores it"),
     Knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "ZEBRA_HOT=online: step aside below this saving; the switch ignores it"),

@@ -101,7 +101,7 @@ pub const KNOBS: &[Knob] = &[
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
     knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
-    knob("online_rounds", "online-rounds", "T", "100", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
+    knob("online_rounds", "online-rounds", "T", "10", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
     knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
     knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted: their pushes would not meet at the switch (asynchronous workers, uneven push counts, stragglers); inf: never for this reason"),
     knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)"),
@@ -168,7 +168,7 @@ pub struct HotpathConfig {
 }
 
 /// Default of `online_rounds`.
-pub const ONLINE_ROUNDS: u32 = 100;
+pub const ONLINE_ROUNDS: u32 = 10;
 
 /// Default of `settle_timeout_ms`.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
