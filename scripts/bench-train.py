@@ -17,7 +17,7 @@ machine hits every configuration alike:
              the server's job sized for the profiled rows' values; the keys are found
              during the job (its decision in logs/<run>/online-0.keys)
   on+zero    zero configuration: ZEBRA_SWITCH alone and `zebra switch --listen` alone
-             (online hot keys after the protocol's 100 counted pushes, each server's job
+             (online hot keys after the protocol's 10 counted pushes, each server's job
              admitted by the switch with an equal share of its memory)
 
 for each worker count N. Metrics per run: time to the target test RMSE (worker 0's

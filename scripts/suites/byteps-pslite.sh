@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online shapes_own shapes_uneven shapes_async shapes_negative)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative)
 
 usage() {
   cat <<EOF
@@ -27,6 +27,11 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
+  documented_path       the documented path, literally: trace_replay of an OA-like trace
+                        recorded with ZEBRA_TRACE (mode on, no switch), \`zebra profile -o
+                        hot.keys --servers 2\` with its defaults, \`zebra switch\` with its
+                        defaults and that file, the job again with ZEBRA_SWITCH and
+                        ZEBRA_HOT_KEYS: exact, aggregated, fewer hot bytes at the servers
   trace_online          trace_hot with ZEBRA_HOT=online:10, from a stale hot set (the profile
                         of a trace whose keys are permuted: none of them hot) and from no
                         hot-keys file (online_capacity): each server re-ranks after 10
@@ -87,7 +92,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|trace_hot|trace_online) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|trace_hot|trace_online|documented_path) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -136,6 +141,9 @@ run_job() {
     if [ "${ZERO_CONFIG:-0}" = 1 ]; then
       # What a user sets: ZEBRA_SWITCH alone, and a switch given only its address.
       service=(--service "switch=$SUITE_SWITCH switch --listen {ip:switch}:{port:switch}")
+    elif [ "${DEFAULTS:-0}" = 1 ]; then
+      # The documented commands: zebra switch with its defaults and the hot-keys file.
+      service=(--service "switch=$SUITE_SWITCH switch --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag")
     else
       envs+=(--env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_HOT_LOSS=$loss")
       service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag --loss $loss")
@@ -319,6 +327,25 @@ run_test() {
           else hot_check "$name"; fi
         else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
       fi ;;
+    documented_path)
+      # The documented path, literally (docs/HOTKEYS.md, docs/HOTPATH.md): record the job's
+      # pushes with ZEBRA_TRACE, \`zebra profile\` them with its defaults, start \`zebra switch\`
+      # with its defaults and that file, run the job with ZEBRA_SWITCH and ZEBRA_HOT_KEYS.
+      local rec="$LOGDIR/$name-record" keys="$LOGDIR/$name.keys"
+      if gen_trace "$name" 30 32; then
+        rm -rf "$rec"
+        mkdir -p "$rec"
+        if ! python3 "$LAUNCHER" --servers 2 --workers 4 --timeout "$TIMEOUT" --logdir "$rec" \
+            --preload "$PRELOAD" --env "ZEBRA_TRACE=$rec/push.%r" -- "$BIN_DIR/trace_replay" \
+            --trace="$TRACE" >"$rec/pslaunch.log" 2>&1; then
+          fail "$name" "the recording run failed; logs in $rec"
+        elif ! "$CLI_BIN" profile -o "$keys" --servers 2 "$rec"/push.* >"$LOGDIR/$name.profile.log" 2>&1; then
+          fail "$name" "zebra profile failed: $(tail -n 1 "$LOGDIR/$name.profile.log")"
+        elif HOT_KEYS_FILE="$keys" DEFAULTS=1 run_job "$name" 2 4 -- trace_replay --trace="$TRACE"; then
+          if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
+          else hot_check "$name"; fi
+        else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+      fi ;;
     trace_online)
       # Online hot keys from a stale start (the hot set of the same model with other keys),
       # and from no hot-keys file at all (each server's job sized by online_capacity).
@@ -360,7 +387,7 @@ run_test() {
         fi
       fi ;;
     shapes_own|shapes_uneven|shapes_async)
-      # More than the 100 pushes a server counts before it decides (online_rounds).
+      # Many more pushes than the 10 a server counts before it decides (online_rounds).
       local shape="${name#shapes_}" args=(--keys=16 --val-len=8)
       case "$shape" in
         own) args+=(--rounds=110 --pipeline=2) ;;
@@ -382,7 +409,7 @@ binary_of() {
   case "$1" in
     exact_sums*) echo exact_sums ;;
     mf_train*) echo mf_train ;;
-    trace_*) echo trace_replay ;;
+    trace_*|documented_path) echo trace_replay ;;
     shapes_*) echo shapes ;;
     *) echo "$1" ;;
   esac
