@@ -180,6 +180,26 @@ pub struct Decision {
     pub drift: f64,
 }
 
+impl Decision {
+    /// A decision with nothing counted and no key: what stepping aside
+    /// before any decision records, and what a RECOUNT frame carries.
+    fn empty() -> Decision {
+        Decision {
+            from_round: 1,
+            change: false,
+            seen: 0,
+            floor: 0,
+            keys: Vec::new(),
+            distance: None,
+            pushes: 0,
+            keys_seen: 0,
+            aside: None,
+            saving: 0.0,
+            drift: 0.0,
+        }
+    }
+}
+
 /// Why a server steps aside: aggregation would cost its workers more than
 /// it saves, so their pushes to it go unchanged.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -615,19 +635,7 @@ impl Census {
         if self.decision.as_ref().is_some_and(|d| d.aside.is_some()) {
             return false;
         }
-        let d = self.decision.get_or_insert_with(|| Decision {
-            from_round: 1,
-            change: false,
-            seen: 0,
-            floor: 0,
-            keys: Vec::new(),
-            distance: None,
-            pushes: 0,
-            keys_seen: 0,
-            aside: None,
-            saving: 0.0,
-            drift: 0.0,
-        });
+        let d = self.decision.get_or_insert_with(Decision::empty);
         d.aside = Some(why);
         d.change = false;
         self.tell_again();
@@ -680,19 +688,7 @@ impl Census {
     /// HOTSET messages (`[identity, frame]`) for the workers not yet told
     /// of the decision whose identity is known; each is told once.
     pub fn tell(&mut self, job: u16) -> Vec<Vec<Vec<u8>>> {
-        let recount = Decision {
-            from_round: 0,
-            change: false,
-            seen: 0,
-            floor: 0,
-            keys: Vec::new(),
-            distance: None,
-            pushes: 0,
-            keys_seen: 0,
-            aside: None,
-            saving: 0.0,
-            drift: 0.0,
-        };
+        let recount = Decision::empty();
         let (d, recount) = match &self.decision {
             Some(d) => (d, false),
             None if self.recount => (&recount, true),

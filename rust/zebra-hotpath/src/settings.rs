@@ -608,29 +608,8 @@ impl Builder {
                 Err(HotKeysError::Empty) if problems.is_empty() => {
                     // `zebra profile` writes such a file when aggregation would save
                     // nothing (its comments say why): a job with nothing to aggregate.
-                    let mut proto = self
-                        .config
-                        .take()
-                        .unwrap_or_else(|| Config::new(Vec::new()));
-                    proto.jobs = Vec::new();
-                    proto.validate_for_admission().map_err(|e| {
-                        SettingsError::one(format!("the settings do not fit together: {e}"))
-                    })?;
-                    return Ok(HotpathConfig {
-                        switch: self.switch,
-                        proto,
-                        hot_keys: None,
-                        hot_set: None,
-                        job_base: self.job.unwrap_or(1),
-                        server_addrs: BTreeMap::new(),
-                        loss: self.loss,
-                        settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
-                        online: OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS)),
-                        online_out: self.online_out,
-                        admit: None,
-                        zero_config: false,
-                        no_keys: Some(path.display().to_string()),
-                    });
+                    let no_keys = Some(path.display().to_string());
+                    return self.jobless(None, no_keys);
                 }
                 Err(e) => {
                     problems.push(format!("hot keys: {e}"));
@@ -734,7 +713,7 @@ impl Builder {
     /// `zebra switch --listen` with nothing that sizes a job: a switch that
     /// admits jobs as their servers register, with this file's geometry,
     /// timeouts and number format.
-    fn admitting(mut self) -> Result<HotpathConfig, SettingsError> {
+    fn admitting(self) -> Result<HotpathConfig, SettingsError> {
         if !self.server_addrs.is_empty() {
             return Err(SettingsError::one(
                 "server_addr: a switch that admits jobs as they register has no server to pin \
@@ -746,6 +725,16 @@ impl Builder {
         template.number = self.number.unwrap_or(NumberMode::F32);
         template.layout = self.layout.unwrap_or(LayoutKind::Heat);
         template.dense_ranks = self.dense_ranks.unwrap_or(0);
+        self.jobless(Some(template), None)
+    }
+
+    /// A configuration with no job: a switch that admits jobs like
+    /// `admit`, or a job whose hot-keys file `no_keys` lists no key.
+    fn jobless(
+        mut self,
+        admit: Option<JobConfig>,
+        no_keys: Option<String>,
+    ) -> Result<HotpathConfig, SettingsError> {
         let mut proto = self
             .config
             .take()
@@ -765,9 +754,9 @@ impl Builder {
             settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
             online: OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS)),
             online_out: self.online_out,
-            admit: Some(template),
-            zero_config: true,
-            no_keys: None,
+            zero_config: admit.is_some(),
+            admit,
+            no_keys,
         })
     }
 }
