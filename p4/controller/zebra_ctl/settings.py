@@ -84,7 +84,7 @@ KNOBS = [
     Knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks"),
     Knob("online_rounds", "online-rounds", "T", "10", "ZEBRA_HOT=online: pushes counted per worker; the switch ignores it"),
     Knob("online_tau", "online-tau", "D", "0.05", "ZEBRA_HOT=online: distance that changes the keys; the switch ignores it"),
-    Knob("online_max_drift", "online-max-drift", "ROUNDS", "2", "ZEBRA_HOT=online: step aside beyond this mean drift; the switch ignores it"),
+    Knob("online_max_drift", "online-max-drift", "ROUNDS", "inf", "ZEBRA_HOT=online: step aside beyond this mean drift; the switch ignores it"),
     Knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "ZEBRA_HOT=online: step aside below this saving; the switch ignores it"),
     Knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "ZEBRA_HOT=online: step aside below this share of the counted pace; the switch ignores it"),
     Knob("online_retry_ms", "online-retry-ms", "MS", "30000", "ZEBRA_HOT=online: count again this long after stepping aside; the switch ignores it"),

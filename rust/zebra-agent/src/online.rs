@@ -99,8 +99,13 @@ pub const RETRY: Duration = Duration::from_secs(30);
 /// Default of [`OnlineConfig::min_pace`].
 pub const MIN_PACE: f64 = 0.95;
 
-/// Default of [`OnlineConfig::max_drift`].
-pub const MAX_DRIFT: f64 = 2.0;
+/// Default of [`OnlineConfig::max_drift`]: no limit. Drift while counting
+/// does not say what aggregation costs: the workers of an asynchronous job
+/// whose server link is the bottleneck drift apart while they push whole,
+/// yet aggregated they wait for each other on that link anyway, and the job
+/// gains (the MovieLens training job: 14-29 rounds apart while counted, 1.4x
+/// faster with the keys). The pace rule measures the cost instead.
+pub const MAX_DRIFT: f64 = f64::INFINITY;
 /// Default of [`OnlineConfig::min_saving`].
 pub const MIN_SAVING: f64 = 0.05;
 
@@ -858,7 +863,11 @@ mod tests {
     #[test]
     fn drifting_workers_step_aside_even_when_their_keys_meet() {
         let empty = no_keys(8);
-        let mut c = Census::new(OnlineConfig::new(4), 2);
+        let drift = OnlineConfig {
+            max_drift: 2.0,
+            ..OnlineConfig::new(4)
+        };
+        let mut c = Census::new(drift, 2);
         let keys = [(1, 2), (2, 2)];
         c.observe(Timestamp(0), 0, 1, b"ps9", keys.into_iter());
         for r in 1..=8 {
