@@ -243,6 +243,21 @@ class Timers(unittest.TestCase):
         self.assertEqual(t.observe(30_000, 0, draining), [], "once")
         self.assertEqual(t.observe(30_001, 0, 4 | consts.ROUND_FREE), [])
 
+    def test_the_round_timeout_is_learned_from_round_lengths(self):
+        t = RoundTimer(plan(), round_timeout_us=20_000, grace_us=1_000, retry_us=2_000)
+        self.assertEqual(t.timeout_us(), 20_000, "configured")
+        t.observe(0, 0, 4)
+        self.assertEqual(len(t.observe(20_000, 0, 4)), 1)
+        self.assertEqual(t.timeout_us(), 40_000, "doubled by the flush")
+        t.observe(40_000, 1, 5)
+        self.assertEqual(t.observe(75_000, 1, 5), [], "not flushed at 20 ms any more")
+        t.observe(90_000, 1, 5 | consts.ROUND_DRAINING)
+        self.assertEqual(t.timeout_us(), 50_000 + 4 * 25_000, "round 5 completed in 50 ms")
+        for r in range(6, 60):
+            t.observe(100_000 * r, 0, r)
+            t.observe(100_000 * r + 1_000, 0, r | consts.ROUND_DRAINING)
+        self.assertEqual(t.timeout_us(), 20_000, "quick rounds: never below the configured one")
+
     def test_a_new_round_restarts_the_clock_and_a_lost_close_is_read_out(self):
         t = RoundTimer(plan(), 20_000, 1_000, 2_000)
         t.observe(0, 1, 3)

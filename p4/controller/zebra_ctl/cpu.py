@@ -20,6 +20,7 @@ state, and sends what it returns.
 from dataclasses import dataclass, field
 
 from . import consts
+from .rto import RttEstimator
 from .lns import sum_to_f32_bits
 from .flow import Flow
 from .wire import Ctl, encode_aggregate, encode_coverage, encode_register_ack, readout_request, split_parts
@@ -363,13 +364,26 @@ class _CopyWatch:
     readout_sent: bool = False
 
 
+# The longest a learned round timeout gets (or the configured one, if longer), as
+# rust/zebra-proto/src/switch.rs ROUND_TIMEOUT_CAP.
+ROUND_TIMEOUT_CAP_US = 10_000_000
+
+
 @dataclass
 class RoundTimer:
     """Decides, from the round state the controller polls, when to FLUSH a
-    round (open for round_timeout since it was first seen) and when to start a
-    readout the pipeline did not start itself (a flushed round, after the
-    grace that lets conflicting packets finish their CONT passes; a draining
-    round whose rows never came)."""
+    round (open for the job's round timeout since it was first seen) and when
+    to start a readout the pipeline did not start itself (a flushed round,
+    after the grace that lets conflicting packets finish their CONT passes; a
+    draining round whose rows never came).
+
+    The round timeout is learned as the software switch learns it
+    (rust/zebra-proto/src/switch.rs): round_timeout until a round's length is
+    measured, then srtt + 4 rttvar of the lengths (never below round_timeout),
+    doubled after each flush. The CPU measures a round when it sees it draining
+    without a FLUSH of its own (it completed); the software switch also
+    measures a flushed round by its first late packet, which the pipeline
+    answers without the CPU."""
 
     plan: object
     round_timeout_us: int
@@ -377,6 +391,16 @@ class RoundTimer:
     retry_us: int
     copies: dict = field(default_factory=dict)
     flushed: dict = field(default_factory=dict)
+    lengths: RttEstimator = None
+
+    def __post_init__(self):
+        if self.lengths is None:
+            self.lengths = RttEstimator(self.round_timeout_us, self.round_timeout_us,
+                                        max(ROUND_TIMEOUT_CAP_US, self.round_timeout_us))
+
+    def timeout_us(self):
+        """The job's round timeout now."""
+        return self.lengths.rto()
 
     def observe(self, now, copy, hi):
         """One poll of (job, copy)'s round state hi word: [ToPipeline]."""
@@ -390,13 +414,21 @@ class RoundTimer:
         if not hi & consts.ROUND_DRAINING:
             if w.round != r:
                 self.copies[copy] = w = _CopyWatch(round=r, first_seen=now)
-            due = w.first_seen + self.round_timeout_us
-            if now >= due and (w.flush_sent is None or now - w.flush_sent >= self.retry_us):
+            if w.flush_sent is None:
+                due = now >= w.first_seen + self.timeout_us()
+                if due:
+                    self.lengths.on_timeout()
+            else:
+                due = now - w.flush_sent >= self.retry_us
+            if due:
                 w.flush_sent = now
                 ctl = Ctl(consts.CtlKind.FLUSH, 0, plan.job.id, r)
                 out.append(ToPipeline("FLUSH", ctl.pack()))
             return out
         if w.round != r or w.draining_since is None:
+            if w.round == r and w.flush_sent is None:
+                # It completed: every worker's DONE came before any FLUSH of ours.
+                self.lengths.sample(now - w.first_seen)
             self.copies[copy] = w = _CopyWatch(round=r, draining_since=now)
             w.readout_sent = False
         start = self.flushed.get(r)

@@ -13,8 +13,10 @@ MAX_BACKOFF_SHIFT = 4
 
 
 class RttEstimator:
-    def __init__(self, initial_us):
+    def __init__(self, initial_us, min_us=MIN_RTO_US, max_us=None):
         self.initial_us = initial_us
+        self.min_us = min_us
+        self.max_us = max(max_us if max_us is not None else max(MAX_RTO_US, initial_us), min_us)
         self.srtt_us = None
         self.rttvar_us = 0
         self.shift = 0
@@ -35,13 +37,13 @@ class RttEstimator:
         self.shift = min(self.shift + 1, MAX_BACKOFF_SHIFT)
 
     def _cap(self):
-        return max(MAX_RTO_US, self.initial_us)
+        return self.max_us
 
     def rto(self):
         if self.srtt_us is None:
             base = self.initial_us
         else:
-            base = max(self.srtt_us + 4 * self.rttvar_us, MIN_RTO_US)
+            base = max(self.srtt_us + 4 * self.rttvar_us, self.min_us)
         return min(base << self.shift, self._cap())
 
     def backoff(self, retries):

@@ -139,7 +139,7 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
 fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
     let p = &config.proto;
     let geometry = format!(
-        "R={} S={} W={}, {}-byte packets, round timeout {:?}{}\n\
+        "R={} S={} W={}, {}-byte packets, round timeout {:?} until learned per job{}\n\
          zebra switch: SIGUSR1 prints statistics, SIGINT/SIGTERM stops",
         p.registers,
         p.slots,

@@ -32,6 +32,9 @@ pub const MAX_BACKOFF_SHIFT: u32 = 4;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct RttEstimator {
     initial: Duration,
+    /// Bounds of the timeout.
+    min: Duration,
+    max: Duration,
     srtt: Option<Duration>,
     rttvar: Duration,
     /// Doublings since the last sample (timeouts of packets sent once).
@@ -42,8 +45,16 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// An estimator whose timeout is `initial` until the first sample.
     pub fn new(initial: Duration) -> RttEstimator {
+        RttEstimator::bounded(initial, MIN_RTO, MAX_RTO.max(initial))
+    }
+
+    /// An estimator whose timeout is `initial` until the first sample, then
+    /// at least `min`; never above `max`.
+    pub fn bounded(initial: Duration, min: Duration, max: Duration) -> RttEstimator {
         RttEstimator {
             initial,
+            min,
+            max: max.max(min),
             srtt: None,
             rttvar: Duration::ZERO,
             shift: 0,
@@ -74,16 +85,17 @@ impl RttEstimator {
         self.shift = (self.shift + 1).min(MAX_BACKOFF_SHIFT);
     }
 
-    /// The longest timeout: [`MAX_RTO`], or the first timeout if longer.
+    /// The longest timeout ([`MAX_RTO`], or the first timeout if longer,
+    /// unless [`bounded`](Self::bounded) says otherwise).
     fn cap(&self) -> Duration {
-        MAX_RTO.max(self.initial)
+        self.max
     }
 
     /// The timeout of a packet sent for the first time.
     pub fn rto(&self) -> Duration {
         let base = match self.srtt {
             None => self.initial,
-            Some(srtt) => (srtt + self.rttvar * 4).max(MIN_RTO),
+            Some(srtt) => (srtt + self.rttvar * 4).max(self.min),
         };
         (base * (1u32 << self.shift)).min(self.cap())
     }

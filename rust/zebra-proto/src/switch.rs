@@ -45,7 +45,13 @@
 //! # Closing a round, the CPU part
 //!
 //! A round closes when every worker is complete, or in [`Switch::poll`]
-//! `round_timeout` after it opened (flushed: a partial aggregate). Closing
+//! its job's round timeout after it opened (flushed: a partial aggregate).
+//! The round timeout is learned per job ([`ROUND_TIMEOUT_CAP`]): the
+//! configured `round_timeout` until a round's length is measured, then
+//! `srtt + 4 rttvar` of the measured lengths (never below `round_timeout`),
+//! doubled after each flush until the next measure. A length is measured when
+//! a round completes, and when the first packet of a worker reaches a round
+//! already flushed (it would have completed then at the earliest). Closing
 //! marks it closed (later packets of the round fall back) and reads the
 //! copy out: `region_slots` passes over the accumulators (one slot of every
 //! register per pass) and `ceil(words / R)` passes per worker over the
@@ -62,6 +68,7 @@ use self::flow::Flow;
 use crate::config::{Config, ConfigError, JobConfig};
 use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
 use crate::layout::Layout;
+use crate::rto::RttEstimator;
 use crate::stats::SwitchStats;
 use crate::time::Timestamp;
 use crate::wire::{
@@ -162,6 +169,8 @@ struct Slot {
 struct RoundState {
     round: u32,
     open: bool,
+    /// Closed by the round timeout.
+    flushed: bool,
     opened_at: Timestamp,
     complete_workers: u16,
 }
@@ -185,9 +194,17 @@ struct CoverWord {
     bits: u32,
 }
 
+/// The longest a learned round timeout gets (or the configured one, if
+/// longer): a round whose workers are a whole training step apart on a slow
+/// link takes seconds; longer than this, the servers' agents see their rounds
+/// wait and step aside.
+pub const ROUND_TIMEOUT_CAP: std::time::Duration = std::time::Duration::from_secs(10);
+
 #[derive(Debug)]
 struct JobState {
     cfg: JobConfig,
+    /// Lengths of this job's rounds: its round timeout.
+    round_timer: RttEstimator,
     layout: Layout,
     slot_base: u32,
     rounds: Vec<RoundState>,
@@ -203,6 +220,11 @@ impl JobState {
         let (n, w) = (cfg.workers as usize, config.copies as usize);
         JobState {
             cfg: cfg.clone(),
+            round_timer: RttEstimator::bounded(
+                config.round_timeout,
+                config.round_timeout,
+                ROUND_TIMEOUT_CAP.max(config.round_timeout),
+            ),
             layout: Layout::new(cfg.layout, config.registers, cfg.hot_keys),
             slot_base: base,
             rounds: vec![RoundState::default(); w],
@@ -341,6 +363,14 @@ impl Switch {
             .map(|j| &j.hits[..])
     }
 
+    /// Job `job`'s round timeout now (learned from its rounds' lengths).
+    pub fn round_timeout(&self, job: u16) -> Option<std::time::Duration> {
+        self.jobs
+            .iter()
+            .find(|j| j.cfg.id == job)
+            .map(|j| j.round_timer.rto())
+    }
+
     /// Rounds currently open, over all jobs.
     pub fn open_rounds(&self) -> usize {
         self.jobs
@@ -375,9 +405,10 @@ impl Switch {
     pub fn poll(&mut self, now: Timestamp) -> Vec<SwitchAction> {
         let mut out = Vec::new();
         for j in 0..self.jobs.len() {
+            let timeout = self.jobs[j].round_timer.rto();
             for c in 0..self.jobs[j].rounds.len() {
                 let rs = self.jobs[j].rounds[c];
-                if rs.open && now >= rs.opened_at + self.config.round_timeout {
+                if rs.open && now >= rs.opened_at + timeout {
                     out.extend(self.close(j, c, now, true));
                 }
             }
@@ -465,12 +496,13 @@ impl Switch {
 
     /// When [`poll`](Self::poll) next has work, if ever.
     pub fn poll_at(&self) -> Option<Timestamp> {
-        let rounds = self
-            .jobs
-            .iter()
-            .flat_map(|j| &j.rounds)
-            .filter(|r| r.open)
-            .map(|r| r.opened_at + self.config.round_timeout);
+        let rounds = self.jobs.iter().flat_map(|j| {
+            let timeout = j.round_timer.rto();
+            j.rounds
+                .iter()
+                .filter(|r| r.open)
+                .map(move |r| r.opened_at + timeout)
+        });
         let parts = self.pending.values().filter(|p| !p.queued).map(|p| p.next);
         rounds.chain(parts).min()
     }
@@ -552,11 +584,17 @@ impl Switch {
             return Vec::new();
         }
 
-        let rs = &mut self.jobs[j].rounds[copy];
+        let job = &mut self.jobs[j];
+        let rs = &mut job.rounds[copy];
         let outcome = if rs.round == h.round {
             if rs.open {
                 ADDED
             } else {
+                if rs.flushed && job.workers[copy * n as usize + worker].round != h.round {
+                    // A worker's first packet in a round flushed before it came:
+                    // the round would have taken this long at least.
+                    job.round_timer.sample(now.saturating_since(rs.opened_at));
+                }
                 FallbackReason::Late as u8
             }
         } else if rs.round < h.round {
@@ -566,6 +604,7 @@ impl Switch {
                 *rs = RoundState {
                     round: h.round,
                     open: true,
+                    flushed: false,
                     opened_at: now,
                     complete_workers: 0,
                 };
@@ -657,13 +696,17 @@ impl Switch {
     }
 
     fn close(&mut self, j: usize, copy: usize, now: Timestamp, flushed: bool) -> Vec<SwitchAction> {
-        let rs = &mut self.jobs[j].rounds[copy];
+        let job = &mut self.jobs[j];
+        let rs = &mut job.rounds[copy];
         rs.open = false;
+        rs.flushed = flushed;
         let round = rs.round;
         if flushed {
             self.stats.rounds_flushed += 1;
+            job.round_timer.on_timeout();
         } else {
             self.stats.rounds_completed += 1;
+            job.round_timer.sample(now.saturating_since(rs.opened_at));
         }
         let cfg = &self.config;
         let job = &mut self.jobs[j];

@@ -672,3 +672,58 @@ fn admits_jobs_as_they_come_while_they_fit() {
         "job 1's round closes once both workers are done"
     );
 }
+
+#[test]
+fn the_round_timeout_is_learned_from_round_lengths() {
+    let mut s = Switch::new(config(2, 1)).unwrap();
+    let ms = |m: u64| m * 1000;
+    assert_eq!(
+        s.round_timeout(1),
+        Some(Duration::from_millis(10)),
+        "configured"
+    );
+    // Round 1: worker 1 comes 30 ms after worker 0, the round is flushed at 10 ms.
+    send(&mut s, 0, &hot(0, 1, 0, true, &[(3, 1.0)]));
+    let flushed = s.poll(Timestamp(ms(10)));
+    assert_eq!(aggregates(&flushed).0.len(), 1);
+    assert_eq!(s.stats().rounds_flushed, 1);
+    assert_eq!(
+        s.round_timeout(1),
+        Some(Duration::from_millis(20)),
+        "doubled"
+    );
+    let late = send(&mut s, ms(30), &hot(1, 1, 0, true, &[(3, 2.0)]));
+    assert!(matches!(
+        response(&late[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::Late,
+            ..
+        }
+    ));
+    assert_eq!(
+        s.round_timeout(1),
+        Some(Duration::from_millis(90)),
+        "the late worker's first packet measures the round: 30 + 4 x 15 ms"
+    );
+    // Round 2, as far apart: it now completes.
+    send(&mut s, ms(100), &hot(0, 2, 0, true, &[(3, 1.0)]));
+    s.poll(Timestamp(ms(110)));
+    assert_eq!(s.stats().rounds_flushed, 1, "not flushed at 10 ms any more");
+    let done = send(&mut s, ms(130), &hot(1, 2, 0, true, &[(3, 2.0)]));
+    assert_eq!(aggregates(&done).0.len(), 1);
+    assert_eq!(s.stats().rounds_completed, 1);
+    // Quick rounds bring it down again, never below the configured 10 ms.
+    for r in 3..40 {
+        send(
+            &mut s,
+            ms(200 + 10 * u64::from(r)),
+            &hot(0, r, 0, true, &[(3, 1.0)]),
+        );
+        send(
+            &mut s,
+            ms(200 + 10 * u64::from(r)),
+            &hot(1, r, 0, true, &[(3, 1.0)]),
+        );
+    }
+    assert_eq!(s.round_timeout(1), Some(Duration::from_millis(10)));
+}
