@@ -162,6 +162,8 @@ build_stock() {
   fi
 }
 
+# An app's sources: its .cc and the headers the apps share (tests/pslite-app/*.h, e.g.
+# app_options.h); #include "..." finds them next to the .cc, so no -I is needed.
 app_sources() {
   local app="$1"
   echo "$APP_DIR/$app.cc"

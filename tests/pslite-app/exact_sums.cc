@@ -4,7 +4,6 @@
 // worker's contribution from a shared seed, so it knows the exact sum the servers must
 // hold at each pull. See README.md in this directory for the phases and options.
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -19,6 +18,10 @@
 #include <vector>
 
 #include "ps/ps.h"
+
+#include "app_hash.h"
+#include "app_options.h"
+#include "app_node.h"
 
 namespace {
 
@@ -59,102 +62,34 @@ struct Config {
   bool inject_wrong = false;
 };
 
-bool ParseInt(const std::string& s, long long lo, long long hi, long long* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 // Returns 0 on success, 1 for --help, 2 for a bad option.
 int ParseConfig(int argc, char* argv[], Config* cfg) {
-  std::map<std::string, std::string> opts;
-  const struct { const char* opt; const char* env; } names[] = {
+  const app_options::Name names[] = {
       {"rounds", "EXACT_SUMS_ROUNDS"}, {"keys", "EXACT_SUMS_KEYS"},
       {"val-len", "EXACT_SUMS_VAL_LEN"}, {"seed", "EXACT_SUMS_SEED"},
       {"ftol", "EXACT_SUMS_FTOL"}, {"inject-wrong-expected", "EXACT_SUMS_INJECT_WRONG"}};
-  for (const auto& n : names) {
-    const char* v = std::getenv(n.env);
-    if (v && *v) opts[n.opt] = v;
-  }
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") return 1;
-    if (a.compare(0, 2, "--") != 0) {
-      std::fprintf(stderr, "exact_sums: unexpected argument '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-    a = a.substr(2);
-    std::string value;
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (a == "inject-wrong-expected") {
-      value = "1";
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    }
-    bool known = false;
-    for (const auto& n : names) known = known || a == n.opt;
-    if (!known) {
-      std::fprintf(stderr, "exact_sums: unknown option '--%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-    opts[a] = value;
-  }
-  long long v = 0;
-  for (const auto& kv : opts) {
-    const std::string& k = kv.first;
-    bool ok = true;
-    if (k == "rounds") {
-      ok = ParseInt(kv.second, 1, kCmdPhaseScale - 1, &v);
-      cfg->rounds = static_cast<int>(v);
-    } else if (k == "keys") {
-      ok = ParseInt(kv.second, 1, (1 << kKeyIndexBits) - 1, &v);
-      cfg->keys = static_cast<int>(v);
-    } else if (k == "val-len") {
-      ok = ParseInt(kv.second, 1, 1 << 20, &v);
-      cfg->val_len = static_cast<int>(v);
-    } else if (k == "seed") {
-      ok = ParseInt(kv.second, 0, INT64_MAX, &v);
-      cfg->seed = static_cast<uint64_t>(v);
-    } else if (k == "ftol") {
+  const app_options::Syntax syntax{/*value_in_next_arg=*/true, /*flag=*/"inject-wrong-expected"};
+  auto check = [cfg](const std::string& k, const std::string& v) {
+    using app_options::ParseInt;
+    if (k == "rounds") return ParseInt(v, 1, kCmdPhaseScale - 1, &cfg->rounds);
+    if (k == "keys") return ParseInt(v, 1, (1 << kKeyIndexBits) - 1, &cfg->keys);
+    if (k == "val-len") return ParseInt(v, 1, 1 << 20, &cfg->val_len);
+    if (k == "seed") return ParseInt(v, 0, INT64_MAX, &cfg->seed);
+    if (k == "inject-wrong-expected") return ParseInt(v, 0, 1, &cfg->inject_wrong);
+    if (k == "ftol") {
       char* end = nullptr;
-      cfg->ftol = std::strtod(kv.second.c_str(), &end);
-      ok = !kv.second.empty() && *end == '\0' && cfg->ftol >= 0;
-    } else if (k == "inject-wrong-expected") {
-      ok = ParseInt(kv.second, 0, 1, &v);
-      cfg->inject_wrong = v == 1;
+      cfg->ftol = std::strtod(v.c_str(), &end);
+      return !v.empty() && *end == '\0' && cfg->ftol >= 0;
     }
-    if (!ok) {
-      std::fprintf(stderr, "exact_sums: bad value '%s' for --%s\n%s", kv.second.c_str(),
-                   k.c_str(), kUsage);
-      return 2;
-    }
-  }
-  return 0;
+    return true;
+  };
+  return app_options::ReadAndCheckOptions(argc, argv, names, {"exact_sums", kUsage}, syntax, check);
 }
 
 // ---------------------------------------------------------------------------
 // The workload: who contributes what to which key, shared by workers and servers.
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h += 0x9e3779b97f4a7c15ULL;
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
-}
-
-uint64_t Hash(uint64_t seed, std::initializer_list<uint64_t> fields) {
-  uint64_t h = Mix(0x5eed, seed);
-  for (uint64_t f : fields) h = Mix(h, f);
-  return h;
-}
+using app_hash::Hash;
 
 enum Category { kAllWorkers = 0, kFixedSubset = 1, kOneWorker = 2, kRoundSubset = 3 };
 const char* CategoryName(int c) {
@@ -768,25 +703,11 @@ int main(int argc, char* argv[]) {
   if (parsed != 0) return 2;
 
   ps::Start(0, argv[0]);
-  int rc = 0;
-  if (ps::IsServer()) {
-    int rank = ps::MyRank();
+  auto serve = [&cfg](int rank) {
     Workload wl(cfg, ps::NumWorkers(), ps::NumServers());
     Server handler(cfg, wl, rank, ps::Postoffice::Get()->GetServerKeyRanges()[rank]);
-    auto* server = new ps::KVServer<float>(0);
-    server->set_request_handle(
-        [&handler](const ps::KVMeta& meta, const ps::KVPairs<float>& data, ps::KVServer<float>* srv) {
-          handler.Handle(meta, data, srv);
-        });
-    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);  // apps exist
-    ps::Finalize(0, true);
-    delete server;
-    rc = handler.Finish();
-  } else if (ps::IsWorker()) {
-    rc = RunWorker(cfg);
-    ps::Finalize(0, true);
-  } else {
-    ps::Finalize(0, true);
-  }
-  return rc;
+    app_node::ServeUntilFinalize(&handler);
+    return handler.Finish();
+  };
+  return app_node::RunRole(serve, [&cfg](int) { return RunWorker(cfg); });
 }

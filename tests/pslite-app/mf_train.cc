@@ -25,6 +25,10 @@
 
 #include "ps/ps.h"
 
+#include "app_hash.h"
+#include "app_options.h"
+#include "app_node.h"
+
 namespace {
 
 const char kUsage[] =
@@ -148,32 +152,11 @@ void PrintUsage(FILE* to) {
 // Returns 0 on success, 1 for --help, 2 for a bad option (already reported).
 int ParseConfig(int argc, char* argv[], Config* cfg) {
   std::map<std::string, std::string> value;
-  for (const OptionSpec& o : kOptions) {
-    const char* e = std::getenv(o.env);
-    value[o.name] = e && *e ? e : o.def;
-  }
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") return 1;
-    if (a.compare(0, 2, "--") != 0) {
-      std::fprintf(stderr, "mf_train: unexpected argument '%s' (see --help)\n", a.c_str());
-      return 2;
-    }
-    a = a.substr(2);
-    std::string v;
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      v = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (i + 1 < argc) {
-      v = argv[++i];
-    }
-    if (value.count(a) == 0) {
-      std::fprintf(stderr, "mf_train: unknown option '--%s' (see --help)\n", a.c_str());
-      return 2;
-    }
-    value[a] = v;
-  }
+  for (const OptionSpec& o : kOptions) value[o.name] = o.def;
+  const app_options::Messages msg{"mf_train", nullptr};  // errors end in " (see --help)"
+  const app_options::Syntax syntax{/*value_in_next_arg=*/true, /*flag=*/nullptr};
+  int read = app_options::ReadOptions(argc, argv, kOptions, msg, syntax, &value);
+  if (read != 0) return read;
   for (const OptionSpec& o : kOptions) {
     const std::string& v = value[o.name];
     bool optional_empty = v.empty() && (std::string(o.name) == "dump-grads" || std::string(o.name) == "write-hot-keys");
@@ -189,16 +172,11 @@ int ParseConfig(int argc, char* argv[], Config* cfg) {
 // ---------------------------------------------------------------------------
 // Seeded randomness shared by every node (splitmix64 steps).
 
-uint64_t Mix(uint64_t h) {
-  h += 0x9e3779b97f4a7c15ULL;
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
-}
+using app_hash::SplitMix64;
 
 uint64_t Hash(uint64_t seed, std::initializer_list<uint64_t> fields) {
-  uint64_t h = Mix(seed ^ 0x6d665f747261696eULL);
-  for (uint64_t f : fields) h = Mix(h ^ f);
+  uint64_t h = SplitMix64(seed ^ 0x6d665f747261696eULL);
+  for (uint64_t f : fields) h = SplitMix64(h ^ f);
   return h;
 }
 
@@ -213,7 +191,7 @@ template <class T>
 void Shuffle(std::vector<T>* v, uint64_t seed, std::initializer_list<uint64_t> stream) {
   uint64_t h = Hash(seed, stream);
   for (size_t i = v->size(); i > 1; --i) {
-    h = Mix(h);
+    h = SplitMix64(h);
     size_t j = static_cast<size_t>(h % i);
     std::swap((*v)[i - 1], (*v)[j]);
   }
@@ -831,35 +809,21 @@ int main(int argc, char* argv[]) {
 
   ps::Start(0, argv[0]);
   KeyMap keys{ps::Postoffice::Get()->GetServerKeyRanges()};
-  int rc = 0;
-  if (ps::IsServer()) {
-    int rank = ps::MyRank();
+  auto serve = [&](int rank) {
     Server handler(cfg, rank, ps::NumServers(), keys.ranges[rank], keys.StopKey());
-    auto* server = new ps::KVServer<float>(0);
-    server->set_request_handle(
-        [&handler](const ps::KVMeta& meta, const ps::KVPairs<float>& data, ps::KVServer<float>* srv) {
-          handler.Handle(meta, data, srv);
-        });
-    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);  // handles are set
-    ps::Finalize(0, true);
-    delete server;
-    rc = handler.Finish();
-  } else if (ps::IsWorker()) {
-    int rank = ps::MyRank();
+    app_node::ServeUntilFinalize(&handler);
+    return handler.Finish();
+  };
+  auto work = [&](int rank) {
     if (rank == 0) {
       std::printf("mf: data=%s ratings=%zu users=%d items=%d workers=%d servers=%d seed=%llu\n",
                   cfg.data.c_str(), ds.ratings.size(), ds.users, ds.items, ps::NumWorkers(),
                   ps::NumServers(), static_cast<unsigned long long>(cfg.seed));
       std::fflush(stdout);
     }
-    {
-      Trainer trainer(cfg, ds, keys, rank, ps::NumWorkers());
-      ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);  // handles are set
-      rc = trainer.Run();
-    }
-    ps::Finalize(0, true);
-  } else {
-    ps::Finalize(0, true);
-  }
-  return rc;
+    Trainer trainer(cfg, ds, keys, rank, ps::NumWorkers());
+    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);  // handles are set
+    return trainer.Run();
+  };
+  return app_node::RunRole(serve, work);
 }

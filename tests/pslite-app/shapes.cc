@@ -13,7 +13,6 @@
 // contributions. At the end: a worker barrier, then every worker pulls every key of the
 // job and compares with the exact sum. See README.md in this directory.
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +27,10 @@
 #include <vector>
 
 #include "ps/ps.h"
+
+#include "app_hash.h"
+#include "app_options.h"
+#include "app_node.h"
 
 namespace {
 
@@ -70,90 +73,34 @@ struct Config {
   bool inject_wrong = false;
 };
 
-bool ParseInt(const std::string& s, long long lo, long long hi, long long* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  errno = 0;
-  long long v = std::strtoll(s.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || v < lo || v > hi) return false;
-  *out = v;
-  return true;
-}
-
 // Returns 0 on success, 1 for --help, 2 for a bad option.
 int ParseConfig(int argc, char* argv[], Config* cfg) {
-  std::map<std::string, std::string> opts;
-  const struct { const char* opt; const char* env; } names[] = {
+  const app_options::Messages msg{"shapes", kUsage};
+  const app_options::Name names[] = {
       {"shape", "SHAPES_SHAPE"},       {"rounds", "SHAPES_ROUNDS"},
       {"keys", "SHAPES_KEYS"},         {"val-len", "SHAPES_VAL_LEN"},
       {"seed", "SHAPES_SEED"},         {"pause-ms", "SHAPES_PAUSE_MS"},
       {"pipeline", "SHAPES_PIPELINE"}, {"inject-wrong-expected", "SHAPES_INJECT_WRONG"}};
-  for (const auto& n : names) {
-    const char* v = std::getenv(n.env);
-    if (v && *v) opts[n.opt] = v;
-  }
-  for (int i = 1; i < argc; ++i) {
-    std::string a = argv[i];
-    if (a == "-h" || a == "--help") return 1;
-    if (a.compare(0, 2, "--") != 0) {
-      std::fprintf(stderr, "shapes: unexpected argument '%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-    a = a.substr(2);
-    std::string value;
-    size_t eq = a.find('=');
-    if (eq != std::string::npos) {
-      value = a.substr(eq + 1);
-      a = a.substr(0, eq);
-    } else if (a == "inject-wrong-expected") {
-      value = "1";
-    } else if (i + 1 < argc) {
-      value = argv[++i];
-    }
-    bool known = false;
-    for (const auto& n : names) known = known || a == n.opt;
-    if (!known) {
-      std::fprintf(stderr, "shapes: unknown option '--%s'\n%s", a.c_str(), kUsage);
-      return 2;
-    }
-    opts[a] = value;
-  }
-  long long v = 0;
-  for (const auto& kv : opts) {
-    const std::string& k = kv.first;
-    bool ok = true;
+  const app_options::Syntax syntax{/*value_in_next_arg=*/true, /*flag=*/"inject-wrong-expected"};
+  auto check = [cfg](const std::string& k, const std::string& v) {
+    using app_options::ParseInt;
+    if (k == "rounds") return ParseInt(v, 1, 1 << 20, &cfg->rounds);
+    if (k == "keys") return ParseInt(v, 1, 1 << 20, &cfg->keys);
+    if (k == "val-len") return ParseInt(v, 1, 1 << 16, &cfg->val_len);
+    if (k == "seed") return ParseInt(v, 0, INT64_MAX, &cfg->seed);
+    if (k == "pause-ms") return ParseInt(v, 0, 60000, &cfg->pause_ms);
+    if (k == "pipeline") return ParseInt(v, 1, 1 << 16, &cfg->pipeline);
+    if (k == "inject-wrong-expected") return ParseInt(v, 0, 1, &cfg->inject_wrong);
     if (k == "shape") {
-      ok = kv.second == "own" || kv.second == "uneven" || kv.second == "async";
-      cfg->shape = kv.second == "own" ? kOwn : kv.second == "uneven" ? kUneven : kAsync;
-    } else if (k == "rounds") {
-      ok = ParseInt(kv.second, 1, 1 << 20, &v);
-      cfg->rounds = static_cast<int>(v);
-    } else if (k == "keys") {
-      ok = ParseInt(kv.second, 1, 1 << 20, &v);
-      cfg->keys = static_cast<int>(v);
-    } else if (k == "val-len") {
-      ok = ParseInt(kv.second, 1, 1 << 16, &v);
-      cfg->val_len = static_cast<int>(v);
-    } else if (k == "seed") {
-      ok = ParseInt(kv.second, 0, INT64_MAX, &v);
-      cfg->seed = static_cast<uint64_t>(v);
-    } else if (k == "pause-ms") {
-      ok = ParseInt(kv.second, 0, 60000, &v);
-      cfg->pause_ms = static_cast<int>(v);
-    } else if (k == "pipeline") {
-      ok = ParseInt(kv.second, 1, 1 << 16, &v);
-      cfg->pipeline = static_cast<int>(v);
-    } else if (k == "inject-wrong-expected") {
-      ok = ParseInt(kv.second, 0, 1, &v);
-      cfg->inject_wrong = v == 1;
+      cfg->shape = v == "own" ? kOwn : v == "uneven" ? kUneven : kAsync;
+      return v == "own" || v == "uneven" || v == "async";
     }
-    if (!ok) {
-      std::fprintf(stderr, "shapes: bad value '%s' for --%s\n%s", kv.second.c_str(), k.c_str(), kUsage);
-      return 2;
-    }
-  }
+    return true;
+  };
+  int parsed = app_options::ReadAndCheckOptions(argc, argv, names, msg, syntax, check);
+  if (parsed != 0) return parsed;
   if (cfg->shape < 0) {
-    std::fprintf(stderr, "shapes: --shape is required\n%s", kUsage);
+    msg.Bad("--shape is required");
     return 2;
   }
   return 0;
@@ -162,19 +109,7 @@ int ParseConfig(int argc, char* argv[], Config* cfg) {
 // ---------------------------------------------------------------------------
 // The workload, shared by workers and servers: which keys each push carries, its values.
 
-uint64_t Mix(uint64_t h, uint64_t v) {
-  h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-  h += 0x9e3779b97f4a7c15ULL;
-  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
-  return h ^ (h >> 31);
-}
-
-uint64_t Hash(uint64_t seed, std::initializer_list<uint64_t> fields) {
-  uint64_t h = Mix(0x5eed, seed);
-  for (uint64_t f : fields) h = Mix(h, f);
-  return h;
-}
+using app_hash::Hash;
 
 // Keys of server s: range begin + index. Indexes [0, shared) are the shared keys (pushed
 // by every worker in every push), then `own` keys per worker: worker w's are
@@ -510,25 +445,11 @@ int main(int argc, char* argv[]) {
   if (parsed != 0) return 2;
 
   ps::Start(0, argv[0]);
-  int rc = 0;
-  if (ps::IsServer()) {
-    int rank = ps::MyRank();
+  auto serve = [&cfg](int rank) {
     Workload wl(cfg, ps::NumWorkers(), ps::NumServers());
     Server handler(wl, rank, ps::Postoffice::Get()->GetServerKeyRanges()[rank]);
-    auto* server = new ps::KVServer<float>(0);
-    server->set_request_handle(
-        [&handler](const ps::KVMeta& meta, const ps::KVPairs<float>& data, ps::KVServer<float>* srv) {
-          handler.Handle(meta, data, srv);
-        });
-    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);  // apps exist
-    ps::Finalize(0, true);
-    delete server;
-    rc = handler.Finish();
-  } else if (ps::IsWorker()) {
-    rc = RunWorker(cfg);
-    ps::Finalize(0, true);
-  } else {
-    ps::Finalize(0, true);
-  }
-  return rc;
+    app_node::ServeUntilFinalize(&handler);
+    return handler.Finish();
+  };
+  return app_node::RunRole(serve, [&cfg](int) { return RunWorker(cfg); });
 }

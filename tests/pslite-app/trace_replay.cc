@@ -20,6 +20,10 @@
 
 #include "ps/ps.h"
 
+#include "app_hash.h"
+#include "app_options.h"
+#include "app_node.h"
+
 namespace {
 
 const char kUsage[] =
@@ -47,56 +51,33 @@ struct Options {
 
 // Returns 0 to run, 1 after --help, 2 on a bad option.
 int ParseOptions(int argc, char* argv[], Options* o) {
-  std::map<std::string, std::string> given;
-  const char* env_names[][2] = {{"trace", "TRACE_REPLAY_FILE"},
-                                {"rounds", "TRACE_REPLAY_ROUNDS"},
-                                {"seed", "TRACE_REPLAY_SEED"},
-                                {"check", "TRACE_REPLAY_CHECK"}};
-  for (auto& n : env_names) {
-    const char* v = std::getenv(n[1]);
-    if (v != nullptr && *v != '\0') given[n[0]] = v;
-  }
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    if (arg == "-h" || arg == "--help") return 1;
-    size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    if (arg.compare(0, 2, "--") != 0 || eq == std::string::npos) {
-      std::fprintf(stderr, "trace_replay: expected --option=value, got '%s'\n%s", arg.c_str(), kUsage);
-      return 2;
-    }
-    name = name.substr(2);
-    bool known = false;
-    for (auto& n : env_names) known = known || name == n[0];
-    if (!known) {
-      std::fprintf(stderr, "trace_replay: unknown option '--%s'\n%s", name.c_str(), kUsage);
-      return 2;
-    }
-    given[name] = arg.substr(eq + 1);
-  }
-  for (const auto& kv : given) {
-    const std::string& v = kv.second;
+  const app_options::Messages msg{"trace_replay", kUsage};
+  const app_options::Name names[] = {{"trace", "TRACE_REPLAY_FILE"},
+                                     {"rounds", "TRACE_REPLAY_ROUNDS"},
+                                     {"seed", "TRACE_REPLAY_SEED"},
+                                     {"check", "TRACE_REPLAY_CHECK"}};
+  const app_options::Syntax syntax{/*value_in_next_arg=*/false, /*flag=*/nullptr};  // --name=VALUE only
+  auto check = [o](const std::string& k, const std::string& v) {
     char* end = nullptr;
     bool ok = !v.empty();
-    if (kv.first == "trace") {
+    if (k == "trace") {
       o->trace = v;
-    } else if (kv.first == "rounds") {
+    } else if (k == "rounds") {
       o->rounds = std::strtoll(v.c_str(), &end, 10);
       ok = ok && *end == '\0' && o->rounds >= 0;
-    } else if (kv.first == "seed") {
+    } else if (k == "seed") {
       o->seed = std::strtoull(v.c_str(), &end, 10);
       ok = ok && *end == '\0' && v[0] != '-';
-    } else if (kv.first == "check") {
+    } else if (k == "check") {
       ok = v == "round" || v == "end";
       o->check_each_round = v == "round";
     }
-    if (!ok) {
-      std::fprintf(stderr, "trace_replay: bad value '%s' for --%s\n%s", v.c_str(), kv.first.c_str(), kUsage);
-      return 2;
-    }
-  }
+    return ok;
+  };
+  int parsed = app_options::ReadAndCheckOptions(argc, argv, names, msg, syntax, check);
+  if (parsed != 0) return parsed;
   if (o->trace.empty()) {
-    std::fprintf(stderr, "trace_replay: --trace=FILE is required\n%s", kUsage);
+    msg.Bad("--trace=FILE is required");
     return 2;
   }
   return 0;
@@ -277,16 +258,12 @@ bool MakePlan(const std::vector<TraceRecord>& trace, int workers, long long max_
   return true;
 }
 
-uint64_t Mix64(uint64_t x) {
-  x += 0x9e3779b97f4a7c15ULL;
-  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-  return x ^ (x >> 31);
-}
+using app_hash::SplitMix64;
 
 // The value job worker w pushes for element e of key k in round index ri (times its merge count).
 float Value(const Plan& plan, uint64_t seed, size_t ri, int w, ps::Key k, int e, int times) {
-  uint64_t h = Mix64(Mix64(Mix64(Mix64(seed ^ ri) ^ static_cast<uint64_t>(w)) ^ k) ^ static_cast<uint64_t>(e));
+  uint64_t h = SplitMix64(SplitMix64(SplitMix64(SplitMix64(seed ^ ri) ^ static_cast<uint64_t>(w)) ^ k) ^
+                          static_cast<uint64_t>(e));
   long long span = 2LL * plan.magnitude + 1;
   return static_cast<float>((static_cast<long long>(h % span) - plan.magnitude) * times);
 }
@@ -520,37 +497,27 @@ int main(int argc, char* argv[]) {
   bool planned = ps::IsScheduler() || MakePlan(trace, ps::NumWorkers(), o.rounds, ranges.back().end(), &plan, &err);
   trace.clear();
   if (!planned) std::printf("trace_replay: FAIL %s\n", err.c_str());
-  int rc = planned ? 0 : 2;
-  if (ps::IsServer()) {
-    int rank = ps::MyRank();
+  auto serve = [&](int rank) {
     Server handler(plan, rank, ranges[rank]);
-    auto* server = new ps::KVServer<float>(0);
-    server->set_request_handle([&handler](const ps::KVMeta& meta, const ps::KVPairs<float>& data,
-                                          ps::KVServer<float>* srv) { handler.Handle(meta, data, srv); });
-    ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
-    ps::Finalize(0, true);
-    delete server;
-    if (planned) rc = handler.Finish();
-  } else if (ps::IsWorker()) {
-    int me = ps::MyRank();
-    if (planned) {
-      auto t0 = std::chrono::steady_clock::now();
-      WorkerResult r = RunWorker(o, plan, me);
-      double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      bool ok = r.wrong == 0 && r.checked > 0;
-      std::printf("trace_replay: %s worker rank %d of %d: %zu rounds, %lld pairs (%lld values) pushed, "
-                  "%lld values checked, %lld wrong; push %.0f pairs/s (%.3f s in push+wait), %.3f s in all\n",
-                  ok ? "OK" : "FAIL", me, plan.workers, plan.rounds.size(), r.pairs, r.values, r.checked,
-                  r.wrong, r.push_seconds > 0 ? r.pairs / r.push_seconds : 0.0, r.push_seconds, all);
-      std::fflush(stdout);
-      rc = ok ? 0 : 1;
-    } else {
+    app_node::ServeUntilFinalize(&handler);
+    return planned ? handler.Finish() : 2;
+  };
+  auto work = [&](int me) {
+    if (!planned) {
       ps::KVWorker<float> kv(0, 0);
       ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup + ps::kServerGroup);
+      return 2;
     }
-    ps::Finalize(0, true);
-  } else {
-    ps::Finalize(0, true);
-  }
-  return rc;
+    auto t0 = std::chrono::steady_clock::now();
+    WorkerResult r = RunWorker(o, plan, me);
+    double all = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    bool ok = r.wrong == 0 && r.checked > 0;
+    std::printf("trace_replay: %s worker rank %d of %d: %zu rounds, %lld pairs (%lld values) pushed, "
+                "%lld values checked, %lld wrong; push %.0f pairs/s (%.3f s in push+wait), %.3f s in all\n",
+                ok ? "OK" : "FAIL", me, plan.workers, plan.rounds.size(), r.pairs, r.values, r.checked, r.wrong,
+                r.push_seconds > 0 ? r.pairs / r.push_seconds : 0.0, r.push_seconds, all);
+    std::fflush(stdout);
+    return ok ? 0 : 1;
+  };
+  return app_node::RunRole(serve, work);
 }
