@@ -169,8 +169,6 @@ struct Slot {
 struct RoundState {
     round: u32,
     open: bool,
-    /// Closed by the round timeout.
-    flushed: bool,
     opened_at: Timestamp,
     complete_workers: u16,
 }
@@ -205,6 +203,10 @@ struct JobState {
     cfg: JobConfig,
     /// Lengths of this job's rounds: its round timeout.
     round_timer: RttEstimator,
+    /// The latest flushed rounds: (round, opened at, workers measured late
+    /// in it), to measure a round by its first late packet of each worker
+    /// even once its copy holds a later round.
+    flushed: std::collections::VecDeque<(u32, Timestamp, u64)>,
     layout: Layout,
     slot_base: u32,
     rounds: Vec<RoundState>,
@@ -214,7 +216,23 @@ struct JobState {
     hits: Vec<u64>,
 }
 
+/// Flushed rounds remembered per job to measure them by their late packets.
+const FLUSHED_REMEMBERED: usize = 8;
+
 impl JobState {
+    /// A packet of `worker` in `round`, closed before it came: if the round
+    /// was flushed and this is the worker's first packet in it, the round
+    /// would have taken this long at least.
+    fn late(&mut self, round: u32, worker: usize, now: Timestamp) {
+        let bit = 1u64 << worker.min(63);
+        if let Some(f) = self.flushed.iter_mut().find(|f| f.0 == round) {
+            if f.2 & bit == 0 {
+                f.2 |= bit;
+                self.round_timer.sample(now.saturating_since(f.1));
+            }
+        }
+    }
+
     /// A job's state, its region from slot `base` of every register.
     fn new(config: &Config, cfg: &JobConfig, base: u32) -> JobState {
         let (n, w) = (cfg.workers as usize, config.copies as usize);
@@ -225,6 +243,7 @@ impl JobState {
                 config.round_timeout,
                 ROUND_TIMEOUT_CAP.max(config.round_timeout),
             ),
+            flushed: std::collections::VecDeque::new(),
             layout: Layout::new(cfg.layout, config.registers, cfg.hot_keys),
             slot_base: base,
             rounds: vec![RoundState::default(); w],
@@ -590,11 +609,7 @@ impl Switch {
             if rs.open {
                 ADDED
             } else {
-                if rs.flushed && job.workers[copy * n as usize + worker].round != h.round {
-                    // A worker's first packet in a round flushed before it came:
-                    // the round would have taken this long at least.
-                    job.round_timer.sample(now.saturating_since(rs.opened_at));
-                }
+                job.late(h.round, worker, now);
                 FallbackReason::Late as u8
             }
         } else if rs.round < h.round {
@@ -604,13 +619,13 @@ impl Switch {
                 *rs = RoundState {
                     round: h.round,
                     open: true,
-                    flushed: false,
                     opened_at: now,
                     complete_workers: 0,
                 };
                 ADDED
             }
         } else {
+            job.late(h.round, worker, now);
             FallbackReason::Late as u8
         };
         if outcome == FallbackReason::WindowFull as u8 {
@@ -699,11 +714,14 @@ impl Switch {
         let job = &mut self.jobs[j];
         let rs = &mut job.rounds[copy];
         rs.open = false;
-        rs.flushed = flushed;
         let round = rs.round;
         if flushed {
             self.stats.rounds_flushed += 1;
             job.round_timer.on_timeout();
+            if job.flushed.len() == FLUSHED_REMEMBERED {
+                job.flushed.pop_front();
+            }
+            job.flushed.push_back((round, rs.opened_at, 0));
         } else {
             self.stats.rounds_completed += 1;
             job.round_timer.sample(now.saturating_since(rs.opened_at));
