@@ -1337,10 +1337,13 @@ fn online_when_a_worker_stops_early() {
 /// at two thirds of the others' pace, so while they wait for the decision
 /// their whole pushes run ahead of it (16 pushes in flight). At the
 /// decision each worker closes the rounds it will never push (an empty
-/// DONE each) and goes on at its place in the barrier epoch: exact, and
-/// about as few rounds wait for the switch's round timeout as with the
-/// right hot-keys file from the start (seed 28: 10 against the file's 13;
-/// 47 without closing).
+/// DONE each) and every worker's next push is the decision's round: exact,
+/// and at most a tenth of the rounds wait for the switch's round timeout
+/// (seed 28: 29 of 400, the slow worker's last rounds once the others ended;
+/// 2 with the right hot-keys file from the start; 47 without closing. Until
+/// 2026-11-26 workers kept their distance past the decision's round, 10 here,
+/// but in a real job with workers a dozen rounds apart every round then
+/// waited past any timeout: `crate::worker`'s `Closing`).
 #[test]
 fn online_closes_the_rounds_drifting_workers_pushed() {
     for (seed, loss) in [(28, 0.0), (30, 0.0), (29, 0.01)] {
@@ -1364,9 +1367,10 @@ fn online_closes_the_rounds_drifting_workers_pushed() {
         assert_eq!(z.online_changed, u64::from(s.servers));
         assert!(z.closed_rounds > 0, "the workers closed rounds");
         // (With loss, flushes come and go with the lost packets as well.)
+        let rounds = u64::from(s.rounds) * u64::from(s.servers);
         assert!(
-            loss > 0.0 || z.flushed <= 2 * f.flushed + 4,
-            "{} rounds flushed online, {} with the file",
+            loss > 0.0 || z.flushed * 10 <= rounds,
+            "{} of {rounds} rounds flushed online, {} with the file",
             z.flushed,
             f.flushed
         );
@@ -1527,8 +1531,8 @@ fn online_tries_again_after_standing_aside() {
             "every server tried again"
         );
         assert!(
-            z.online_aside > u64::from(s.servers),
-            "and stepped aside again"
+            z.online_changed + z.online_aside >= 3 * u64::from(s.servers),
+            "each decided, stepped aside, counted again and decided again"
         );
     }
 }

@@ -286,6 +286,16 @@ impl Config {
         u32::from(self.registers) * (self.slots / u32::from(servers.max(1)))
     }
 
+    /// The longest a learned round timeout gets: below the servers'
+    /// `uncertain_timeout` (uncertain fallback pairs wait that long for
+    /// their round's aggregate; a round must close well before), at most
+    /// [`crate::switch::ROUND_TIMEOUT_CAP`], never below `round_timeout`.
+    pub fn round_timeout_cap(&self) -> std::time::Duration {
+        crate::switch::ROUND_TIMEOUT_CAP
+            .min(self.uncertain_timeout / 2)
+            .max(self.round_timeout)
+    }
+
     /// Slots per register a job's hot keys take: `ceil(K / R)`.
     pub fn region_slots(&self, job: &JobConfig) -> u32 {
         job.hot_keys.div_ceil(u32::from(self.registers.max(1)))

@@ -241,7 +241,7 @@ impl JobState {
             round_timer: RttEstimator::bounded(
                 config.round_timeout,
                 config.round_timeout,
-                ROUND_TIMEOUT_CAP.max(config.round_timeout),
+                config.round_timeout_cap(),
             ),
             flushed: std::collections::VecDeque::new(),
             layout: Layout::new(cfg.layout, config.registers, cfg.hot_keys),
