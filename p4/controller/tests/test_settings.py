@@ -46,7 +46,7 @@ class DocsExample(unittest.TestCase):
             ("packet_size", str(want.packet_size)), ("max_seqs", str(want.max_seqs)),
             ("round_timeout_ms", "50"), ("aggregate_rto_ms", "2"), ("aggregate_max_retries", "50"),
             ("worker_rto_ms", "2"), ("worker_max_retries", "10"), ("worker_max_in_flight", "256"),
-            ("uncertain_timeout_ms", "500"), ("server_history", "4096"), ("job", "1"), ("servers", "1"),
+            ("uncertain_timeout_ms", "5000"), ("server_history", "4096"), ("job", "1"), ("servers", "1"),
             ("packing", "strict"), ("number", "f32"), ("layout", "heat"), ("dense_ranks", "0"),
         ]:
             self.assertEqual(knob_by_key(key).default, value, key)

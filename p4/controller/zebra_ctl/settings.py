@@ -76,7 +76,7 @@ KNOBS = [
     Knob("worker_rto_ms", "worker-rto-ms", "MS", "2", "worker: first resend timeout of a hot packet, until round trips are measured"),
     Knob("worker_max_retries", "worker-max-retries", "N", "10", "worker: resends before uncertain fallback"),
     Knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
-    Knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "500", "server: uncertain fallback wait"),
+    Knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: uncertain fallback wait"),
     Knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
     Knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): last-resort delivery of an unsettled push; the switch ignores it"),
     Knob("number", "number", "f32|fixed:BITS", "f32", "value format"),

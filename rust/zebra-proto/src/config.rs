@@ -153,7 +153,7 @@ impl Config {
             worker_rto: Duration::from_millis(2),
             worker_max_retries: 10,
             worker_max_in_flight: 256,
-            uncertain_timeout: Duration::from_millis(500),
+            uncertain_timeout: Duration::from_millis(5000),
             server_history: 4096,
             jobs,
         }
