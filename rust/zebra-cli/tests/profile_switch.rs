@@ -86,6 +86,18 @@ fn switch_starts(args: &[&str]) -> Result<String, String> {
     result
 }
 
+/// The header's count of switch slots used, and its line.
+fn slots_used(head: &str) -> (u32, String) {
+    let used = header_line(head, "switch slots used: ");
+    let slots = used["# switch slots used: ".len()..]
+        .split(' ')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    (slots, used.to_string())
+}
+
 /// A trace of keys with many values (1000 each), two workers: the hot
 /// share p = 0.5 wants more values than the default switch holds.
 fn big_trace(dir: &Path) -> String {
@@ -136,13 +148,7 @@ fn the_documented_path_gives_a_file_zebra_switch_takes() {
         header_line(&head, "switch: ").contains("R = 32 registers x S = 1024 slots, 2 PS-lite"),
         "{head}"
     );
-    let used = header_line(&head, "switch slots used: ");
-    let slots: u32 = used["# switch slots used: ".len()..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (slots, used) = slots_used(&head);
     assert!((990..=1024).contains(&slots), "{used}");
     let k = HotKeys::load(Path::new(&keys)).unwrap().len();
     assert!(header_line(&head, "zebra profile: ").contains(&format!(": {k} hot keys")));
@@ -217,13 +223,7 @@ fn the_documented_path_gives_a_file_zebra_switch_takes() {
         "0.5",
     ]);
     let h = std::fs::read_to_string(&half).unwrap();
-    let used = header_line(&h, "switch slots used: ");
-    let slots: u32 = used["# switch slots used: ".len()..]
-        .split(' ')
-        .next()
-        .unwrap()
-        .parse()
-        .unwrap();
+    let (slots, used) = slots_used(&h);
     assert!(slots <= 512, "{used}");
 }
 
