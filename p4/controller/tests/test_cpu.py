@@ -9,6 +9,8 @@ import struct
 import tempfile
 import unittest
 
+from zebra_ctl.config import Config
+
 from tests.common import data
 from zebra_ctl import consts
 from zebra_ctl import program as P
@@ -244,7 +246,8 @@ class Timers(unittest.TestCase):
         self.assertEqual(t.observe(30_001, 0, 4 | consts.ROUND_FREE), [])
 
     def test_the_round_timeout_is_learned_from_round_lengths(self):
-        t = RoundTimer(plan(), round_timeout_us=20_000, grace_us=1_000, retry_us=2_000)
+        t = RoundTimer(plan(), round_timeout_us=20_000, grace_us=1_000, retry_us=2_000,
+                       cap_us=Config([]).round_timeout_cap_us())
         self.assertEqual(t.timeout_us(), 20_000, "configured")
         t.observe(0, 0, 4)
         self.assertEqual(len(t.observe(20_000, 0, 4)), 1)

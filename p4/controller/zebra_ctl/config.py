@@ -92,6 +92,11 @@ class Config:
     def cover_words(self):
         return -(-self.max_seqs // consts.COVER_WORD_BITS)
 
+    def round_timeout_cap_us(self):
+        """The longest a learned round timeout gets, as zebra_proto::Config::round_timeout_cap:
+        at most 10 s and half of uncertain_timeout, never below round_timeout."""
+        return max(min(10_000_000, self.uncertain_timeout_us // 2), self.round_timeout_us)
+
     def validate(self):
         """Raises ConfigError naming the first bad value (Config::validate)."""
         r = self.registers

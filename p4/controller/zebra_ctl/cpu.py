@@ -364,11 +364,6 @@ class _CopyWatch:
     readout_sent: bool = False
 
 
-# The longest a learned round timeout gets (or the configured one, if longer), as
-# rust/zebra-proto/src/switch.rs ROUND_TIMEOUT_CAP.
-ROUND_TIMEOUT_CAP_US = 10_000_000
-
-
 @dataclass
 class RoundTimer:
     """Decides, from the round state the controller polls, when to FLUSH a
@@ -391,12 +386,14 @@ class RoundTimer:
     retry_us: int
     copies: dict = field(default_factory=dict)
     flushed: dict = field(default_factory=dict)
+    # The longest the learned timeout gets (Config.round_timeout_cap_us); None: round_timeout.
+    cap_us: int = None
     lengths: RttEstimator = None
 
     def __post_init__(self):
         if self.lengths is None:
-            self.lengths = RttEstimator(self.round_timeout_us, self.round_timeout_us,
-                                        max(ROUND_TIMEOUT_CAP_US, self.round_timeout_us))
+            cap = self.cap_us if self.cap_us is not None else self.round_timeout_us
+            self.lengths = RttEstimator(self.round_timeout_us, self.round_timeout_us, cap)
 
     def timeout_us(self):
         """The job's round timeout now."""

@@ -89,7 +89,7 @@ pub const KNOBS: &[Knob] = &[
     knob("packet_size", "packet-size", "BYTES", "192", "UDP payload of every hot-path packet, 64..=1472"),
     knob("max_seqs", "max-seqs", "N", "4096", "most packets one worker sends for one round; the rest falls back"),
     knob("packing", "packing", "strict|fill|sequential", "strict", "how workers pack pairs: Algorithm 1 without conflicts, Algorithm 1 with full packets, or rank order"),
-    knob("round_timeout_ms", "round-timeout-ms", "MS", "50", "a round still open this long after its first packet is flushed, until the switch has measured the job's rounds: then srtt + 4 rttvar of their lengths, never below MS, doubled after each flush, at most 10 s"),
+    knob("round_timeout_ms", "round-timeout-ms", "MS", "50", "a round still open this long after its first packet is flushed, until the switch has measured the job's rounds: then srtt + 4 rttvar of their lengths, never below MS, doubled after each flush, at most 10 s and half of uncertain_timeout_ms"),
     knob("aggregate_rto_ms", "aggregate-rto-ms", "MS", "2", "switch: first resend timeout of an aggregate part, until round trips to the server are measured (rto.rs)"),
     knob("aggregate_max_retries", "aggregate-max-retries", "N", "50", "switch: resends before an aggregate part is given up (counted)"),
     knob("worker_rto_ms", "worker-rto-ms", "MS", "2", "worker: first resend timeout of a hot packet, until round trips to the switch are measured (rto.rs)"),
