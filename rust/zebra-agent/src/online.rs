@@ -96,6 +96,11 @@ pub struct OnlineConfig {
 /// Default of [`OnlineConfig::retry`].
 pub const RETRY: Duration = Duration::from_secs(30);
 
+/// Aggregated pushes of each worker after which a pace below half of
+/// `min_pace` of the counted one steps aside at once (the full judgement
+/// waits for `max(T, 10)`).
+const EARLY_PUSHES: u32 = 3;
+
 /// Default of [`OnlineConfig::min_pace`].
 pub const MIN_PACE: f64 = 0.95;
 
@@ -629,15 +634,24 @@ impl Census {
     /// After a decision that installed keys, once every worker pushed
     /// `max(T, 10)` times with them: whether they push slower than they did
     /// while counted (below `min_pace` of it), and then why to step aside;
-    /// each stretch is judged once, and the next one starts.
+    /// each stretch is judged once, and the next one starts. Far slower
+    /// (below half of that) is judged after 3 pushes of each worker.
     pub fn slower(&mut self) -> Option<Aside> {
+        let fewest = self.pace.fewest();
         let enough = self.config.rounds.max(10);
-        if self.pace.fewest() < enough {
+        if fewest < EARLY_PUSHES {
             return None;
         }
-        let after = self.pace.rate();
+        let before = self.counted_pace.rate()?;
+        let after = self.pace.rate()?;
+        // Far slower already: no need to wait for the whole stretch.
+        if after < self.config.min_pace * before / 2.0 {
+            return Some(Aside::Slower(before, after));
+        }
+        if fewest < enough {
+            return None;
+        }
         self.pace = Pace::new(self.peers.len() as u16);
-        let (before, after) = (self.counted_pace.rate()?, after?);
         (after < self.config.min_pace * before).then_some(Aside::Slower(before, after))
     }
 
