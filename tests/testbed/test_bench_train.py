@@ -27,7 +27,10 @@ class BenchTrainSmoke(unittest.TestCase):
         out, runs = run_bench(self, "bench-train.py", [
             "--workers", "2", "--configs", "libzmq,on+switch,on+online", "--repeats", "1", "--epochs", "1",
             "--target-rmse", "1.04", "--eval-every", "2", "--server-rate", "20mbit", "--shape", "ingress",
-            "--subnet", "10.97.0.0/24", "--timeout", "240"])
+            "--subnet", "10.97.0.0/24", "--timeout", "240",
+            # The job stops at the target after 8-25 steps of each worker: the servers must
+            # decide before (every worker's 5th push), or nothing is summed.
+            "--online-rounds", "5"])
         for config in ("libzmq", "on+switch", "on+online"):
             self.assertTrue(runs[config]["ok"], config)
             self.assertIsNotNone(runs[config]["time_to_target_s"], f"{config} did not reach RMSE 1.04")
