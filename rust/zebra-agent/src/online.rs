@@ -96,9 +96,9 @@ pub struct OnlineConfig {
 /// Default of [`OnlineConfig::retry`].
 pub const RETRY: Duration = Duration::from_secs(30);
 
-/// Aggregated pushes of each worker after which a pace below half of
-/// `min_pace` of the counted one steps aside at once (the full judgement
-/// waits for `max(T, 10)`).
+/// Pushes of each worker (at the counted pace) after which a pace below
+/// half of `min_pace` of the counted one steps aside at once (the full
+/// judgement waits for `max(T, 10)`).
 const EARLY_PUSHES: u32 = 3;
 
 /// Default of [`OnlineConfig::min_pace`].
@@ -295,13 +295,12 @@ impl Pace {
         }
     }
 
-    /// The fewest pushes of any worker in the stretch.
-    fn fewest(&self) -> u32 {
-        self.spans
-            .iter()
-            .map(|s| s.map_or(0, |(_, _, n)| n))
-            .min()
-            .unwrap_or(0)
+    /// When the stretch began (its first push) and its pushes, over all
+    /// workers; `None` before any.
+    fn stretch(&self) -> Option<(Timestamp, u64)> {
+        let spans = self.spans.iter().flatten();
+        let start = spans.clone().map(|s| s.0).min()?;
+        Some((start, spans.map(|s| u64::from(s.2)).sum()))
     }
 
     /// Pushes a second, summed over the workers (each over its own span;
@@ -631,24 +630,27 @@ impl Census {
         self.decision.as_ref()
     }
 
-    /// After a decision that installed keys, once every worker pushed
-    /// `max(T, 10)` times with them: whether they push slower than they did
-    /// while counted (below `min_pace` of it), and then why to step aside;
-    /// each stretch is judged once, and the next one starts. Far slower
-    /// (below half of that) is judged after 3 pushes of each worker.
-    pub fn slower(&mut self) -> Option<Aside> {
-        let fewest = self.pace.fewest();
-        let enough = self.config.rounds.max(10);
-        if fewest < EARLY_PUSHES {
+    /// After a decision that installed keys: whether the workers push slower
+    /// with them than they did while counted (below `min_pace` of it), and
+    /// then why to step aside. A stretch is judged once it has lasted as long
+    /// as `max(T, 10)` pushes of every worker take at the counted pace
+    /// (judged by time, so that workers the keys stall do not hold the
+    /// judgement back), then the next one starts; far slower (below half of
+    /// `min_pace`) is judged after as long as 3 pushes of every worker take.
+    pub fn slower(&mut self, now: Timestamp) -> Option<Aside> {
+        let before = self.counted_pace.rate()?;
+        let (start, pushes) = self.pace.stretch()?;
+        let secs = now.saturating_since(start).as_secs_f64();
+        let workers = self.peers.len() as f64;
+        let at_pace = |n: u32| f64::from(n) * workers / before;
+        if secs <= 0.0 || secs < at_pace(EARLY_PUSHES) {
             return None;
         }
-        let before = self.counted_pace.rate()?;
-        let after = self.pace.rate()?;
-        // Far slower already: no need to wait for the whole stretch.
+        let after = pushes as f64 / secs;
         if after < self.config.min_pace * before / 2.0 {
             return Some(Aside::Slower(before, after));
         }
-        if fewest < enough {
+        if secs < at_pace(self.config.rounds.max(10)) {
             return None;
         }
         self.pace = Pace::new(self.peers.len() as u16);
@@ -929,22 +931,24 @@ mod tests {
         assert!(d.change);
         // With the keys: a push every 10 ms for ten pushes, then every 20 ms.
         let mut t = 100;
-        for r in d.from_round..d.from_round + 10 {
+        for r in d.from_round..d.from_round + 11 {
             c.observe(ms(t), 0, r, b"ps9", std::iter::empty());
             c.observe(ms(t), 1, r, b"ps11", std::iter::empty());
+            assert_eq!(c.slower(ms(t)), None, "as fast as while counted");
             t += 10;
-            if r + 1 < d.from_round + 10 {
-                assert_eq!(c.slower(), None, "not enough pushes yet");
-            }
         }
-        assert_eq!(c.slower(), None, "as fast as while counted");
-        for r in d.from_round + 10..d.from_round + 20 {
+        let mut judged = None;
+        for r in d.from_round + 11..d.from_round + 30 {
             c.observe(ms(t), 0, r, b"ps9", std::iter::empty());
             c.observe(ms(t), 1, r, b"ps11", std::iter::empty());
+            judged = judged.or(c.slower(ms(t)));
             t += 20;
         }
-        let why = c.slower().expect("half the pace");
-        assert_eq!(why, Aside::Slower(200.0, 100.0));
+        let why = judged.expect("half the pace");
+        assert!(
+            matches!(why, Aside::Slower(b, a) if b == 200.0 && a < 0.95 * 200.0 && a > 95.0),
+            "{why:?}"
+        );
         assert!(c.step_aside(why));
         assert!(!c.step_aside(why), "once");
         let told = c.tell(5);
@@ -1029,5 +1033,33 @@ mod tests {
         o.min_saving = 0.5;
         o.min_pace = -0.1;
         assert!(o.validate().unwrap_err().contains("pace"));
+    }
+}
+
+#[cfg(test)]
+mod stall_tests {
+    use super::*;
+    use crate::hotset::{HotSet, KeyRanges};
+
+    #[test]
+    fn a_stalled_worker_does_not_hold_the_judgement_back() {
+        let empty = HotSet::new([], KeyRanges::pslite(1))
+            .unwrap()
+            .with_capacity(8)
+            .unwrap();
+        let mut c = Census::new(OnlineConfig::new(4), 2);
+        let ms = |m: u64| Timestamp(m * 1000);
+        for (r, t) in [(1, 0), (2, 10), (3, 20), (4, 30)] {
+            c.observe(ms(t), 0, r, b"ps9", [(1, 2)].into_iter());
+            c.observe(ms(t), 1, r, b"ps11", [(1, 2)].into_iter());
+        }
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap()
+            .clone();
+        // With the keys only worker 0 gets one push through, then nothing.
+        c.observe(ms(100), 0, d.from_round, b"ps9", std::iter::empty());
+        assert_eq!(c.slower(ms(101)), None, "too soon to tell");
+        assert!(matches!(c.slower(ms(400)), Some(Aside::Slower(..))));
     }
 }

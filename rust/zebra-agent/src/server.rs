@@ -503,9 +503,7 @@ impl ServerAgent {
             c.observe(now, t.worker, t.round, identity, std::iter::empty());
         }
         self.decide(None);
-        if let Some(why) = self.census.as_mut().and_then(Census::slower) {
-            self.step_aside(why);
-        }
+        self.judge_pace(now);
     }
 
     /// Online: decides once every worker's counted pushes are in, or, at
@@ -749,6 +747,14 @@ impl ServerAgent {
         self.step_aside(crate::online::Aside::Flushed(n as u32, FLUSH_WINDOW as u32));
     }
 
+    /// Online, keys installed: steps aside if the workers push slower than
+    /// while counted (`Census::slower`).
+    fn judge_pace(&mut self, now: Timestamp) {
+        if let Some(why) = self.census.as_mut().and_then(|c| c.slower(now)) {
+            self.step_aside(why);
+        }
+    }
+
     /// Online: steps aside now, before or after the decision (every worker
     /// is told with ASIDE), logged with `why`; nothing if it already did.
     pub fn step_aside(&mut self, why: crate::online::Aside) {
@@ -829,6 +835,7 @@ impl ServerAgent {
         let mut deliver = Vec::new();
         self.now = self.now.max(now);
         self.decide(Some(now));
+        self.judge_pace(now);
         self.retry(now);
         let timeout = self.config.settle_timeout;
         let overdue: Vec<SenderKey> = self
