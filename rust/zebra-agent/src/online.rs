@@ -691,9 +691,10 @@ impl Census {
             .map(|(&k, &c)| (k, c))
             .collect();
         order.sort_unstable_by(|a, b| {
-            (b.1.saving(), b.1.pushes)
-                .cmp(&(a.1.saving(), a.1.pushes))
-                .then(a.0.cmp(&b.0))
+            zebra_hotkeys::saving_order(
+                (a.1.saving(), a.1.pushes, a.0),
+                (b.1.saving(), b.1.pushes, b.0),
+            )
         });
         let mut used = 0u32;
         let mut keys = Vec::new();

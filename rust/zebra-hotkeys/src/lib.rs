@@ -29,6 +29,6 @@ pub use precision::{kendall_tau_distance, kendall_tau_topk, precision, sweep, Sa
 pub use profile::{
     BytePrediction, Choice, Counts, Limit, Principle1, ProfileError, Ranking, Sample,
 };
-pub use saving::{RoundCount, RoundNumbers, RECENT_ROUNDS};
+pub use saving::{saving_order, RoundCount, RoundNumbers, RECENT_ROUNDS};
 pub use synth::{Model, Shape, SynthError, SynthSpec};
 pub use trace::{Record, TraceError, TraceReader, TraceWriter};

@@ -137,9 +137,10 @@ impl Counts {
             .map(|(&k, &s)| (k, s))
             .collect();
         keys.sort_unstable_by(|a, b| {
-            (b.1.saving(), b.1.count)
-                .cmp(&(a.1.saving(), a.1.count))
-                .then(a.0.cmp(&b.0))
+            crate::saving_order(
+                (a.1.saving(), a.1.count, a.0),
+                (b.1.saving(), b.1.count, b.0),
+            )
         });
         self.ranking(keys)
     }

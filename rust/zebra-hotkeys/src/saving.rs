@@ -14,8 +14,17 @@
 //!   server) or the app's step; either way the `i`-th push of every worker
 //!   to server `s` is round `i` of `s`'s job at the switch.
 
+use std::cmp::Ordering;
 use std::collections::HashMap;
 use std::ops::Range;
+
+/// The order keys are ranked in by what aggregation saves, each given as
+/// `(copies saved per value, pushes, key)`: most copies saved first, then
+/// most pushed, then the smaller key. The online census and `zebra profile`
+/// both rank by it.
+pub fn saving_order(a: (u64, u64, u64), b: (u64, u64, u64)) -> Ordering {
+    (b.0, b.1).cmp(&(a.0, a.1)).then(a.2.cmp(&b.2))
+}
 
 /// Distinct rounds remembered per key. Pushes of one round further apart
 /// than this (in the key's own rounds) would not meet in the switch's few
