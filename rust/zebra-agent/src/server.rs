@@ -540,15 +540,15 @@ impl ServerAgent {
                 format!("{x:.3}")
             });
         if let Some(why) = d.aside {
-            self.stats.online_aside += 1;
-            self.aside_since = Some(self.now);
-            log::warn!(
-                "server {server}: stepping aside: its workers' pushes go to it unchanged, without \
-                 the switch: {why} (after {} pushes of {} keys; saving {:.1} %, drift {:.1} rounds)",
-                d.pushes,
-                d.keys_seen,
-                d.saving * 100.0,
-                d.drift
+            self.stood_aside(
+                why,
+                &format!(
+                    " (after {} pushes of {} keys; saving {:.1} %, drift {:.1} rounds)",
+                    d.pushes,
+                    d.keys_seen,
+                    d.saving * 100.0,
+                    d.drift
+                ),
             );
             return;
         }
@@ -759,15 +759,21 @@ impl ServerAgent {
     /// is told with ASIDE), logged with `why`; nothing if it already did.
     pub fn step_aside(&mut self, why: crate::online::Aside) {
         if self.census.as_mut().is_some_and(|c| c.step_aside(why)) {
-            self.stats.online_aside += 1;
-            self.aside_since = Some(self.now);
-            log::warn!(
-                "server {}: stepping aside: its workers' pushes go to it unchanged, without the \
-                 switch: {why}",
-                self.server
-            );
+            self.stood_aside(why, "");
             self.tell();
         }
+    }
+
+    /// Counts and logs a step aside (`detail` after the reason), and notes
+    /// when, for the retry.
+    fn stood_aside(&mut self, why: crate::online::Aside, detail: &str) {
+        self.stats.online_aside += 1;
+        self.aside_since = Some(self.now);
+        log::warn!(
+            "server {}: stepping aside: its workers' pushes go to it unchanged, without the \
+             switch: {why}{detail}",
+            self.server
+        );
     }
 
     /// Fallback pairs to apply (`ServerAction::Apply`).
