@@ -148,12 +148,12 @@ run_test() {
         case $name in
             *-online)
                 # Every server that owns hot keys (and so counted pushes) decided once:
-                # changed its keys or kept them (stepping aside counted too, should a
-                # rule be set again).
+                # changed its keys or kept them (or stepped aside at its decision).
                 local online
                 online=$(grep -h -o 'online_counted: [0-9]*, online_changed: [0-9]*, online_kept: [0-9]*, online_aside: [0-9]*' \
                     "$dir"/stats/* | tr -d ',')
-                if ! echo "$online" | awk '$2 > 0 { n++; if ($4 + $6 + $8 != 1) bad = 1 }
+                # (A server may step aside later, its rounds timing out: one more.)
+                if ! echo "$online" | awk '$2 > 0 { n++; if ($4 + $6 != 1 && !($4 + $6 == 0 && $8 == 1)) bad = 1 }
                         END { exit !(n > 0 && !bad) }'; then
                     fail "$name" "not every server with hot keys took one online decision ($online); logs in $dir"
                     return
