@@ -14,7 +14,6 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use mio::event::Source;
@@ -104,7 +103,7 @@ impl ReactorHandle {
 #[derive(Debug)]
 pub(crate) struct Reactors {
     handles: Vec<Arc<ReactorHandle>>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    threads: Mutex<Vec<zebra_thread::Handle<()>>>,
 }
 
 impl Reactors {
@@ -130,9 +129,7 @@ impl Reactors {
         });
         for (i, poll) in polls.into_iter().enumerate() {
             let reactor = Reactor::new(reactors.handles[i].clone(), reactors.clone(), poll);
-            let thread = std::thread::Builder::new()
-                .name(format!("zebra-io-{i}"))
-                .spawn(move || reactor.run())?;
+            let thread = zebra_thread::spawn(format!("zebra-io-{i}"), move || reactor.run())?;
             lock(&reactors.threads).push(thread);
         }
         Ok(reactors)
@@ -171,9 +168,7 @@ impl Reactors {
             if t.thread().id() == me {
                 continue;
             }
-            if t.join().is_err() {
-                log::error!("zebra-engine: an I/O thread panicked");
-            }
+            t.join();
         }
     }
 }

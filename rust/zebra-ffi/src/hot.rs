@@ -711,9 +711,7 @@ impl Splitter {
         });
         for &job in side.links.keys() {
             let s = side.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("zebra-wev-{job}"))
-                .spawn(move || s.events(job));
+            let spawned = zebra_thread::spawn(format!("zebra-wev-{job}"), move || s.events(job));
             if let Err(e) = spawned {
                 log::error!("zebra: worker {rank}: cannot start the event thread: {e}");
                 return None;
@@ -864,9 +862,7 @@ impl RouterHook {
             parts: Mutex::new(Vec::new()),
         });
         let h = hook.clone();
-        let spawned = std::thread::Builder::new()
-            .name("zebra-pump".into())
-            .spawn(move || h.pump(socket));
+        let spawned = zebra_thread::spawn("zebra-pump", move || h.pump(socket));
         if let Err(e) = spawned {
             log::error!("zebra: cannot start the server's receive thread: {e}");
             lock(&hook.inbox).stopped = Some(false);
@@ -1039,10 +1035,7 @@ impl ServerSide {
         });
         if side.link.is_some() {
             let s = side.clone();
-            if let Err(e) = std::thread::Builder::new()
-                .name("zebra-sev".into())
-                .spawn(move || s.events())
-            {
+            if let Err(e) = zebra_thread::spawn("zebra-sev", move || s.events()) {
                 log::error!("zebra: server {rank}: cannot start the event thread: {e}");
             }
         }

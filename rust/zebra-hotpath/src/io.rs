@@ -14,7 +14,6 @@ use std::io;
 use std::net::{SocketAddr, SocketAddrV4};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
 use mio::unix::SourceFd;
@@ -251,7 +250,7 @@ impl<M: Machine> Shared<M> {
 #[derive(Debug)]
 pub(crate) struct Node<M: Machine> {
     shared: Arc<Shared<M>>,
-    thread: Option<JoinHandle<()>>,
+    thread: Option<zebra_thread::Handle<()>>,
 }
 
 impl<M: Machine> Node<M> {
@@ -280,9 +279,7 @@ impl<M: Machine> Node<M> {
             local,
         });
         let on_thread = Arc::clone(&shared);
-        let thread = thread::Builder::new()
-            .name(name)
-            .spawn(move || on_thread.run(poll))?;
+        let thread = zebra_thread::spawn(name, move || on_thread.run(poll))?;
         Ok(Node {
             shared,
             thread: Some(thread),
@@ -301,9 +298,7 @@ impl<M: Machine> Node<M> {
             if let Err(e) = self.shared.waker.wake() {
                 log::warn!("hot path: cannot wake the I/O thread to stop it: {e}");
             }
-            if t.join().is_err() {
-                log::error!("hot path: the I/O thread of {} panicked", self.shared.local);
-            }
+            t.join();
         }
     }
 }

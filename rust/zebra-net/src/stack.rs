@@ -4,7 +4,6 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use smoltcp::iface::{Config, Interface, SocketHandle, SocketSet};
@@ -342,7 +341,7 @@ impl State {
 #[derive(Debug)]
 pub struct Stack {
     pub(crate) shared: Arc<Shared>,
-    thread: Mutex<Option<JoinHandle<Result<(), Error>>>>,
+    thread: Mutex<Option<zebra_thread::Handle<Result<(), Error>>>>,
     mac: [u8; 6],
     /// The process that started the stack: a child forked from it has a copy of this value
     /// but neither the network thread nor the port (see [`Stack::shutdown`]).
@@ -355,26 +354,24 @@ impl Stack {
     pub fn start(cfg: StackConfig) -> Result<Stack, Error> {
         cfg.validate()?;
         let (tx, rx) = mpsc::channel();
-        let thread = std::thread::Builder::new()
-            .name("zebra-net".into())
-            .spawn(move || match cfg.backend.clone() {
-                Backend::Raw { iface } => run(RawPort::open(&iface), cfg, tx),
-                #[cfg(dpdk)]
-                Backend::Dpdk { eal_args } => run(
-                    crate::device::dpdk::DpdkPort::open(&cfg, &eal_args),
-                    cfg,
-                    tx,
-                ),
-                #[cfg(not(dpdk))]
-                Backend::Dpdk { .. } => {
-                    let e: Result<RawPort, Error> = Err(Error::DpdkNotBuilt);
-                    run(e, cfg, tx)
-                }
-            })
-            .map_err(|source| Error::Os {
-                what: "spawning the network thread",
-                source,
-            })?;
+        let thread = zebra_thread::spawn("zebra-net", move || match cfg.backend.clone() {
+            Backend::Raw { iface } => run(RawPort::open(&iface), cfg, tx),
+            #[cfg(dpdk)]
+            Backend::Dpdk { eal_args } => run(
+                crate::device::dpdk::DpdkPort::open(&cfg, &eal_args),
+                cfg,
+                tx,
+            ),
+            #[cfg(not(dpdk))]
+            Backend::Dpdk { .. } => {
+                let e: Result<RawPort, Error> = Err(Error::DpdkNotBuilt);
+                run(e, cfg, tx)
+            }
+        })
+        .map_err(|source| Error::Os {
+            what: "spawning the network thread",
+            source,
+        })?;
         match rx.recv() {
             Ok(Ok((shared, mac))) => Ok(Stack {
                 shared,
@@ -387,8 +384,8 @@ impl Stack {
                 Err(e)
             }
             Err(_) => Err(match thread.join() {
-                Ok(Err(e)) => e,
-                _ => Error::Os {
+                Err(e) => e,
+                Ok(()) => Error::Os {
                     what: "network thread",
                     source: std::io::Error::other("ended while starting"),
                 },
@@ -439,13 +436,7 @@ impl Stack {
         };
         self.shared.stop.store(true, Ordering::SeqCst);
         self.shared.wake.notify();
-        match thread.join() {
-            Ok(r) => r,
-            Err(_) => Err(Error::Os {
-                what: "network thread",
-                source: std::io::Error::other("panicked"),
-            }),
-        }
+        thread.join()
     }
 }
 
