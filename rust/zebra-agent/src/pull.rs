@@ -265,7 +265,7 @@ impl WorkerPulls {
     ) -> PullPlan {
         let hot: Vec<usize> = (0..keys.len()).filter(|&i| is_hot(keys[i])).collect();
         if hot.is_empty() {
-            return self.to_server(Miss::Cold, 0, None);
+            return self.miss(Miss::Cold, 0, None);
         }
         let copy = self.copies.entry(server).or_default();
         if copy.seq.is_some() && now.saturating_since(copy.heard) > self.expiry {
@@ -283,7 +283,7 @@ impl WorkerPulls {
                     until: since + self.wait,
                 };
             }
-            Err(why) => return self.to_server(why, hot.len() as u64, None),
+            Err(why) => return self.miss(why, hot.len() as u64, None),
         }
         let mut local = Vec::new();
         let mut remote = Vec::new();
@@ -296,7 +296,7 @@ impl WorkerPulls {
         let held = local.len() as u64;
         let not_held = hot.len() as u64 - held;
         if local.is_empty() {
-            return self.to_server(Miss::NotHeld, not_held, Some(fill));
+            return self.miss(Miss::NotHeld, not_held, Some(fill));
         }
         self.stats.hits += held;
         if not_held > 0 {
@@ -314,7 +314,7 @@ impl WorkerPulls {
         }
     }
 
-    fn to_server(&mut self, why: Miss, hot_keys: u64, fill: Option<Fill>) -> PullPlan {
+    fn miss(&mut self, why: Miss, hot_keys: u64, fill: Option<Fill>) -> PullPlan {
         *self.stats.to_server.entry(why).or_default() += 1;
         if hot_keys > 0 {
             *self.stats.misses.entry(why).or_default() += hot_keys;
