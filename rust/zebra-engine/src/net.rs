@@ -1,5 +1,5 @@
 //! One kernel stream (TCP or Unix) carrying one ZMTP connection: reads
-//! feed [`zebra_zmtp::Connection`], its output is written with `writev`
+//! feed [`zebra_zmtp::Connection`], its output is written with `sendmsg`
 //! without copying large bodies, and a bounded batch of queued messages is
 //! handed to it whenever the wire is idle.
 //!
@@ -9,7 +9,7 @@
 //! straight into the body's own buffer.
 
 use std::collections::VecDeque;
-use std::io::{self, IoSlice, Read, Write};
+use std::io::{self, IoSlice, Read};
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::Arc;
 
@@ -17,6 +17,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use mio::event::Source;
 use mio::unix::SourceFd;
 use mio::{Interest, Registry, Token};
+use socket2::SockRef;
 use zebra_zmtp::{Connection, Event, PeerInfo};
 
 /// A message to send: its parts in order (up to four without an
@@ -78,7 +79,7 @@ impl OutQueue {
 
 /// Bytes of queued messages handed to the encoder at once.
 const BATCH_BYTES: usize = 256 * 1024;
-/// Most chunks in one `writev`.
+/// Most chunks in one `sendmsg`.
 const MAX_IOV: usize = 64;
 /// Size of each read buffer allocation. Small bodies are slices of it, so
 /// one that the application keeps alive keeps (at most) this much memory.
@@ -185,10 +186,14 @@ impl Stream {
         }
     }
 
+    /// Writes kernel streams with `sendmsg(MSG_NOSIGNAL)`: a peer that is gone is an
+    /// error (`EPIPE`), never a SIGPIPE, whose default action kills the process (a C++
+    /// PS-lite process keeps it; `writev` would raise it). The user-level stack's
+    /// streams raise no signal.
     fn write_vectored(&self, bufs: &[IoSlice<'_>]) -> io::Result<usize> {
         match self {
-            Stream::Tcp(s) => (&mut &*s).write_vectored(bufs),
-            Stream::Unix(s) => (&mut &*s).write_vectored(bufs),
+            Stream::Tcp(s) => SockRef::from(s).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL),
+            Stream::Unix(s) => SockRef::from(s).send_vectored_with_flags(bufs, libc::MSG_NOSIGNAL),
             Stream::Smol(s) => s.send_vectored(bufs),
         }
     }
@@ -391,7 +396,7 @@ pub(crate) struct Turn {
 ///
 /// Writing happens without the pipe's lock: the writer takes chunks out
 /// ([`prepare_write`](Self::prepare_write)), releases the lock for the
-/// `writev` ([`WriteJob::write`]), and puts back what the kernel did not
+/// `sendmsg` ([`WriteJob::write`]), and puts back what the kernel did not
 /// take ([`finish_write`](Self::finish_write)); meanwhile other threads
 /// may encode more output but do not write.
 #[derive(Debug)]
@@ -434,7 +439,7 @@ pub(crate) struct WriteJob {
 }
 
 impl WriteJob {
-    /// One `writev` of the chunks (retried if interrupted).
+    /// One `sendmsg` of the chunks (retried if interrupted).
     pub fn write(&self) -> io::Result<usize> {
         let mut slices = [IoSlice::new(&[]); MAX_IOV];
         for (slot, chunk) in slices.iter_mut().zip(&self.chunks) {
@@ -542,7 +547,7 @@ impl NetConn {
         }))
     }
 
-    /// Takes back a write job with what its `writev` returned: the chunks
+    /// Takes back a write job with what its `sendmsg` returned: the chunks
     /// the kernel did not take go back to the front of the output.
     pub fn finish_write(&mut self, job: WriteJob, result: io::Result<usize>) -> io::Result<()> {
         self.writing = false;
@@ -713,5 +718,58 @@ impl NetConn {
                 None => return,
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+    use std::time::Duration;
+
+    /// Writes to `stream` until a write fails with `EPIPE`, the error that comes with a
+    /// SIGPIPE (a reset TCP connection's first failed write reports the reset instead).
+    fn write_until_broken_pipe(stream: &Stream) {
+        let data = [7u8; 1024];
+        for _ in 0..1000 {
+            match stream.write_vectored(&[IoSlice::new(&data), IoSlice::new(&data)]) {
+                Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return,
+                Ok(_) | Err(_) => std::thread::sleep(Duration::from_millis(1)),
+            }
+        }
+        panic!("1000 writes to a stream whose peer is gone, and no EPIPE");
+    }
+
+    /// A write to a stream whose peer is gone fails with an error instead of raising
+    /// SIGPIPE, whose default action kills the process: a C++ PS-lite process keeps that
+    /// action. The Rust runtime ignores SIGPIPE, so the writes run in a child process that
+    /// puts the default action back.
+    #[test]
+    fn a_write_after_the_peer_is_gone_is_an_error_not_a_sigpipe() {
+        let Some(child) = zebra_thread::testing::in_child(Duration::from_secs(30), || {
+            signal_hook::flag::register_conditional_default(
+                signal_hook::consts::SIGPIPE,
+                Arc::new(AtomicBool::new(true)),
+            )
+            .expect("SIGPIPE's default action");
+
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+            let client = std::net::TcpStream::connect(listener.local_addr().expect("address"))
+                .expect("connect");
+            let (server, _) = listener.accept().expect("accept");
+            // Closing with a zero linger time resets the connection.
+            socket2::SockRef::from(&server)
+                .set_linger(Some(Duration::ZERO))
+                .expect("SO_LINGER");
+            drop(server);
+            write_until_broken_pipe(&Stream::Tcp(client));
+
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().expect("socketpair");
+            drop(theirs);
+            write_until_broken_pipe(&Stream::Unix(ours));
+        }) else {
+            return;
+        };
+        assert!(child.passed(), "{child}");
     }
 }

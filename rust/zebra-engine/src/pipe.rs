@@ -223,7 +223,7 @@ impl Pipe {
     /// calling thread (no hand-off, lowest latency) unless more than
     /// [`DIRECT_WRITE_MAX`] bytes are waiting; while messages follow
     /// each other closer than [`STREAM_GAP`], writing is left to the I/O
-    /// thread, which sends what accumulated in one `writev`, unless the
+    /// thread, which sends what accumulated in one `sendmsg`, unless the
     /// message is large and more than [`BACKLOG_BYTES`] are waiting: then
     /// the calling thread writes (after waiting for the current writer, if
     /// any), and if the kernel's buffer is full, it first waits (unless
@@ -327,7 +327,7 @@ impl Pipe {
 
     /// Writes the connection's output (and queued messages, in batches)
     /// until all is written, the kernel buffer is full or another thread
-    /// is writing; the lock is released around each `writev`. Returns the
+    /// is writing; the lock is released around each `sendmsg`. Returns the
     /// lock, taken again, and the number of messages taken from the queue.
     /// A write error is left in the connection's `failed`.
     fn write_out<'a>(
