@@ -2,8 +2,10 @@
 # Tests of the libzmq.so.5 shim through a real libzmq client (forward_check.c):
 #   mode off in every way the shim can be loaded (preloaded, relinked, preloaded before
 #   another libzmq (RTLD_NEXT), beside a libzmq opened with RTLD_LOCAL (the MXNet case));
-#   mode on (Zebra's engine carries the same client); refused configurations.
+#   mode on (Zebra's engine carries the same client); refused configurations; and the
+#   harness itself (a check fails when any step of it fails, a hung client is stopped).
 # Usage: cpp-shim/tests/run.sh [DIST]   (DIST: install prefix of the shim, default ./dist)
+#   SHIM_CLIENT_TIMEOUT: seconds each client may run (default 60)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -18,6 +20,20 @@ cc -O1 -Wall -Werror -o "$work/check-system" "$here/forward_check.c" -lzmq -ldl
 cc -O1 -Wall -Werror -I"$dist/include" -o "$work/check-relinked" "$here/forward_check.c" \
   -L"$dist/lib" -Wl,-rpath,"$dist/lib" -lzmq -ldl
 
+# client [VAR=VALUE | -u VAR]... PROGRAM ARGS...: runs a client (through `env`) with a
+# time limit: a client that hangs fails its check instead of stopping the test run.
+client_timeout=${SHIM_CLIENT_TIMEOUT:-60}
+client() {
+  timeout -k 5 "$client_timeout" env "$@"
+}
+
+# Runs a forward_check binary as it is (no variable set); checks that it completed.
+runs() {
+  local out
+  out=$(client "$1")
+  grep -q '^forward_check: OK$' <<<"$out"
+}
+
 # Runs a forward_check binary with the shim; checks that it was in mode off, found the
 # real library as expected, and counted exactly the calls the client made of every
 # function the client calls. (libzmq's own I/O threads call zmq_errno through the
@@ -27,7 +43,7 @@ forwards() {
   shift 2
   local stats=$work/stats.$$.$RANDOM
   rm -f "$stats"
-  env -u ZEBRA_ENABLE ZEBRA_STATS="$stats" "$@" "$binary" ${EXTRA_ARGS:-} >"$stats.client"
+  client -u ZEBRA_ENABLE ZEBRA_STATS="$stats" "$@" "$binary" ${EXTRA_ARGS:-} >"$stats.client"
   grep -q '^forward_check: OK$' "$stats.client"
   grep -qx 'mode off' "$stats"
   grep -qx "found_by $found_by" "$stats" || { echo "expected found_by $found_by:"; cat "$stats"; return 1; }
@@ -40,7 +56,7 @@ refused() {
   local binary=$1 errno_name=$2 message=$3
   shift 3
   local out
-  out=$(env "$@" "$binary" --expect-refused "$errno_name" 2>&1)
+  out=$(client "$@" "$binary" --expect-refused "$errno_name" 2>&1)
   grep -q "forward_check: OK refused with $errno_name" <<<"$out"
   grep -q -- "$message" <<<"$out" || { echo "missing message '$message' in:"; echo "$out"; return 1; }
 }
@@ -51,8 +67,7 @@ check "shim exports the libzmq API (every symbol of the system libzmq)" \
 check "shim exports nothing else" \
   bash -c "! nm -D --defined-only '$shim' | awk '\$2!=\"A\"{print \$3}' | grep -v '^zmq_'"
 check "shim soname is libzmq.so.5" bash -c "readelf -d '$shim' | grep -q 'SONAME.*\\[libzmq.so.5\\]'"
-check "system client runs on the real libzmq without the shim" \
-  bash -c "'$work/check-system' | grep -q '^forward_check: OK$'"
+check "system client runs on the real libzmq without the shim" runs "$work/check-system"
 check "off, preloaded: every call forwarded once (real library by path)" \
   forwards "$work/check-system" path LD_PRELOAD="$shim"
 check "off, relinked: every call forwarded once (real library by path)" \
@@ -69,7 +84,7 @@ on_mode() {
   local binary=$1
   shift
   local stats=$work/stats.on.$$.$RANDOM
-  env ZEBRA_ENABLE=1 ZEBRA_STATS="$stats" "$@" "$binary" >"$stats.client"
+  client ZEBRA_ENABLE=1 ZEBRA_STATS="$stats" "$@" "$binary" >"$stats.client"
   grep -q '^forward_check: OK$' "$stats.client"
   grep -qx 'mode on' "$stats" || { cat "$stats"; return 1; }
 }
@@ -83,4 +98,45 @@ check "bad configuration: an unknown ZEBRA_ variable is named" \
   refused "$work/check-relinked" EINVAL "ZEBRA_NOPE is not a Zebra setting" ZEBRA_NOPE=1
 check "ZEBRA_REAL_LIBZMQ pointing nowhere: zmq_ctx_new fails and the log says why" \
   refused "$work/check-relinked" ENOTSUP "cannot be opened" ZEBRA_REAL_LIBZMQ=/nonexistent/libzmq.so.5
+
+# The harness: every check above must fail when any step of it fails, not only its last
+# one. Each helper runs a client that does all its work and then exits 1 (its output and
+# statistics are those of a passing run): its check must FAIL; the same client exiting 0
+# passes. A client that never ends is stopped by its timeout and fails its check.
+exits_with() {
+  local wrapper=$work/check-then-exit-$1
+  printf '#!/bin/sh\n"%s" "$@"\nexit %s\n' "$work/check-relinked" "$1" >"$wrapper"
+  chmod +x "$wrapper"
+  echo "$wrapper"
+}
+# fails_as_check HELPER ARGS...: `check` reports HELPER ARGS... as failed.
+fails_as_check() {
+  local out
+  out=$(check inner "$@")
+  grep -q '^FAIL inner$' <<<"$out" || { echo "the check passed:"; echo "$out"; return 1; }
+}
+# harness HELPER ARGS...: HELPER (whose first argument is the client) with both clients.
+harness() {
+  local helper=$1
+  shift
+  check "harness: $helper passes with a client that exits 0 after its work" \
+    "$helper" "$(exits_with 0)" "$@"
+  check "harness: $helper fails with a client that exits 1 after its work" \
+    fails_as_check "$helper" "$(exits_with 1)" "$@"
+}
+harness runs
+harness forwards path
+harness on_mode
+harness refused EINVAL "ZEBRA_NOPE is not a Zebra setting" ZEBRA_NOPE=1
+hangs=$work/check-hangs
+printf '#!/bin/sh\nexec sleep 600\n' >"$hangs"
+chmod +x "$hangs"
+# within SECONDS HELPER ARGS...: HELPER with clients limited to SECONDS.
+within() {
+  client_timeout=$1
+  shift
+  "$@"
+}
+check "harness: a client that hangs is stopped by its timeout and fails its check" \
+  fails_as_check within 1 on_mode "$hangs"
 finish
