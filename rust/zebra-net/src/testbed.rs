@@ -113,13 +113,25 @@ impl Drop for Pair {
     }
 }
 
-/// Whether the netns tests can run here; prints why not.
+/// Whether the netns tests can run here; says why not ([`skip`]).
 pub fn can_run() -> bool {
     if !sys::is_root() {
-        println!("skipped: needs root (network namespaces, packet sockets)");
+        skip("needs root (network namespaces, packet sockets)");
         return false;
     }
     true
+}
+
+/// Why a DPDK test skips in a build without DPDK.
+pub const NO_DPDK: &str = "zebra-net was built without DPDK (zebra-dpdk-sys found no system \
+     DPDK it can use: its build warning says why)";
+
+/// Says that the calling test skips its work, and why, in the line `scripts/test.sh`
+/// counts as a SKIP (not as the pass the test harness reports): `skipped TEST: REASON`.
+/// The test's name is its thread's, as the harness names it.
+pub fn skip(reason: &str) {
+    let current = std::thread::current();
+    println!("skipped {}: {reason}", current.name().unwrap_or("(a test)"));
 }
 
 /// EAL arguments for the af_packet PMD on `iface` with the larger ring (the default one

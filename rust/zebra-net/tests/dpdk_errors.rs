@@ -2,15 +2,17 @@
 //! no port, and the stack says so instead of running without one. One test per process
 //! (the EAL starts once per process).
 
+use zebra_net::testbed::{skip, NO_DPDK};
+
 #[test]
 #[ignore = "needs root and DPDK (scripts/test.sh runs it)"]
 fn dpdk_without_a_port_is_a_clean_error() {
     if !zebra_net::sys::is_root() {
-        println!("skipped: needs root");
+        skip("needs root");
         return;
     }
     if !zebra_net::DPDK_BUILT {
-        println!("skipped: zebra-net was built without DPDK");
+        skip(NO_DPDK);
         return;
     }
     let prefix = format!("zebra-noport-{}", std::process::id());

@@ -6,6 +6,7 @@
 mod common;
 
 use common::{can_run, tcp_both_ways, tcp_refused, tcp_to_itself, udp_echo, Pair};
+use zebra_net::testbed::{skip, NO_DPDK};
 use zebra_net::Backend;
 
 #[test]
@@ -15,7 +16,7 @@ fn dpdk_stack_talks_to_the_kernel_and_leaks_no_mbuf() {
         return;
     }
     if !zebra_net::DPDK_BUILT {
-        println!("skipped: zebra-net was built without DPDK (install libdpdk-dev)");
+        skip(NO_DPDK);
         return;
     }
     let pair = Pair::up("d", 2);
