@@ -53,6 +53,7 @@
 pub mod config;
 pub mod consts;
 pub mod fallback;
+mod flow;
 pub mod layout;
 pub mod number;
 pub mod packing;

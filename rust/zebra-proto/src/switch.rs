@@ -64,8 +64,8 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
-use self::flow::Flow;
 use crate::config::{Config, ConfigError, JobConfig};
+use crate::flow::Flow;
 use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
 use crate::layout::Layout;
 use crate::rto::RttEstimator;
@@ -282,7 +282,7 @@ pub struct Switch {
     pending: BTreeMap<PartKey, Pending>,
     /// Per `(job, server)`: round trips of aggregate parts (their resend
     /// timeout) and the window of parts in flight.
-    flows: BTreeMap<(u16, u16), Flow>,
+    flows: BTreeMap<(u16, u16), Flow<PartKey>>,
     stats: SwitchStats,
 }
 
@@ -920,7 +920,7 @@ impl Switch {
     }
 
     /// The aggregate flow to `(job, server)`.
-    fn flow(&mut self, job: u16, server: u16) -> &mut Flow {
+    fn flow(&mut self, job: u16, server: u16) -> &mut Flow<PartKey> {
         let initial = self.config.aggregate_rto;
         self.flows
             .entry((job, server))
@@ -969,8 +969,6 @@ fn coverage_parts(
         })
         .collect()
 }
-
-mod flow;
 
 #[cfg(test)]
 mod tests;

@@ -1,15 +1,16 @@
-//! What the switch CPU keeps per `(job, server)` for its aggregate parts: the
-//! round trip ([`RttEstimator`]) and a congestion window over the parts in
-//! flight, additive increase and multiplicative decrease as in TCP (ATP
-//! paces its aggregates the same way). A round's aggregate can be hundreds of
-//! parts; sent at once onto a slow server link they would overflow its
-//! queue and come back as timeouts. Parts beyond the window wait here in
-//! order and leave as acknowledgements free the window.
+//! What a sender of many-part messages keeps per destination: the round
+//! trip ([`RttEstimator`]) and a congestion window over the parts in flight,
+//! additive increase and multiplicative decrease as in TCP (ATP paces its
+//! aggregates the same way). The switch CPU keeps one per `(job, server)` for
+//! its aggregate parts, a server's [`UpdateSender`](crate::UpdateSender) one
+//! for its update parts. A round's aggregate or update can be hundreds of
+//! parts; sent at once onto a slow link they would overflow its queue and
+//! come back as timeouts. Parts beyond the window wait here in order and
+//! leave as acknowledgements free the window.
 
 use std::collections::VecDeque;
 use std::time::Duration;
 
-use super::PartKey;
 use crate::rto::RttEstimator;
 use crate::time::Timestamp;
 
@@ -19,19 +20,19 @@ pub const INITIAL_WINDOW: u32 = 8;
 pub const MAX_WINDOW: u32 = 512;
 
 #[derive(Debug)]
-pub(super) struct Flow {
-    pub(super) rtt: RttEstimator,
+pub(crate) struct Flow<K> {
+    pub(crate) rtt: RttEstimator,
     window: u32,
     /// Acknowledgements since the window last grew.
     acked: u32,
     in_flight: u32,
-    queue: VecDeque<PartKey>,
+    queue: VecDeque<K>,
     /// When the window was last halved (at most once per timeout).
     cut_at: Option<Timestamp>,
 }
 
-impl Flow {
-    pub(super) fn new(initial_rto: Duration) -> Flow {
+impl<K> Flow<K> {
+    pub(crate) fn new(initial_rto: Duration) -> Flow<K> {
         Flow {
             rtt: RttEstimator::new(initial_rto),
             window: INITIAL_WINDOW,
@@ -43,12 +44,12 @@ impl Flow {
     }
 
     /// A new part waits for the window.
-    pub(super) fn enqueue(&mut self, key: PartKey) {
+    pub(crate) fn enqueue(&mut self, key: K) {
         self.queue.push_back(key);
     }
 
     /// The next waiting part the window lets out (counted in flight).
-    pub(super) fn next_to_send(&mut self) -> Option<PartKey> {
+    pub(crate) fn next_to_send(&mut self) -> Option<K> {
         if self.in_flight >= self.window {
             return None;
         }
@@ -59,7 +60,7 @@ impl Flow {
 
     /// A part in flight was acknowledged (`rtt`: its round trip if it was
     /// sent once): one more part per window's worth of acknowledgements.
-    pub(super) fn on_ack(&mut self, rtt: Option<Duration>) {
+    pub(crate) fn on_ack(&mut self, rtt: Option<Duration>) {
         self.in_flight = self.in_flight.saturating_sub(1);
         if let Some(rtt) = rtt {
             self.rtt.sample(rtt);
@@ -74,7 +75,7 @@ impl Flow {
     /// A part sent once timed out: the timeout backs off and the window
     /// halves, at most once per timeout interval (a burst of losses is one
     /// congestion event).
-    pub(super) fn on_timeout(&mut self, now: Timestamp) {
+    pub(crate) fn on_timeout(&mut self, now: Timestamp) {
         self.rtt.on_timeout();
         self.on_loss(now);
     }
@@ -82,7 +83,7 @@ impl Flow {
     /// A part is known lost (one sent after it was acknowledged and it was
     /// not): the window halves, at most once per timeout interval;
     /// the timeout stays (the flow answers).
-    pub(super) fn on_loss(&mut self, now: Timestamp) {
+    pub(crate) fn on_loss(&mut self, now: Timestamp) {
         if self.cut_at.is_none_or(|at| now - at >= self.rtt.rto()) {
             self.window = (self.window / 2).max(1);
             self.acked = 0;
@@ -91,19 +92,19 @@ impl Flow {
     }
 
     /// A part in flight was given up.
-    pub(super) fn on_abandon(&mut self) {
+    pub(crate) fn on_abandon(&mut self) {
         self.in_flight = self.in_flight.saturating_sub(1);
     }
 
     /// How long after the acknowledgement of a part sent later an earlier
     /// one still unacknowledged counts as lost rather than reordered: a
     /// quarter of the round trip (of the timeout before any is measured).
-    pub(super) fn reorder_window(&self) -> Duration {
+    pub(crate) fn reorder_window(&self) -> Duration {
         self.rtt.srtt().unwrap_or_else(|| self.rtt.rto()) / 4
     }
 
     /// Parts allowed in flight now.
-    pub(super) fn window(&self) -> u32 {
+    pub(crate) fn window(&self) -> u32 {
         self.window
     }
 }
@@ -112,18 +113,14 @@ impl Flow {
 mod tests {
     use super::*;
 
-    fn key(part: u16) -> PartKey {
-        (1, 1, 0, part)
-    }
-
     #[test]
     fn the_window_lets_parts_out_in_order_and_grows_with_acks() {
         let mut f = Flow::new(Duration::from_millis(2));
         for p in 0..20 {
-            f.enqueue(key(p));
+            f.enqueue(p);
         }
         let first: Vec<u16> = std::iter::from_fn(|| f.next_to_send())
-            .map(|k| k.3)
+            .map(|k: u16| k)
             .collect();
         assert_eq!(first, (0..8).collect::<Vec<_>>());
         for _ in 0..8 {
@@ -135,14 +132,14 @@ mod tests {
             "one more per window of acks"
         );
         let next: Vec<u16> = std::iter::from_fn(|| f.next_to_send())
-            .map(|k| k.3)
+            .map(|k: u16| k)
             .collect();
         assert_eq!(next, (8..17).collect::<Vec<_>>());
     }
 
     #[test]
     fn timeouts_halve_the_window_once_per_interval() {
-        let mut f = Flow::new(Duration::from_millis(2));
+        let mut f: Flow<u16> = Flow::new(Duration::from_millis(2));
         let t = Timestamp::from_millis(10);
         f.on_timeout(t);
         f.on_timeout(t);
