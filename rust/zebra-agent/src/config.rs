@@ -6,6 +6,7 @@ use thiserror::Error;
 use zebra_pslite::FormatChoice;
 
 use crate::online::OnlineConfig;
+use crate::pull::PullConfig;
 
 /// How PS-lite values typed `OTHER` (`char`: MXNet, BytePS's benchmarks)
 /// are read. The wire does not say what the bytes are.
@@ -73,6 +74,10 @@ pub struct AgentConfig {
     /// Online hot keys (`crate::online`): each server re-ranks its keys
     /// after the first rounds; `None` keeps the starting set.
     pub online: Option<OnlineConfig>,
+    /// The pull half (`crate::pull`, `docs/PULL.md`): servers read each
+    /// round's hot values back and send them once through the switch;
+    /// workers answer pulls of hot keys from them. `None`: off.
+    pub pull: Option<PullConfig>,
 }
 
 impl AgentConfig {
@@ -95,6 +100,7 @@ impl AgentConfig {
             history: 4096,
             max_clean_values: u32::from(zebra_proto::consts::DEFAULT_MAX_SEQS),
             online: None,
+            pull: None,
         }
     }
 

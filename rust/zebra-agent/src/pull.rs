@@ -28,6 +28,29 @@ use std::time::Duration;
 
 use zebra_proto::Timestamp;
 
+/// The pull half's settings (`docs/PULL.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PullConfig {
+    /// Server: a push whose round some worker has not pushed yet waits at
+    /// most this long before the server's pull half stands aside (rounds
+    /// that do not line up: `Aside`-like, logged).
+    pub gate: Duration,
+    /// Worker: the longest a pull waits for the update of its round.
+    pub wait: Duration,
+    /// Worker: a copy that applied no update for this long is dropped.
+    pub expiry: Duration,
+}
+
+impl Default for PullConfig {
+    fn default() -> PullConfig {
+        PullConfig {
+            gate: Duration::from_millis(500),
+            wait: Duration::from_millis(50),
+            expiry: Duration::from_secs(2),
+        }
+    }
+}
+
 /// One update of a server, complete and in chain order, as
 /// `zebra_proto`'s receiver hands it up.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -53,6 +53,8 @@ use crate::config::{AgentConfig, AgentError, Delivery};
 use crate::frame::{has_magic, PushTrailer, Settle, ZebraFrame};
 use crate::hotset::HotSet;
 use crate::online::Census;
+use crate::pull::PullConfig;
+use crate::readback::{ReadBack, ReadBackStats, RoundValues};
 use crate::stats::ServerAgentStats;
 use crate::values::{self, F32_BYTES};
 use crate::Frames;
@@ -107,6 +109,9 @@ struct Held {
 enum Queued {
     Plain(Frames),
     Push(Box<Held>),
+    /// Pull half: a push that came whole with a hot key while workers may
+    /// hold copies of the hot rows: delivered once a BREAK has settled.
+    Gated(Frames),
 }
 
 #[derive(Debug)]
@@ -149,6 +154,10 @@ struct RoundState {
     previous: BTreeMap<u16, u32>,
     /// Held pushes of this round.
     holding: u32,
+    /// Pull half: held pushes of this round released, and the hot keys
+    /// their requests held.
+    released_pushes: u32,
+    pull_keys: Vec<u64>,
 }
 
 impl RoundState {
@@ -174,6 +183,50 @@ impl RoundState {
             .values()
             .chain(self.applied.values().flat_map(|m| m.values()))
             .copied()
+    }
+}
+
+/// The pull half on this server (`crate::readback`, `docs/PULL.md`).
+#[derive(Debug)]
+struct ServerPull {
+    config: PullConfig,
+    readback: ReadBack,
+    /// Rounds are gated and read back; off once it stood aside.
+    active: bool,
+    /// An update with values went out since the last BREAK settled:
+    /// workers may hold copies of hot rows.
+    copies: bool,
+    /// A change of hot values outside whole rounds waits for a BREAK to
+    /// settle; meanwhile no push carrying hot values is released.
+    barrier: bool,
+    /// BREAKs handed out, and settled (acknowledged by every worker or
+    /// given up).
+    breaks_out: u64,
+    breaks_settled: u64,
+}
+
+impl ServerPull {
+    /// Before hot values change outside whole rounds: `true` when that
+    /// must wait for a BREAK to settle (started here if needed).
+    fn must_wait(&mut self, stats: &mut ServerAgentStats) -> bool {
+        if !self.copies && !self.barrier {
+            return false;
+        }
+        if !self.barrier {
+            self.barrier = true;
+            stats.pull_barriers += 1;
+            self.readback.break_chain();
+        }
+        true
+    }
+
+    /// Ends the barrier once every BREAK handed out has settled and none
+    /// waits to be handed out.
+    fn settle(&mut self) {
+        if self.barrier && self.breaks_settled >= self.breaks_out && !self.readback.queued() {
+            self.barrier = false;
+            self.copies = false;
+        }
     }
 }
 
@@ -210,6 +263,8 @@ pub struct ServerAgent {
     now: Timestamp,
     /// Messages for the ROUTER to send (`[identity, frame]`).
     control: Vec<Frames>,
+    /// The pull half, if on and this server has a job.
+    pull: Option<ServerPull>,
     stats: ServerAgentStats,
 }
 
@@ -241,9 +296,22 @@ impl ServerAgent {
             (Some(o), Some(_)) => Some(Census::new(o.clone(), config.workers)),
             _ => None,
         };
+        let pull = match (config.pull, job) {
+            (Some(c), Some(_)) => Some(ServerPull {
+                config: c,
+                readback: ReadBack::new(),
+                active: true,
+                copies: false,
+                barrier: false,
+                breaks_out: 0,
+                breaks_settled: 0,
+            }),
+            _ => None,
+        };
         Ok(ServerAgent {
             job,
             census,
+            pull,
             flushes: VecDeque::new(),
             sets: Vec::new(),
             aside_since: None,
@@ -371,9 +439,21 @@ impl ServerAgent {
     }
 
     /// Delivers a message now, or queues it behind its sender's held push.
+    /// With the pull half: a worker's pull of hot keys is a read-back
+    /// template, and a whole push with a hot key waits for a BREAK while
+    /// workers may hold copies.
     fn enqueue(&mut self, frames: Frames, deliver: &mut Vec<Frames>) {
         self.stats.passed += 1;
         let key = SenderKey::of(frames.first().map_or(&[][..], |f| &f[..]));
+        if self.pull_sees(&frames) {
+            self.stats.pull_gated += 1;
+            self.stats.queued += 1;
+            self.queues
+                .entry(key)
+                .or_default()
+                .push_back(Queued::Gated(frames));
+            return;
+        }
         match self.queues.get_mut(&key) {
             Some(q) if !q.is_empty() => {
                 self.stats.queued += 1;
@@ -384,6 +464,46 @@ impl ServerAgent {
                 deliver.push(frames);
             }
         }
+    }
+
+    /// Pull half: learns templates from the app's pulls; `true` for a whole
+    /// push holding a hot key while workers may hold copies (it must wait
+    /// for a BREAK: [`Queued::Gated`]).
+    fn pull_sees(&mut self, frames: &Frames) -> bool {
+        let Some(p) = &self.pull else {
+            return false;
+        };
+        if !p.active && !p.copies && !p.barrier {
+            return false;
+        }
+        let Some(meta) = frames.get(1) else {
+            return false;
+        };
+        let Ok((format, _)) = self.detector.parse(meta) else {
+            return false;
+        };
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        let Ok(env) = Message::parse_frames(format, Route::RouterRecv, &refs) else {
+            return false;
+        };
+        let set = Arc::clone(self.set_for(u32::MAX));
+        let server = self.server;
+        let is_hot = |k: u64| set.get(k).is_some() && set.ranges().server_of(k) == Some(server);
+        let Some(p) = &mut self.pull else {
+            return false;
+        };
+        if p.active {
+            p.readback
+                .learn(&frames[0], &env.message, format, is_hot);
+        }
+        let hot_push = env.message.meta.is_push_request()
+            && env
+                .message
+                .kv()
+                .ok()
+                .flatten()
+                .is_some_and(|kv| kv.keys().any(&is_hot));
+        hot_push && p.must_wait(&mut self.stats)
     }
 
     fn hold(
@@ -579,6 +699,9 @@ impl ServerAgent {
                     d.keys_seen
                 );
                 self.sets.push((d.from_round, Arc::new(set)));
+                if let Some(p) = &mut self.pull {
+                    p.readback.break_chain();
+                }
             }
             Err(e) => {
                 log::error!("server {server}: online hot keys not installed: {e}");
@@ -768,6 +891,9 @@ impl ServerAgent {
     /// when, for the retry.
     fn stood_aside(&mut self, why: crate::online::Aside, detail: &str) {
         self.stats.online_aside += 1;
+        if let Some(p) = &mut self.pull {
+            p.readback.break_chain();
+        }
         self.aside_since = Some(self.now);
         log::warn!(
             "server {}: stepping aside: its workers' pushes go to it unchanged, without the \
@@ -843,6 +969,7 @@ impl ServerAgent {
         self.decide(Some(now));
         self.judge_pace(now);
         self.retry(now);
+        self.pull_gate_timeout(now);
         let timeout = self.config.settle_timeout;
         let overdue: Vec<SenderKey> = self
             .queues
@@ -852,7 +979,12 @@ impl ServerAgent {
             )
             .map(|(k, _)| k.clone())
             .collect();
-        for key in overdue {
+        let barrier = !overdue.is_empty()
+            && self
+                .pull
+                .as_mut()
+                .is_some_and(|p| p.must_wait(&mut self.stats));
+        for key in overdue.into_iter().filter(|_| !barrier) {
             if let Some(Queued::Push(h)) = self.queues.get_mut(&key).and_then(VecDeque::pop_front) {
                 self.stats.forced += 1;
                 log::error!(
@@ -869,17 +1001,74 @@ impl ServerAgent {
         deliver
     }
 
-    /// When [`poll`](Self::poll) next has work, if ever.
+    /// When [`poll`](Self::poll) next has work, if ever. (While a BREAK
+    /// is pending, overdue pushes wait for [`on_break_settled`](Self::on_break_settled).)
     pub fn poll_at(&self) -> Option<Timestamp> {
+        let barrier = self.pull.as_ref().is_some_and(|p| p.barrier);
+        let gate = self.pull.as_ref().map(|p| p.config.gate);
         self.queues
             .values()
+            .filter(|_| !barrier)
             .filter_map(|q| match q.front() {
                 Some(Queued::Push(h)) => Some(h.arrived + self.config.settle_timeout),
                 _ => None,
             })
             .chain(self.census.as_ref().and_then(Census::deadline))
             .chain(self.retry_at())
+            .chain(
+                gate.into_iter()
+                    .flat_map(|g| self.gate_waits().into_iter().map(move |(_, at)| at + g)),
+            )
             .min()
+    }
+
+    /// Pull half: the updates ready for the workers, in order: send each
+    /// once through the switch (`docs/PULL.md`), and report each BREAK
+    /// among them to [`on_break_settled`](Self::on_break_settled) once
+    /// every worker acknowledged it (or it was given up).
+    pub fn take_updates(&mut self) -> Vec<RoundValues> {
+        let Some(p) = &mut self.pull else {
+            return Vec::new();
+        };
+        let out = p.readback.take_ready();
+        for v in &out {
+            if v.brk {
+                p.breaks_out += 1;
+            } else {
+                p.copies = true;
+            }
+        }
+        p.settle();
+        out
+    }
+
+    /// Pull half: a message the server app sends on `route` (a DEALER for
+    /// dmlc and MXNet servers, the ROUTER for BytePS's): `true` when it is
+    /// the answer to a read-back pull, taken here (do not send it on; its
+    /// values come out of [`take_updates`](Self::take_updates)).
+    pub fn on_app_send(&mut self, route: Route, frames: &[&[u8]]) -> bool {
+        let (Some(p), Some(format)) = (&mut self.pull, self.detector.format()) else {
+            return false;
+        };
+        p.readback.waiting() && p.readback.on_app_send(route, frames, format)
+    }
+
+    /// Pull half: a BREAK from [`take_updates`](Self::take_updates) has
+    /// settled at every worker; what waited for it is released.
+    pub fn on_break_settled(&mut self, now: Timestamp) -> Vec<Frames> {
+        if let Some(p) = &mut self.pull {
+            p.breaks_settled += 1;
+            p.settle();
+        }
+        self.poll(now)
+    }
+
+    /// Pull half: whether it gates and reads rounds back (not once it
+    /// stood aside), and the read-back's counters.
+    pub fn pull_state(&self) -> Option<(bool, &ReadBackStats)> {
+        self.pull
+            .as_ref()
+            .map(|p| (p.active, p.readback.stats()))
     }
 
     /// Online, standing aside for a reason that may pass: when to count
@@ -943,8 +1132,81 @@ impl ServerAgent {
             .all(|w| self.caught_up(w, r))
     }
 
+    /// Pull half: whether a push of round `r` may be released: no BREAK
+    /// pending, and (while active) every worker has pushed round `r` or a
+    /// later one, so that no worker's copy at an earlier round can meet
+    /// values of round `r` at the server.
+    fn pull_gate(&self, r: u32) -> bool {
+        match &self.pull {
+            None => true,
+            Some(p) if p.barrier => false,
+            Some(p) => !p.active || !self.gated_round(r) || self.arrived.iter().all(|&a| a >= r),
+        }
+    }
+
+    /// Pull half: whether round `r` has hot keys (others are neither gated
+    /// nor read back).
+    fn gated_round(&self, r: u32) -> bool {
+        !self.set_for(r).server_keys(self.server).is_empty()
+    }
+
+    /// Pull half, active: the held pushes at the head of their queues that
+    /// wait for the gate only (a worker has not pushed their round yet),
+    /// with when they came.
+    fn gate_waits(&self) -> Vec<(u32, Timestamp)> {
+        let Some(p) = &self.pull else {
+            return Vec::new();
+        };
+        if !p.active || p.barrier {
+            return Vec::new();
+        }
+        self.queues
+            .values()
+            .filter_map(|q| match q.front() {
+                Some(Queued::Push(h)) if !self.pull_gate(h.trailer.round) => {
+                    Some((h.trailer.round, h.arrived))
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Pull half: a push that waited `gate` for other workers to push its
+    /// round means the rounds do not line up: the pull half stands aside on
+    /// this server (its pulls go to it), after a BREAK if workers may hold
+    /// copies.
+    fn pull_gate_timeout(&mut self, now: Timestamp) {
+        let Some(gate) = self.pull.as_ref().map(|p| p.config.gate) else {
+            return;
+        };
+        let Some(&(r, _)) = self
+            .gate_waits()
+            .iter()
+            .find(|(_, arrived)| *arrived + gate <= now)
+        else {
+            return;
+        };
+        let missing: Vec<u16> = (0..self.config.workers)
+            .filter(|&w| self.arrived[w as usize] < r)
+            .collect();
+        self.stats.pull_aside += 1;
+        log::warn!(
+            "server {}: the pull half stands aside: round {r} waited {gate:?} for workers \
+             {missing:?} to push it (the workers' rounds do not line up); pulls go to this \
+             server",
+            self.server
+        );
+        if let Some(p) = &mut self.pull {
+            p.active = false;
+            p.must_wait(&mut self.stats);
+        }
+    }
+
     fn ready(&self, h: &Held) -> bool {
         let (w, r) = (h.worker, h.trailer.round);
+        if !self.pull_gate(r) {
+            return false;
+        }
         if h.trailer.hot.is_empty() {
             return true;
         }
@@ -984,17 +1246,21 @@ impl ServerAgent {
             let keys: Vec<SenderKey> = self.queues.keys().cloned().collect();
             for key in keys {
                 while let Some(front) = self.queues.get(&key).and_then(VecDeque::front) {
-                    if let Queued::Push(h) = front {
-                        if !self.ready(h) {
-                            break;
+                    match front {
+                        Queued::Push(h) if !self.ready(h) => break,
+                        Queued::Gated(_)
+                            if self.pull.as_ref().is_some_and(|p| p.copies || p.barrier) =>
+                        {
+                            break
                         }
+                        _ => {}
                     }
                     let Some(item) = self.queues.get_mut(&key).and_then(VecDeque::pop_front) else {
                         break;
                     };
                     moved = true;
                     match item {
-                        Queued::Plain(frames) => {
+                        Queued::Plain(frames) | Queued::Gated(frames) => {
                             self.stats.delivered += 1;
                             deliver.push(frames);
                         }
@@ -1014,7 +1280,7 @@ impl ServerAgent {
     /// ordering gates say.
     fn deliver_held(&mut self, h: Held, forced: bool, deliver: &mut Vec<Frames>) {
         let (w, r) = (h.worker, h.trailer.round);
-        let frames = match self.merge(&h, forced) {
+        let (frames, keys) = match self.merge(&h, forced) {
             Ok(f) => f,
             Err(e) => {
                 self.bad(format_args!(
@@ -1022,7 +1288,7 @@ impl ServerAgent {
                 ));
                 let mut f = vec![h.identity.clone()];
                 f.extend(h.cold.to_frames(h.format).unwrap_or_default());
-                f
+                (f, Vec::new())
             }
         };
         if !forced {
@@ -1035,12 +1301,40 @@ impl ServerAgent {
         }
         if let Some(rs) = self.rounds.get_mut(&r) {
             rs.holding = rs.holding.saturating_sub(1);
+            rs.released_pushes += 1;
+            rs.pull_keys.extend(keys);
+        }
+        self.read_back(r, deliver);
+    }
+
+    /// Pull half: once every push of round `r` has been released (every
+    /// worker pushed `r` or later, and every push of `r` that came is
+    /// out), the pulls that read its hot values back go to the app right
+    /// after them.
+    fn read_back(&mut self, r: u32, deliver: &mut Vec<Frames>) {
+        if !self.pull.as_ref().is_some_and(|p| p.active)
+            || !self.gated_round(r)
+            || !self.arrived.iter().all(|&a| a >= r)
+        {
+            return;
+        }
+        let Some(rs) = self.rounds.get_mut(&r) else {
+            return;
+        };
+        if rs.released_pushes as usize != rs.previous.len() {
+            return;
+        }
+        let keys = std::mem::take(&mut rs.pull_keys);
+        if let Some(p) = &mut self.pull {
+            deliver.extend(p.readback.after_round(r, keys));
         }
     }
 
     /// The push request `h` with its hot entries merged in, as frames for
     /// the app.
-    fn merge(&mut self, h: &Held, forced: bool) -> zebra_pslite::Result<Frames> {
+    /// Also returns, with the pull half, the request's keys that are hot
+    /// (read back after the round).
+    fn merge(&mut self, h: &Held, forced: bool) -> zebra_pslite::Result<(Frames, Vec<u64>)> {
         let cold_view = h.cold.kv()?;
         let shape = match &cold_view {
             Some(v) => Shape {
@@ -1077,7 +1371,17 @@ impl ServerAgent {
         let mut frames = Vec::with_capacity(2 + msg.data.len());
         frames.push(h.identity.clone());
         frames.extend(msg.to_frames(h.format)?);
-        Ok(frames)
+        let keys = if self.pull.as_ref().is_some_and(|p| p.active) {
+            let set = self.set_for(h.trailer.round);
+            kv.keys
+                .iter()
+                .copied()
+                .filter(|&k| set.get(k).is_some())
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok((frames, keys))
     }
 
     /// The hot entries `(key, values)` a released push carries, in key

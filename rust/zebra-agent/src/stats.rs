@@ -141,4 +141,13 @@ pub struct ServerAgentStats {
     pub online_recounts: u64,
     /// Online: HOTSET messages to workers.
     pub hotset_messages: u64,
+    /// Pull half: changes of hot values outside whole rounds that waited
+    /// for a BREAK to settle at every worker.
+    pub pull_barriers: u64,
+    /// Pull half: pushes that reached the server whole with a hot key
+    /// (held for a BREAK while workers could hold copies).
+    pub pull_gated: u64,
+    /// Pull half: 1 once it stood aside on this server (rounds that do not
+    /// line up; logged).
+    pub pull_aside: u64,
 }
