@@ -24,7 +24,11 @@ const bit<8> IP_PROTOCOL_UDP = 17;
 const bit<16> ZEBRA_MAGIC = 0x5A42;
 const bit<8> ZEBRA_VERSION = 1;
 
-/* Byte 3. */
+/* Byte 3. UPDATE and UPDATE_ACK (the pull half, docs/PULL.md) are declared
+ * here only: this program does not handle them yet (its parser counts them as
+ * bad and drops them). The software switch copies an UPDATE to the job's
+ * workers and forwards an UPDATE_ACK to the server; here that will be the
+ * replication engine (a multicast group per job) and two tables, not written. */
 enum bit<8> zebra_type_t {
     HOT           = 1,
     HOT_DENSE     = 2,
@@ -34,7 +38,9 @@ enum bit<8> zebra_type_t {
     COVERAGE      = 6,
     AGGREGATE_ACK = 7,
     REGISTER      = 8,
-    REGISTER_ACK  = 9
+    REGISTER_ACK  = 9,
+    UPDATE        = 10,
+    UPDATE_ACK    = 11
 }
 
 /* HOT and HOT_DENSE flags (byte 14). */

@@ -34,12 +34,13 @@ class AgainstRust(unittest.TestCase):
             "DEFAULT_REGISTERS", "DEFAULT_SLOTS", "DEFAULT_COPIES", "DEFAULT_MAX_SEQS",
         ]:
             self.assertEqual(getattr(consts, name), rs[name], name)
-        for name in ["HOT", "HOT_DENSE", "ACK", "FALLBACK", "AGGREGATE", "COVERAGE", "AGGREGATE_ACK", "REGISTER", "REGISTER_ACK"]:
+        for name in ["HOT", "HOT_DENSE", "ACK", "FALLBACK", "AGGREGATE", "COVERAGE", "AGGREGATE_ACK", "REGISTER", "REGISTER_ACK", "UPDATE",
+                     "UPDATE_ACK"]:
             self.assertEqual(getattr(consts.PacketType, name), rs[name], name)
 
     def test_cpu_timing(self):
         from zebra_ctl import flow, rto
-        fl, rt = rust_consts("switch/flow.rs"), rust_consts("rto.rs")
+        fl, rt = rust_consts("flow.rs"), rust_consts("rto.rs")
         self.assertEqual((flow.INITIAL_WINDOW, flow.MAX_WINDOW), (fl["INITIAL_WINDOW"], fl["MAX_WINDOW"]))
         self.assertEqual(rto.MAX_BACKOFF_SHIFT, rt["MAX_BACKOFF_SHIFT"])
 

@@ -22,6 +22,10 @@ class PacketType:
     AGGREGATE_ACK = 7
     REGISTER = 8
     REGISTER_ACK = 9
+    # The pull half (docs/PULL.md): not handled by the P4 program or this
+    # control plane yet.
+    UPDATE = 10
+    UPDATE_ACK = 11
 
 
 HOT_HEADER_LEN = 16

@@ -1,4 +1,4 @@
-"""The switch CPU's aggregate flow to one (job, server), as rust/zebra-proto/src/switch/flow.rs.
+"""The switch CPU's aggregate flow to one (job, server), as rust/zebra-proto/src/flow.rs.
 
 The round trip of its parts (RttEstimator, rto.py) and a congestion window over the parts
 in flight: INITIAL_WINDOW at first, one more per window's worth of acknowledgements, halved

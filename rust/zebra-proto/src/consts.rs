@@ -32,6 +32,11 @@ pub mod packet_type {
     pub const REGISTER: u8 = 8;
     /// Switch CPU → server: the registration is recorded.
     pub const REGISTER_ACK: u8 = 9;
+    /// Server → switch → workers: one part of the server's updated hot
+    /// values (the switch copies it to every worker of the job, or to one).
+    pub const UPDATE: u8 = 10;
+    /// Worker → switch → server: one update part arrived.
+    pub const UPDATE_ACK: u8 = 11;
 }
 
 /// Header length of a sparse hot packet; pairs follow.
@@ -51,6 +56,16 @@ pub const REGISTER_LEN: usize = 8;
 /// Length of a REGISTER that asks the switch to admit its job, and of the
 /// REGISTER_ACK that answers it (the job's size follows the header).
 pub const REGISTER_ADMIT_LEN: usize = 16;
+/// Header length of an update part; entries follow.
+pub const UPDATE_HEADER_LEN: usize = 28;
+/// Header of one update entry (`key u64`, `offset u32`, `len u16`); `len`
+/// value bytes follow.
+pub const UPDATE_ENTRY_HEADER_LEN: usize = 14;
+/// Length of an update ACK datagram.
+pub const UPDATE_ACK_LEN: usize = 20;
+/// The target of an update part that goes to every worker of the job (the
+/// switch's multicast); any other target is one worker's rank.
+pub const UPDATE_TARGET_ALL: u16 = 0xFFFF;
 /// One `(index u32, value u32)` pair.
 pub const PAIR_LEN: usize = 8;
 /// One value (f32 bits or i32 fixed point).

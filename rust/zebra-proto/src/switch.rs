@@ -65,8 +65,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::config::{Config, ConfigError, JobConfig};
-use crate::flow::Flow;
 use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
+use crate::flow::Flow;
 use crate::layout::Layout;
 use crate::rto::RttEstimator;
 use crate::stats::SwitchStats;

@@ -617,6 +617,8 @@ fn magic_version_port_and_packet_types() {
         ("AGGREGATE_ACK", packet_type::AGGREGATE_ACK),
         ("REGISTER", packet_type::REGISTER),
         ("REGISTER_ACK", packet_type::REGISTER_ACK),
+        ("UPDATE", packet_type::UPDATE),
+        ("UPDATE_ACK", packet_type::UPDATE_ACK),
     ];
     let got: Vec<(String, u128)> = p4.enum_members("zebra_type_t").to_vec();
     let want: Vec<(String, u128)> = want

@@ -7,7 +7,8 @@
 //! duplicate), at a fixed `now`, and into a server and a worker: everything
 //! they send must parse, and a packet the switch added is never added again.
 //! The seeds in `seeds/wire/` are valid datagrams of every type for the jobs
-//! of `config()`.
+//! of `config()` (`zebra-proto`'s test `wire::update::tests::the_fuzz_seeds_parse`
+//! holds the update ones to the format).
 
 #![no_main]
 
@@ -15,9 +16,9 @@ use std::time::Duration;
 
 use libfuzzer_sys::fuzz_target;
 use zebra_proto::wire::{
-    aggregate, aggregate_ack, coverage, hot, register, response, AggregateAckRepr, AggregateRepr,
-    CoverBits, CoverageRepr, Error, HotBody, HotRepr, Message, RegisterRepr, ResponseKind,
-    ResponseRepr,
+    aggregate, aggregate_ack, coverage, hot, register, response, update, update_ack,
+    AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr, Error, HotBody, HotRepr, Message,
+    RegisterRepr, ResponseKind, ResponseRepr, UpdateAckRepr, UpdateRepr,
 };
 use zebra_proto::{
     Config, JobConfig, NumberMode, Server, ServerAction, Switch, SwitchAction, Timestamp, Worker,
@@ -69,6 +70,8 @@ fn check_parsers(data: &[u8]) {
     let cov = typed!(coverage, CoverageRepr, data);
     let ack = typed!(aggregate_ack, AggregateAckRepr, data);
     let reg = typed!(register, RegisterRepr, data);
+    let upd = typed!(update, UpdateRepr, data);
+    let uack = typed!(update_ack, UpdateAckRepr, data);
     // Each typed parser accepts exactly what Message::parse accepts as its type.
     fn agree<R: PartialEq + std::fmt::Debug>(typed: &Result<R, Error>, via_message: Option<&R>) {
         match via_message {
@@ -91,6 +94,8 @@ fn check_parsers(data: &[u8]) {
     agree(&cov, as_variant!(Coverage));
     agree(&ack, as_variant!(AggregateAck));
     agree(&reg, as_variant!(Register));
+    agree(&upd, as_variant!(Update));
+    agree(&uack, as_variant!(UpdateAck));
 
     let Ok(m) = msg else { return };
     let bytes = m.to_bytes();
@@ -179,7 +184,28 @@ fn check_parsers(data: &[u8]) {
                 }
             }
         }
-        Message::AggregateAck(_) | Message::Register(_) => {}
+        Message::Update(u) => {
+            assert!(u.part < u.parts && u.seq != 0);
+            assert_eq!(u.brk, u.round == 0);
+            assert_eq!(u.buffer_len(), data.len());
+            let p = update::Packet::new_checked(data).unwrap();
+            assert_eq!(
+                (p.job(), p.server(), p.seq(), p.target(), p.flags()),
+                (u.job, u.server, u.seq, u.target, u.flag_byte())
+            );
+            // A part that starts with a key's first fragment is a whole update
+            // on its own: it reassembles, and its values cut into parts again
+            // reassemble to the same values.
+            if let Ok(values) = update::reassemble([&u.entries[..]]) {
+                for budget in [15, 64, 1444] {
+                    let parts = update::split_parts(&values, budget);
+                    assert!(parts.iter().all(|p| update::entries_len(p) <= budget));
+                    let back = update::reassemble(parts.iter().map(|p| &p[..])).unwrap();
+                    assert_eq!(back, values);
+                }
+            }
+        }
+        Message::AggregateAck(_) | Message::Register(_) | Message::UpdateAck(_) => {}
     }
 }
 

@@ -40,6 +40,8 @@ pub mod coverage;
 pub mod hot;
 pub mod register;
 pub mod response;
+pub mod update;
+pub mod update_ack;
 
 pub use aggregate::AggregateRepr;
 pub use aggregate_ack::AggregateAckRepr;
@@ -47,6 +49,8 @@ pub use coverage::{CoverBits, CoverageRepr};
 pub use hot::{HotBody, HotRepr};
 pub use register::{Admission, RegisterRepr};
 pub use response::{FallbackReason, ResponseKind, ResponseRepr};
+pub use update::{Fragment, UpdateRepr};
+pub use update_ack::UpdateAckRepr;
 
 use thiserror::Error;
 
@@ -163,7 +167,7 @@ pub(crate) fn check_common(b: &[u8], types: &[u8], header_len: usize) -> Result<
     let t = b[field::TYPE];
     if !types.contains(&t) {
         return Err(
-            if (packet_type::HOT..=packet_type::REGISTER_ACK).contains(&t) {
+            if (packet_type::HOT..=packet_type::UPDATE_ACK).contains(&t) {
                 Error::WrongType(t)
             } else {
                 Error::UnknownType(t)
@@ -218,6 +222,10 @@ pub enum Message {
     AggregateAck(AggregateAckRepr),
     /// Server ↔ switch CPU: REGISTER or REGISTER_ACK.
     Register(RegisterRepr),
+    /// Server → switch → workers: an update part.
+    Update(UpdateRepr),
+    /// Worker → switch → server: an update part arrived.
+    UpdateAck(UpdateAckRepr),
 }
 
 impl Message {
@@ -233,6 +241,8 @@ impl Message {
             packet_type::AGGREGATE_ACK,
             packet_type::REGISTER,
             packet_type::REGISTER_ACK,
+            packet_type::UPDATE,
+            packet_type::UPDATE_ACK,
         ];
         match check_common(bytes, &all, 4)? {
             packet_type::HOT | packet_type::HOT_DENSE => Ok(Message::Hot(HotRepr::parse(
@@ -250,6 +260,12 @@ impl Message {
             packet_type::AGGREGATE_ACK => Ok(Message::AggregateAck(AggregateAckRepr::parse(
                 &aggregate_ack::Packet::new_checked(bytes)?,
             )?)),
+            packet_type::UPDATE => Ok(Message::Update(UpdateRepr::parse(
+                &update::Packet::new_checked(bytes)?,
+            )?)),
+            packet_type::UPDATE_ACK => Ok(Message::UpdateAck(UpdateAckRepr::parse(
+                &update_ack::Packet::new_checked(bytes)?,
+            )?)),
             _ => Ok(Message::Register(RegisterRepr::parse(
                 &register::Packet::new_checked(bytes)?,
             )?)),
@@ -265,6 +281,8 @@ impl Message {
             Message::Coverage(r) => r.to_bytes(),
             Message::AggregateAck(r) => r.to_bytes(),
             Message::Register(r) => r.to_bytes(),
+            Message::Update(r) => r.to_bytes(),
+            Message::UpdateAck(r) => r.to_bytes(),
         }
     }
 }
@@ -290,6 +308,22 @@ mod tests {
         assert_eq!(
             Message::parse(&[0x5A, 0x42, 1, 99]),
             Err(Error::UnknownType(99))
+        );
+        assert_eq!(
+            Message::parse(&[0x5A, 0x42, 1, 12]),
+            Err(Error::UnknownType(12))
+        );
+        let ack = UpdateAckRepr {
+            job: 1,
+            server: 0,
+            seq: 2,
+            part: 0,
+            worker: 3,
+        };
+        assert_eq!(Message::parse(&ack.to_bytes()), Ok(Message::UpdateAck(ack)));
+        assert_eq!(
+            update::Packet::new_checked(&ack.to_bytes()[..]).unwrap_err(),
+            Error::WrongType(11)
         );
         assert!(matches!(
             Message::parse(&[0x5A, 0x42, 1, 1]),
