@@ -157,6 +157,10 @@ struct Copy {
     generation: u64,
     /// When the last update was applied.
     heard: Timestamp,
+    /// When the last push was answered, until its round's update comes.
+    answered: Option<(u32, Timestamp)>,
+    /// Smoothed time from a push's answer to its round's update.
+    delay: Option<Duration>,
 }
 
 impl Copy {
@@ -185,27 +189,40 @@ impl Copy {
             },
         }
     }
+
+    /// Whether the update of the last round is worth waiting for: the
+    /// chain runs (an update with values, not a BREAK, came last).
+    fn running(&self) -> bool {
+        self.seq.is_some() && self.round > 0
+    }
+
+    /// How long a pull waits for its round's update: twice the smoothed
+    /// delay of updates after answers, plus a millisecond, at most `max`.
+    fn wait(&self, max: Duration) -> Duration {
+        match self.delay {
+            Some(d) => (d * 2 + Duration::from_millis(1)).min(max),
+            None => max,
+        }
+    }
 }
 
 /// The pull half of one worker: a copy per server.
 #[derive(Debug)]
 pub struct WorkerPulls {
-    wait: Duration,
-    expiry: Duration,
+    config: PullConfig,
     copies: HashMap<u16, Copy>,
     stats: PullStats,
 }
 
 impl WorkerPulls {
-    /// `wait`: how long a pull may wait for the update of the worker's last
-    /// round (`docs/PULL.md`, `pull_wait`); `expiry`: a copy that applied no
+    /// With `config.wait`, the longest a pull waits for the update of the
+    /// worker's last round, and `config.expiry`: a copy that applied no
     /// update for that long is dropped, because a server that gave up
     /// announcing a BREAK to this worker may have changed its values since
     /// (shorter than the server's time to give up).
-    pub fn new(wait: Duration, expiry: Duration) -> WorkerPulls {
+    pub fn new(config: PullConfig) -> WorkerPulls {
         WorkerPulls {
-            wait,
-            expiry,
+            config,
             copies: HashMap::new(),
             stats: PullStats::default(),
         }
@@ -233,10 +250,14 @@ impl WorkerPulls {
         }
     }
 
-    /// `server` answered the push with timestamp `ts`.
-    pub fn push_answered(&mut self, server: u16, ts: i32) {
+    /// `server` answered the push with timestamp `ts` at `now`.
+    pub fn push_answered(&mut self, now: Timestamp, server: u16, ts: i32) {
         if let Some(c) = self.copies.get_mut(&server) {
-            c.in_flight.remove(&ts);
+            if let Some(Some(round)) = c.in_flight.remove(&ts) {
+                if c.round < round {
+                    c.answered = Some((round, now));
+                }
+            }
         }
     }
 
@@ -256,6 +277,13 @@ impl WorkerPulls {
         copy.round = if update.brk { 0 } else { update.round };
         copy.generation += 1;
         copy.heard = now;
+        if let Some((round, at)) = copy.answered {
+            if round <= copy.round {
+                let d = now.saturating_since(at);
+                copy.delay = Some(copy.delay.map_or(d, |old| (old * 7 + d) / 8));
+                copy.answered = None;
+            }
+        }
         for (key, bytes) in update.entries {
             copy.rows.insert(key, bytes);
         }
@@ -291,20 +319,19 @@ impl WorkerPulls {
             return self.miss(Miss::Cold, 0, None);
         }
         let copy = self.copies.entry(server).or_default();
-        if copy.seq.is_some() && now.saturating_since(copy.heard) > self.expiry {
+        if copy.seq.is_some() && now.saturating_since(copy.heard) > self.config.expiry {
             copy.drop_rows(&mut self.stats);
         }
         let fill = Fill {
             server,
             generation: copy.generation,
         };
+        let until = since + copy.wait(self.config.wait);
         match copy.current() {
             Ok(_) => {}
-            Err(Miss::NotCurrent) if now < since + self.wait => {
+            Err(Miss::NotCurrent) if copy.running() && now < until => {
                 self.stats.waits += 1;
-                return PullPlan::Wait {
-                    until: since + self.wait,
-                };
+                return PullPlan::Wait { until };
             }
             Err(why) => return self.miss(why, hot.len() as u64, None),
         }
@@ -366,8 +393,11 @@ impl WorkerPulls {
 mod tests {
     use super::*;
 
-    const WAIT: Duration = Duration::from_millis(5);
-    const EXPIRY: Duration = Duration::from_millis(100);
+    const CONFIG: PullConfig = PullConfig {
+        gate: Duration::from_millis(500),
+        wait: Duration::from_millis(5),
+        expiry: Duration::from_millis(100),
+    };
 
     fn t(ms: u64) -> Timestamp {
         Timestamp::from_millis(ms)
@@ -393,12 +423,12 @@ mod tests {
     /// Pushes round `round` to server 0 and gets it answered.
     fn round_trip(p: &mut WorkerPulls, ts: i32, round: u32) {
         p.push_sent(0, ts, Some(round));
-        p.push_answered(0, ts);
+        p.push_answered(t(0), 0, ts);
     }
 
     #[test]
     fn answers_from_the_update_of_its_last_round() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30), (5, 50)]));
         assert_eq!(
@@ -411,7 +441,7 @@ mod tests {
 
     #[test]
     fn cold_keys_and_unheld_hot_keys_go_to_the_server_and_fill() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
         let PullPlan::Split {
@@ -441,7 +471,7 @@ mod tests {
 
     #[test]
     fn a_push_in_flight_or_not_aggregated_sends_the_pull_to_the_server() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         assert!(matches!(
             p.plan(t(0), t(0), 0, &[3], hot),
             PullPlan::Server {
@@ -459,9 +489,9 @@ mod tests {
                 ..
             }
         ));
-        p.push_answered(0, 2);
+        p.push_answered(t(0), 0, 2);
         p.push_sent(0, 3, None);
-        p.push_answered(0, 3);
+        p.push_answered(t(0), 0, 3);
         assert!(matches!(
             p.plan(t(0), t(0), 0, &[3], hot),
             PullPlan::Server {
@@ -474,16 +504,28 @@ mod tests {
 
     #[test]
     fn waits_for_the_update_of_its_round_then_gives_up() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
         round_trip(&mut p, 2, 2);
+        // No delay learned yet: the configured wait.
+        let mut slow = WorkerPulls::new(CONFIG);
+        slow.push_sent(0, 1, Some(1));
+        slow.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
+        slow.push_answered(t(0), 0, 1);
+        slow.push_sent(0, 2, Some(2));
+        slow.push_answered(t(0), 0, 2);
         assert_eq!(
-            p.plan(t(1), t(1), 0, &[3], hot),
+            slow.plan(t(1), t(1), 0, &[3], hot),
             PullPlan::Wait { until: t(6) }
         );
+        // Round 1's update came as its push was answered: twice that, plus 1 ms.
+        assert_eq!(
+            p.plan(t(1), t(1), 0, &[3], hot),
+            PullPlan::Wait { until: t(2) }
+        );
         assert!(matches!(
-            p.plan(t(6), t(1), 0, &[3], hot),
+            p.plan(t(2), t(1), 0, &[3], hot),
             PullPlan::Server {
                 why: Miss::NotCurrent,
                 ..
@@ -499,7 +541,7 @@ mod tests {
 
     #[test]
     fn a_gap_or_a_break_drops_the_copy_and_the_chain_restarts() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
         round_trip(&mut p, 2, 2);
@@ -518,11 +560,14 @@ mod tests {
         brk.brk = true;
         p.on_update(t(0), 0, brk);
         assert_eq!(p.rows(0), 0);
-        // After a BREAK the copy is current at no round: the pull waits, then goes.
-        assert_eq!(
+        // After a BREAK the copy is current at no round, and no update is due.
+        assert!(matches!(
             p.plan(t(0), t(0), 0, &[4], hot),
-            PullPlan::Wait { until: t(5) }
-        );
+            PullPlan::Server {
+                why: Miss::NotCurrent,
+                ..
+            }
+        ));
         p.on_gap(0);
         p.on_update(t(0), 0, update(1, 3, &[]));
         assert_eq!(p.stats().drops, 3);
@@ -530,14 +575,14 @@ mod tests {
 
     #[test]
     fn a_fill_planned_before_a_change_is_refused() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
         let PullPlan::Server { fill: Some(f), .. } = p.plan(t(0), t(0), 0, &[8], hot) else {
             panic!("expected a miss with a fill");
         };
         p.push_sent(0, 2, Some(2));
-        p.push_answered(0, 2);
+        p.push_answered(t(0), 0, 2);
         p.on_update(t(0), 0, update(2, 2, &[(8, 81)]));
         p.fill(f, [(8u64, &row(80)[..])]);
         assert_eq!(p.stats().stale_fills, 1);
@@ -549,20 +594,23 @@ mod tests {
 
     #[test]
     fn a_copy_that_hears_nothing_expires() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
         assert!(matches!(p.plan(t(100), t(100), 0, &[3], hot), PullPlan::Local(_)));
         assert!(matches!(
             p.plan(t(101), t(101), 0, &[3], hot),
-            PullPlan::Wait { .. }
+            PullPlan::Server {
+                why: Miss::NotCurrent,
+                ..
+            }
         ));
         assert_eq!(p.rows(0), 0);
     }
 
     #[test]
     fn duplicate_updates_change_nothing() {
-        let mut p = WorkerPulls::new(WAIT, EXPIRY);
+        let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
         p.on_update(t(0), 0, update(1, 1, &[(3, 99)]));
