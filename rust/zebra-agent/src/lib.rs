@@ -53,6 +53,7 @@ pub mod server;
 pub mod stats;
 pub mod values;
 pub mod worker;
+pub mod worker_pull;
 
 pub use config::{AgentConfig, AgentError, Delivery, OtherValues};
 pub use frame::{FrameError, HotSetFrame, PushTrailer, Settle, ZebraFrame};
@@ -63,6 +64,7 @@ pub use readback::{ReadBack, ReadBackStats, RoundValues};
 pub use server::{ServerAgent, ServerOutput};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
 pub use worker::{Outgoing, SettleMessage, SplitPush, WorkerAgent};
+pub use worker_pull::{PullAgent, PullAgentStats, PullSend};
 
 /// A multipart message: its frames in order.
 pub type Frames = Vec<Vec<u8>>;

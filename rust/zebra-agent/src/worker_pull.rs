@@ -1,0 +1,604 @@
+//! The pull half on a worker, at the level of PS-lite messages
+//! (`docs/PULL.md`): which of the app's pulls are answered from the copy of
+//! the servers' hot rows ([`crate::pull`]), and the messages that answer
+//! them, byte for byte as the server would have (`zebra_pslite::response`,
+//! held to captured answers by `zebra-pslite`'s fixtures).
+//!
+//! Pure logic: the shim hands [`PullAgent`] every message the worker's
+//! DEALER sends ([`PullAgent::on_send`]) and receives
+//! ([`PullAgent::on_recv`]); BytePS's PS-lite, whose servers answer
+//! through their ROUTER, delivers the answers on that DEALER.
+//!
+//! The first answers it would give from the copy are checked instead
+//! (`verify`): the pull goes to the server whole, and its answer must equal
+//! the copy's for every hot key; one difference turns the pull half off on
+//! this worker, logged (a server that changes values by itself breaks the
+//! rule the copy relies on).
+
+use std::collections::HashMap;
+
+use zebra_proto::Timestamp;
+use zebra_pslite::{
+    identity, node_id, rank_of, response, role_of, server_id, with_kv, DataType, Detector, Format,
+    FormatChoice, KvData, Message, Meta, Role, Route,
+};
+
+use crate::hotset::KeyRanges;
+use crate::pull::{Fill, PullConfig, PullPlan, RowUpdate, WorkerPulls};
+use crate::Frames;
+
+/// What to do with a message the app sends on its DEALER.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PullSend {
+    /// Send it as it is.
+    Unchanged,
+    /// Send these frames instead: the pull without the keys answered here.
+    Send(Frames),
+    /// Send nothing; give the app this answer (`[server identity, meta,
+    /// data...]`, as its DEALER receives a server's answer).
+    Answer(Frames),
+    /// Ask again when an update arrives, or at this time at the latest
+    /// (same `since`).
+    Wait(Timestamp),
+}
+
+/// Counters of the message level.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PullAgentStats {
+    /// Answers given from the copy alone.
+    pub answered: u64,
+    /// Answers merged from the copy and the server's answer.
+    pub merged: u64,
+    /// Answers from the copy checked against the server's (`verify`).
+    pub verified: u64,
+    /// Checks that differed (the pull half then stops on this worker).
+    pub mismatches: u64,
+    /// Pulls not handled because the server's answer shape is not known
+    /// yet (no answer of that server seen).
+    pub unknown_shape: u64,
+}
+
+/// A pull sent to a server, waiting for its answer.
+#[derive(Debug)]
+struct Pending {
+    server: u16,
+    /// The app's request (for a merged answer).
+    request: Meta,
+    format: Format,
+    /// The app's keys, in order.
+    keys: Vec<u64>,
+    fill: Option<Fill>,
+    /// Values answered here, by position in `keys` (a split pull).
+    local: Vec<(usize, Vec<u8>)>,
+    /// A check: what the copy would have answered, by position.
+    expect: Vec<(usize, Vec<u8>)>,
+}
+
+/// The shape of a server's pull answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Shape {
+    val_type: DataType,
+    lens: bool,
+}
+
+/// The pull half of one worker at the message level.
+#[derive(Debug)]
+pub struct PullAgent {
+    pulls: WorkerPulls,
+    detector: Detector,
+    ranges: KeyRanges,
+    app_id: i32,
+    customer_id: i32,
+    pending: HashMap<i32, Pending>,
+    shapes: HashMap<u16, Shape>,
+    verify: u32,
+    off: Option<String>,
+    stats: PullAgentStats,
+}
+
+impl PullAgent {
+    /// The pull half of a worker of a job whose servers own `ranges`; pulls
+    /// of application `app_id`, customer `customer_id` are handled; the
+    /// first `verify` answers from the copy are checked against the
+    /// server's.
+    pub fn new(
+        config: PullConfig,
+        format: FormatChoice,
+        ranges: KeyRanges,
+        (app_id, customer_id): (i32, i32),
+        verify: u32,
+    ) -> PullAgent {
+        PullAgent {
+            pulls: WorkerPulls::new(config),
+            detector: Detector::new(format),
+            ranges,
+            app_id,
+            customer_id,
+            pending: HashMap::new(),
+            shapes: HashMap::new(),
+            verify,
+            off: None,
+            stats: PullAgentStats::default(),
+        }
+    }
+
+    /// The copy's counters.
+    pub fn pulls(&self) -> &WorkerPulls {
+        &self.pulls
+    }
+
+    /// The message level's counters.
+    pub fn stats(&self) -> &PullAgentStats {
+        &self.stats
+    }
+
+    /// Why the pull half stopped on this worker, if it did.
+    pub fn off(&self) -> Option<&str> {
+        self.off.as_deref()
+    }
+
+    /// An update of `server` (in chain order).
+    pub fn on_update(&mut self, now: Timestamp, server: u16, update: RowUpdate) {
+        self.pulls.on_update(now, server, update);
+    }
+
+    /// Updates of `server` lost for good.
+    pub fn on_gap(&mut self, server: u16) {
+        self.pulls.on_gap(server);
+    }
+
+    /// `server`'s hot set changed or it stepped aside.
+    pub fn reset(&mut self, server: u16) {
+        self.pulls.reset(server);
+    }
+
+    /// A message the app's DEALER is about to send (`[meta, data...]`),
+    /// first offered at `since`. `split`: the push's server and round when
+    /// the worker's agent aggregated it. `is_hot(server, key)`: the
+    /// server's hot keys for this worker's next push.
+    pub fn on_send(
+        &mut self,
+        now: Timestamp,
+        since: Timestamp,
+        frames: &[&[u8]],
+        split: Option<(u16, u32)>,
+        is_hot: impl Fn(u16, u64) -> bool,
+    ) -> PullSend {
+        let Some((&meta_frame, data)) = frames.split_first() else {
+            return PullSend::Unchanged;
+        };
+        let Ok((format, meta)) = self.detector.parse(meta_frame) else {
+            return PullSend::Unchanged;
+        };
+        if !meta.is_data()
+            || !meta.request
+            || (meta.app_id, meta.customer_id) != (self.app_id, self.customer_id)
+        {
+            return PullSend::Unchanged;
+        }
+        let Ok(msg) = Message::parse(format, meta_frame, data) else {
+            return PullSend::Unchanged;
+        };
+        let keys: Vec<u64> = match msg.kv() {
+            Ok(Some(kv)) => kv.keys().collect(),
+            _ => return PullSend::Unchanged,
+        };
+        let Some(server) = keys.first().and_then(|&k| self.ranges.server_of(k)) else {
+            return PullSend::Unchanged;
+        };
+        if meta.push {
+            self.pulls
+                .push_sent(server, meta.timestamp, split.map(|(_, round)| round));
+            return PullSend::Unchanged;
+        }
+        if self.off.is_some() {
+            return PullSend::Unchanged;
+        }
+        let Some(shape) = self.shapes.get(&server).copied() else {
+            if keys.iter().any(|&k| is_hot(server, k)) {
+                self.stats.unknown_shape += 1;
+                self.pending.insert(
+                    meta.timestamp,
+                    Pending::new(server, msg.meta.clone(), format, keys, None),
+                );
+            }
+            return PullSend::Unchanged;
+        };
+        let plan = self
+            .pulls
+            .plan(now, since, server, &keys, |k| is_hot(server, k));
+        let mut pending = Pending::new(server, msg.meta.clone(), format, keys, None);
+        let out = match plan {
+            PullPlan::Wait { until } => return PullSend::Wait(until),
+            PullPlan::Server { fill, .. } => {
+                pending.fill = fill;
+                PullSend::Unchanged
+            }
+            PullPlan::Local(values) if self.verify > 0 => {
+                pending.expect = values.into_iter().enumerate().collect();
+                PullSend::Unchanged
+            }
+            PullPlan::Split { local, fill, .. } if self.verify > 0 => {
+                pending.expect = local;
+                pending.fill = Some(fill);
+                PullSend::Unchanged
+            }
+            PullPlan::Local(values) => {
+                let rows: Vec<(usize, Vec<u8>)> = values.into_iter().enumerate().collect();
+                return match answer(&pending, shape, &rows, None) {
+                    Some(frames) => {
+                        self.stats.answered += 1;
+                        PullSend::Answer(frames)
+                    }
+                    None => PullSend::Unchanged,
+                };
+            }
+            PullPlan::Split {
+                local,
+                remote,
+                fill,
+            } => {
+                let kv = KvData {
+                    keys: remote.iter().map(|&i| pending.keys[i]).collect(),
+                    vals: Vec::new(),
+                    lens: msg.kv().ok().flatten().and_then(|v| v.has_lens().then(Vec::new)),
+                    val_type: msg
+                        .kv()
+                        .ok()
+                        .flatten()
+                        .map_or(shape.val_type, |v| v.val_type()),
+                };
+                let Ok(frames) = with_kv(&msg.meta, &kv).and_then(|m| m.to_frames(format)) else {
+                    return PullSend::Unchanged;
+                };
+                pending.local = local;
+                pending.fill = Some(fill);
+                PullSend::Send(frames)
+            }
+        };
+        self.pending.insert(meta.timestamp, pending);
+        out
+    }
+
+    /// A message the app's DEALER received (`[sender identity, meta,
+    /// data...]`): what the app gets instead (the same message, or for a
+    /// split pull the whole answer).
+    pub fn on_recv(
+        &mut self,
+        now: Timestamp,
+        frames: Frames,
+        is_hot: impl Fn(u16, u64) -> bool,
+    ) -> Frames {
+        let Some(server) = frames
+            .first()
+            .and_then(|f| node_id(f))
+            .filter(|&id| role_of(id) == Role::Server)
+            .and_then(|id| u16::try_from(rank_of(id)).ok())
+        else {
+            return frames;
+        };
+        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+        let Some(format) = refs.get(1).and_then(|m| self.detector.parse(m).ok()).map(|p| p.0)
+        else {
+            return frames;
+        };
+        let Ok(env) = Message::parse_frames(format, Route::DealerRecv, &refs) else {
+            return frames;
+        };
+        let meta = &env.message.meta;
+        if meta.request || !meta.is_data() {
+            return frames;
+        }
+        if meta.push {
+            self.pulls.push_answered(now, server, meta.timestamp);
+            return frames;
+        }
+        let Some(p) = self.pending.remove(&meta.timestamp) else {
+            return frames;
+        };
+        let Ok(Some(kv)) = env.message.kv() else {
+            return frames;
+        };
+        let Ok(entries) = kv.entries().map(|e| e.map(|(k, b, _)| (k, b)).collect::<Vec<_>>()) else {
+            return frames;
+        };
+        let shape = Shape {
+            val_type: kv.val_type(),
+            lens: kv.has_lens(),
+        };
+        self.shapes.insert(server, shape);
+        if let Some(fill) = p.fill {
+            let rows = entries
+                .iter()
+                .filter(|(k, _)| is_hot(server, *k))
+                .map(|&(k, b)| (k, b));
+            self.pulls.fill(fill, rows);
+        }
+        if !p.expect.is_empty() {
+            self.check(server, &p, &entries);
+            return frames;
+        }
+        if p.local.is_empty() {
+            return frames;
+        }
+        match answer(&p, shape, &p.local, Some(&entries)) {
+            Some(whole) => {
+                self.stats.merged += 1;
+                whole
+            }
+            None => {
+                log::error!(
+                    "zebra: server {server}'s answer to a split pull does not hold the keys \
+                     asked; the pull half stops on this worker"
+                );
+                self.off = Some(format!("server {server} answered a split pull with other keys"));
+                frames
+            }
+        }
+    }
+
+    /// A check of the copy against the server's answer.
+    fn check(&mut self, server: u16, p: &Pending, entries: &[(u64, &[u8])]) {
+        let differs = p.expect.iter().find(|(i, bytes)| {
+            entries
+                .iter()
+                .find(|(k, _)| *k == p.keys[*i])
+                .is_none_or(|(_, b)| *b != &bytes[..])
+        });
+        match differs {
+            None => {
+                self.stats.verified += 1;
+                self.verify = self.verify.saturating_sub(1);
+            }
+            Some((i, _)) => {
+                self.stats.mismatches += 1;
+                let why = format!(
+                    "server {server} answered key {} with other values than its updates say \
+                     (a server that changes values outside pushes: set ZEBRA_PULL=server)",
+                    p.keys[*i]
+                );
+                log::error!("zebra: the pull half stops on this worker: {why}");
+                self.off = Some(why);
+            }
+        }
+    }
+}
+
+impl Pending {
+    fn new(server: u16, request: Meta, format: Format, keys: Vec<u64>, fill: Option<Fill>) -> Pending {
+        Pending {
+            server,
+            request,
+            format,
+            keys,
+            fill,
+            local: Vec::new(),
+            expect: Vec::new(),
+        }
+    }
+}
+
+/// The server's answer to `p`'s request, built from `local` values (by
+/// position) and, for the other keys, the server's answer `remote`; `None`
+/// if a key has no value.
+fn answer(
+    p: &Pending,
+    shape: Shape,
+    local: &[(usize, Vec<u8>)],
+    remote: Option<&[(u64, &[u8])]>,
+) -> Option<Frames> {
+    let mut kv = KvData::empty(shape.val_type, shape.lens);
+    let mut local = local.iter().peekable();
+    let mut remote = remote.unwrap_or(&[]).iter();
+    for (i, &key) in p.keys.iter().enumerate() {
+        let bytes: &[u8] = match local.peek() {
+            Some((at, b)) if *at == i => {
+                local.next();
+                b
+            }
+            _ => {
+                let &(k, b) = remote.next()?;
+                if k != key {
+                    return None;
+                }
+                b
+            }
+        };
+        kv.push_entry(key, bytes);
+    }
+    let msg = response(&p.request, Some(&kv)).ok()?;
+    let mut frames = vec![identity(server_id(i32::from(p.server)))];
+    frames.extend(msg.to_frames(p.format).ok()?);
+    Some(frames)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    const FORMAT: Format = Format::Byteps;
+
+    fn config() -> PullConfig {
+        PullConfig {
+            gate: Duration::from_millis(500),
+            wait: Duration::from_millis(5),
+            expiry: Duration::from_secs(10),
+        }
+    }
+
+    fn agent(verify: u32) -> PullAgent {
+        PullAgent::new(
+            config(),
+            FormatChoice::Fixed(FORMAT),
+            KeyRanges::new(vec![0..100, 100..200]),
+            (0, 0),
+            verify,
+        )
+    }
+
+    fn hot(_: u16, k: u64) -> bool {
+        k % 100 < 10
+    }
+
+    fn value(k: u64, round: u32) -> Vec<u8> {
+        [k as f32, round as f32].iter().flat_map(|v| v.to_le_bytes()).collect()
+    }
+
+    /// A worker's request as its DEALER sends it.
+    fn request(ts: i32, push: bool, keys: &[u64]) -> Frames {
+        let mut meta = Meta::new();
+        meta.head = 0;
+        meta.app_id = 0;
+        meta.customer_id = 0;
+        meta.timestamp = ts;
+        meta.request = true;
+        meta.push = push;
+        let mut kv = KvData::empty(DataType::Float, false);
+        for &k in keys {
+            if push {
+                kv.push_entry(k, &value(k, 0));
+            } else {
+                kv.keys.push(k);
+            }
+        }
+        with_kv(&meta, &kv).unwrap().to_frames(FORMAT).unwrap()
+    }
+
+    /// The server's answer (at `round`'s values) as the worker's DEALER
+    /// receives it.
+    fn server_answer(server: u16, frames: &Frames, round: u32) -> Frames {
+        let refs: Vec<&[u8]> = frames[1..].iter().map(|f| &f[..]).collect();
+        let req = Message::parse(FORMAT, &frames[0], &refs).unwrap();
+        let kv = req.kv().unwrap();
+        let reply = if req.meta.push {
+            response(&req.meta, None).unwrap()
+        } else {
+            let mut out = KvData::empty(DataType::Float, false);
+            for k in kv.unwrap().keys() {
+                out.push_entry(k, &value(k, round));
+            }
+            response(&req.meta, Some(&out)).unwrap()
+        };
+        let mut f = vec![identity(server_id(i32::from(server)))];
+        f.extend(reply.to_frames(FORMAT).unwrap());
+        f
+    }
+
+    fn refs(f: &Frames) -> Vec<&[u8]> {
+        f.iter().map(|x| &x[..]).collect()
+    }
+
+    fn t() -> Timestamp {
+        Timestamp::from_millis(1)
+    }
+
+    /// Pushes round `round` to server 0 (aggregated) and gets the answer.
+    fn push_round(a: &mut PullAgent, ts: i32, round: u32) {
+        let push = request(ts, true, &[1, 2, 50]);
+        assert_eq!(a.on_send(t(), t(), &refs(&push), Some((0, round)), hot), PullSend::Unchanged);
+        let ans = server_answer(0, &push, round);
+        assert_eq!(a.on_recv(t(), ans.clone(), hot), ans);
+    }
+
+    fn update(seq: u32, round: u32, keys: &[u64]) -> RowUpdate {
+        RowUpdate {
+            seq,
+            round,
+            brk: false,
+            entries: keys.iter().map(|&k| (k, value(k, round))).collect(),
+        }
+    }
+
+    #[test]
+    fn answers_as_the_server_would_after_learning_its_shape() {
+        let mut a = agent(0);
+        push_round(&mut a, 1, 1);
+        a.on_update(t(), 0, update(1, 1, &[1, 2]));
+        // No answer of server 0 seen yet: the first pull goes to it.
+        let pull = request(2, false, &[1, 2]);
+        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        let ans = server_answer(0, &pull, 1);
+        assert_eq!(a.on_recv(t(), ans.clone(), hot), ans);
+        let pull = request(3, false, &[1, 2]);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Answer(server_answer(0, &pull, 1))
+        );
+        assert_eq!(a.stats().answered, 1);
+    }
+
+    #[test]
+    fn a_split_pull_is_merged_byte_for_byte() {
+        let mut a = agent(0);
+        push_round(&mut a, 1, 1);
+        a.on_update(t(), 0, update(1, 1, &[1, 2]));
+        let first = request(2, false, &[1]);
+        a.on_send(t(), t(), &refs(&first), None, hot);
+        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        let pull = request(3, false, &[1, 2, 50, 60]);
+        let PullSend::Send(reduced) = a.on_send(t(), t(), &refs(&pull), None, hot) else {
+            panic!("expected a reduced pull");
+        };
+        let got = a.on_recv(t(), server_answer(0, &reduced, 1), hot);
+        assert_eq!(got, server_answer(0, &pull, 1));
+        assert_eq!(a.stats().merged, 1);
+    }
+
+    #[test]
+    fn a_check_that_differs_turns_the_pull_half_off() {
+        let mut a = agent(2);
+        push_round(&mut a, 1, 1);
+        a.on_update(t(), 0, update(1, 1, &[1, 2]));
+        let first = request(2, false, &[1]);
+        a.on_send(t(), t(), &refs(&first), None, hot);
+        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        // Checked: the server agrees.
+        let pull = request(3, false, &[1, 2]);
+        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        a.on_recv(t(), server_answer(0, &pull, 1), hot);
+        assert_eq!(a.stats().verified, 1);
+        // The server's values moved without an update: caught.
+        let pull = request(4, false, &[1, 2]);
+        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        a.on_recv(t(), server_answer(0, &pull, 7), hot);
+        assert_eq!(a.stats().mismatches, 1);
+        assert!(a.off().is_some());
+        let pull = request(5, false, &[1, 2]);
+        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+    }
+
+    #[test]
+    fn a_push_in_flight_sends_the_pull_to_the_server() {
+        let mut a = agent(0);
+        push_round(&mut a, 1, 1);
+        a.on_update(t(), 0, update(1, 1, &[1, 2]));
+        let first = request(2, false, &[1]);
+        a.on_send(t(), t(), &refs(&first), None, hot);
+        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        let push = request(3, true, &[1, 2]);
+        a.on_send(t(), t(), &refs(&push), Some((0, 2)), hot);
+        let pull = request(4, false, &[1, 2]);
+        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        // Its answer comes; the update of round 2 has not: the next pull waits.
+        a.on_recv(t(), server_answer(0, &push, 2), hot);
+        let pull = request(5, false, &[1, 2]);
+        assert!(matches!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Wait(_)));
+        a.on_update(t(), 0, update(2, 2, &[1]));
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Answer({
+                let mut want = server_answer(0, &pull, 2);
+                // Key 2 kept its round-1 value (not in round 2's update).
+                let refs2: Vec<&[u8]> = want[2..].iter().map(|f| &f[..]).collect();
+                let m = Message::parse(FORMAT, &want[1], &refs2).unwrap();
+                let mut kv = KvData::empty(DataType::Float, false);
+                kv.push_entry(1, &value(1, 2));
+                kv.push_entry(2, &value(2, 1));
+                want.truncate(1);
+                want.extend(with_kv(&m.meta, &kv).unwrap().to_frames(FORMAT).unwrap());
+                want
+            })
+        );
+    }
+}
