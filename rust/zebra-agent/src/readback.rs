@@ -37,7 +37,7 @@ pub struct RoundValues {
     /// Values changed outside rounds (or could not be read back): workers
     /// drop what they hold of this server.
     pub brk: bool,
-    /// The app's pull answers carry a lens frame.
+    /// The app's answers to the read-back pulls carry a lens frame.
     pub lens: bool,
     /// `(key, value bytes as the app's pull answer holds them)`, keys
     /// ascending.
@@ -190,7 +190,6 @@ impl ReadBack {
                 }
             }
         }
-        let lens = asks.iter().any(|(t, _)| t.lens);
         let mut out = Vec::with_capacity(asks.len());
         let mut pulls = Vec::with_capacity(asks.len());
         let id = self.front + self.queue.len() as u64;
@@ -222,7 +221,7 @@ impl ReadBack {
             values: RoundValues {
                 round,
                 brk: false,
-                lens,
+                lens: false,
                 entries: Vec::new(),
             },
             pulls,
@@ -294,7 +293,9 @@ impl ReadBack {
         let Some(index) = id.checked_sub(self.front).map(|i| i as usize) else {
             return true;
         };
-        let entries: Option<Vec<(u64, Vec<u8>)>> = env.message.kv().ok().flatten().and_then(|kv| {
+        let kv = env.message.kv().ok().flatten();
+        let lens = kv.as_ref().is_some_and(|kv| kv.has_lens());
+        let entries: Option<Vec<(u64, Vec<u8>)>> = kv.and_then(|kv| {
             kv.entries()
                 .ok()
                 .map(|e| e.map(|(k, b, _)| (k, b.to_vec())).collect())
@@ -304,7 +305,10 @@ impl ReadBack {
         };
         pulls.retain(|&ts| ts != m.timestamp);
         match entries {
-            Some(e) if !e.is_empty() => values.entries.extend(e),
+            Some(e) if !e.is_empty() => {
+                values.lens |= lens;
+                values.entries.extend(e);
+            }
             _ => {
                 self.stats.bad_answers += 1;
                 for ts in pulls.iter() {

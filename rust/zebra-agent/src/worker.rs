@@ -478,7 +478,8 @@ impl WorkerAgent {
     /// any, go with this worker's next push to the server
     /// ([`SplitPush::closes`]: handed to the zebra-proto worker by whoever
     /// pushes, so that no round can overtake them).
-    pub fn on_recv(&mut self, frames: &[&[u8]]) -> Result<(), AgentError> {
+    /// Returns the server whose decision it was.
+    pub fn on_recv(&mut self, frames: &[&[u8]]) -> Result<u16, AgentError> {
         let bad = |what: String| AgentError::Config(format!("message from a server: {what}"));
         let [frame] = frames else {
             return Err(bad(format!(
@@ -491,7 +492,27 @@ impl WorkerAgent {
             Ok(other) => return Err(bad(format!("Zebra frame type {}", other.kind()))),
             Err(e) => return Err(bad(e.to_string())),
         };
-        self.on_hotset(h)
+        let server = self.config.server_of_job(h.job);
+        self.on_hotset(h)?;
+        server.ok_or(AgentError::UnknownJob(u16::MAX))
+    }
+
+    /// Whether `key` is a hot key of `server` for this worker's next push
+    /// to it (the pull half answers only those from its copy): not while
+    /// the server stands aside or counts.
+    pub fn hot_key(&self, server: u16, key: u64) -> bool {
+        let Some(stream) = self.streams.get(server as usize) else {
+            return false;
+        };
+        if stream.aside {
+            return false;
+        }
+        let round = self
+            .next_round(stream.last_round, stream.epoch_offset)
+            .max(stream.closing.as_ref().map_or(0, |c| c.next));
+        self.set_for(server, round).is_some_and(|set| {
+            set.get(key).is_some() && set.ranges().server_of(key) == Some(server)
+        })
     }
 
     fn on_hotset(&mut self, h: HotSetFrame) -> Result<(), AgentError> {

@@ -547,7 +547,7 @@ impl WorkerSide {
         };
         let mut agent = lock(&s.agent);
         match agent.on_recv(&[frame]) {
-            Ok(()) => log::info!(
+            Ok(_) => log::info!(
                 "zebra: worker {}: online hot-key decision {} of {} taken",
                 self.rank,
                 agent.stats().hotsets,
