@@ -597,7 +597,10 @@ mod tests {
         let mut p = WorkerPulls::new(CONFIG);
         round_trip(&mut p, 1, 1);
         p.on_update(t(0), 0, update(1, 1, &[(3, 30)]));
-        assert!(matches!(p.plan(t(100), t(100), 0, &[3], hot), PullPlan::Local(_)));
+        assert!(matches!(
+            p.plan(t(100), t(100), 0, &[3], hot),
+            PullPlan::Local(_)
+        ));
         assert!(matches!(
             p.plan(t(101), t(101), 0, &[3], hot),
             PullPlan::Server {

@@ -371,7 +371,10 @@ mod tests {
         let m = with_kv(&meta, &kv).unwrap();
         let frames = m.to_frames(format).unwrap();
         let refs: Vec<&[u8]> = frames[1..].iter().map(|f| &f[..]).collect();
-        (b"ps9".to_vec(), Message::parse(format, &frames[0], &refs).unwrap())
+        (
+            b"ps9".to_vec(),
+            Message::parse(format, &frames[0], &refs).unwrap(),
+        )
     }
 
     /// The app's answer to `frames` (a pull as the ROUTER gave it), each
@@ -407,7 +410,10 @@ mod tests {
             assert!(rb.take_ready().is_empty(), "waits for the answer");
             // A worker's own answer passes.
             let (_, own) = pull(format, &[1], 3);
-            let own_frames = response(&own.meta, None).unwrap().to_frames(format).unwrap();
+            let own_frames = response(&own.meta, None)
+                .unwrap()
+                .to_frames(format)
+                .unwrap();
             assert!(!send(&mut rb, format, &own_frames));
             assert!(send(&mut rb, format, &answer(format, &pulls[0])));
             assert_eq!(

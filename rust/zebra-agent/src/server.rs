@@ -493,8 +493,7 @@ impl ServerAgent {
             return false;
         };
         if p.active {
-            p.readback
-                .learn(&frames[0], &env.message, format, is_hot);
+            p.readback.learn(&frames[0], &env.message, format, is_hot);
         }
         let hot_push = env.message.meta.is_push_request()
             && env
@@ -1066,9 +1065,7 @@ impl ServerAgent {
     /// Pull half: whether it gates and reads rounds back (not once it
     /// stood aside), and the read-back's counters.
     pub fn pull_state(&self) -> Option<(bool, &ReadBackStats)> {
-        self.pull
-            .as_ref()
-            .map(|p| (p.active, p.readback.stats()))
+        self.pull.as_ref().map(|p| (p.active, p.readback.stats()))
     }
 
     /// Online, standing aside for a reason that may pass: when to count

@@ -241,7 +241,11 @@ impl PullAgent {
                 let kv = KvData {
                     keys: remote.iter().map(|&i| pending.keys[i]).collect(),
                     vals: Vec::new(),
-                    lens: msg.kv().ok().flatten().and_then(|v| v.has_lens().then(Vec::new)),
+                    lens: msg
+                        .kv()
+                        .ok()
+                        .flatten()
+                        .and_then(|v| v.has_lens().then(Vec::new)),
                     val_type: msg
                         .kv()
                         .ok()
@@ -278,7 +282,10 @@ impl PullAgent {
             return frames;
         };
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-        let Some(format) = refs.get(1).and_then(|m| self.detector.parse(m).ok()).map(|p| p.0)
+        let Some(format) = refs
+            .get(1)
+            .and_then(|m| self.detector.parse(m).ok())
+            .map(|p| p.0)
         else {
             return frames;
         };
@@ -299,7 +306,10 @@ impl PullAgent {
         let Ok(Some(kv)) = env.message.kv() else {
             return frames;
         };
-        let Ok(entries) = kv.entries().map(|e| e.map(|(k, b, _)| (k, b)).collect::<Vec<_>>()) else {
+        let Ok(entries) = kv
+            .entries()
+            .map(|e| e.map(|(k, b, _)| (k, b)).collect::<Vec<_>>())
+        else {
             return frames;
         };
         let shape = Shape {
@@ -331,7 +341,9 @@ impl PullAgent {
                     "zebra: server {server}'s answer to a split pull does not hold the keys \
                      asked; the pull half stops on this worker"
                 );
-                self.off = Some(format!("server {server} answered a split pull with other keys"));
+                self.off = Some(format!(
+                    "server {server} answered a split pull with other keys"
+                ));
                 frames
             }
         }
@@ -365,7 +377,13 @@ impl PullAgent {
 }
 
 impl Pending {
-    fn new(server: u16, request: Meta, format: Format, keys: Vec<u64>, fill: Option<Fill>) -> Pending {
+    fn new(
+        server: u16,
+        request: Meta,
+        format: Format,
+        keys: Vec<u64>,
+        fill: Option<Fill>,
+    ) -> Pending {
         Pending {
             server,
             request,
@@ -442,7 +460,10 @@ mod tests {
     }
 
     fn value(k: u64, round: u32) -> Vec<u8> {
-        [k as f32, round as f32].iter().flat_map(|v| v.to_le_bytes()).collect()
+        [k as f32, round as f32]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect()
     }
 
     /// A worker's request as its DEALER sends it.
@@ -496,7 +517,10 @@ mod tests {
     /// Pushes round `round` to server 0 (aggregated) and gets the answer.
     fn push_round(a: &mut PullAgent, ts: i32, round: u32) {
         let push = request(ts, true, &[1, 2, 50]);
-        assert_eq!(a.on_send(t(), t(), &refs(&push), Some((0, round)), hot), PullSend::Unchanged);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&push), Some((0, round)), hot),
+            PullSend::Unchanged
+        );
         let ans = server_answer(0, &push, round);
         assert_eq!(a.on_recv(t(), ans.clone(), hot), ans);
     }
@@ -517,7 +541,10 @@ mod tests {
         a.on_update(t(), 0, update(1, 1, &[1, 2]));
         // No answer of server 0 seen yet: the first pull goes to it.
         let pull = request(2, false, &[1, 2]);
-        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Unchanged
+        );
         let ans = server_answer(0, &pull, 1);
         assert_eq!(a.on_recv(t(), ans.clone(), hot), ans);
         let pull = request(3, false, &[1, 2]);
@@ -555,17 +582,26 @@ mod tests {
         a.on_recv(t(), server_answer(0, &first, 1), hot);
         // Checked: the server agrees.
         let pull = request(3, false, &[1, 2]);
-        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Unchanged
+        );
         a.on_recv(t(), server_answer(0, &pull, 1), hot);
         assert_eq!(a.stats().verified, 1);
         // The server's values moved without an update: caught.
         let pull = request(4, false, &[1, 2]);
-        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Unchanged
+        );
         a.on_recv(t(), server_answer(0, &pull, 7), hot);
         assert_eq!(a.stats().mismatches, 1);
         assert!(a.off().is_some());
         let pull = request(5, false, &[1, 2]);
-        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Unchanged
+        );
     }
 
     #[test]
@@ -579,11 +615,17 @@ mod tests {
         let push = request(3, true, &[1, 2]);
         a.on_send(t(), t(), &refs(&push), Some((0, 2)), hot);
         let pull = request(4, false, &[1, 2]);
-        assert_eq!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Unchanged);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Unchanged
+        );
         // Its answer comes; the update of round 2 has not: the next pull waits.
         a.on_recv(t(), server_answer(0, &push, 2), hot);
         let pull = request(5, false, &[1, 2]);
-        assert!(matches!(a.on_send(t(), t(), &refs(&pull), None, hot), PullSend::Wait(_)));
+        assert!(matches!(
+            a.on_send(t(), t(), &refs(&pull), None, hot),
+            PullSend::Wait(_)
+        ));
         a.on_update(t(), 0, update(2, 2, &[1]));
         assert_eq!(
             a.on_send(t(), t(), &refs(&pull), None, hot),
