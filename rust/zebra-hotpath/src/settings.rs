@@ -97,6 +97,7 @@ pub const KNOBS: &[Knob] = &[
     knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)"),
     knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
+    knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): updates of a server's hot values in flight at once (the oldest is given up when a newer does not fit), complete updates a worker holds behind a missing one; 1..=1024"),
     knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it"),
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
@@ -494,6 +495,9 @@ impl Builder {
             }
             "uncertain_timeout_ms" => self.config().uncertain_timeout = millis(e)?,
             "server_history" => self.config().server_history = int(e, 1, u32::MAX)?,
+            "update_window" => {
+                self.config().update_window = int(e, 1, zebra_proto::config::MAX_UPDATE_WINDOW)?
+            }
             "settle_timeout_ms" => self.settle_timeout = Some(millis(e)?),
             "number" => {
                 let expected = "expected f32 or fixed:BITS with BITS in 0..=30";
@@ -807,6 +811,7 @@ mod tests {
                 want.uncertain_timeout.as_millis().to_string(),
             ),
             ("server_history", want.server_history.to_string()),
+            ("update_window", want.update_window.to_string()),
             ("job", "1".into()),
             ("servers", "1".into()),
             ("packing", "strict".into()),
@@ -942,6 +947,7 @@ worker_max_retries = 5
 worker_max_in_flight = 9
 uncertain_timeout_ms = 60
 server_history = 10
+update_window = 3
 number = fixed:12
 layout = random:42
 dense_ranks = 1
@@ -976,9 +982,10 @@ loss = drop=0.01
                 p.aggregate_max_retries,
                 p.worker_max_retries,
                 p.worker_max_in_flight,
-                p.server_history
+                p.server_history,
+                p.update_window
             ),
-            (7, 5, 9, 10)
+            (7, 5, 9, 10, 3)
         );
         let jobs: Vec<_> = p
             .jobs

@@ -15,6 +15,11 @@ use crate::layout::LayoutKind;
 use crate::number::{NumberMode, MAX_FRAC_BITS};
 use crate::packing::Packing;
 
+/// Updates in flight per server by default ([`Config::update_window`]).
+pub const DEFAULT_UPDATE_WINDOW: usize = 8;
+/// The largest [`Config::update_window`].
+pub const MAX_UPDATE_WINDOW: usize = 1024;
+
 /// One training job aggregated by the switch.
 #[derive(Debug, Clone, PartialEq)]
 pub struct JobConfig {
@@ -132,6 +137,12 @@ pub struct Config {
     /// Server: reported rounds remembered (to drop duplicates and to
     /// reconcile late uncertain fallbacks).
     pub server_history: u32,
+    /// Server and workers (the pull half): updates of a server's hot values
+    /// in flight at once. The sender gives the oldest up when a newer one
+    /// does not fit; a worker holds at most this many complete updates
+    /// behind a missing one, and a part this far past a missing update
+    /// proves it given up.
+    pub update_window: usize,
     /// The jobs sharing the switch.
     pub jobs: Vec<JobConfig>,
 }
@@ -155,6 +166,7 @@ impl Config {
             worker_max_in_flight: 256,
             uncertain_timeout: Duration::from_millis(5000),
             server_history: 4096,
+            update_window: DEFAULT_UPDATE_WINDOW,
             jobs,
         }
     }
@@ -203,6 +215,9 @@ impl Config {
         }
         if self.server_history == 0 {
             return Err(E::History);
+        }
+        if !(1..=MAX_UPDATE_WINDOW).contains(&self.update_window) {
+            return Err(E::UpdateWindow(self.update_window));
         }
         if self.jobs.is_empty() {
             return Err(E::NoJobs);
@@ -388,6 +403,9 @@ pub enum ConfigError {
     /// `server_history` is zero.
     #[error("server_history must be at least 1")]
     History,
+    /// `update_window` outside `1..=MAX_UPDATE_WINDOW`.
+    #[error("update_window = {0}: expected 1..={MAX_UPDATE_WINDOW}")]
+    UpdateWindow(usize),
     /// No job configured.
     #[error("no job configured")]
     NoJobs,
@@ -500,6 +518,8 @@ mod tests {
             ),
             (|c| c.worker_max_retries = 0, ConfigError::Retries),
             (|c| c.worker_max_in_flight = 0, ConfigError::InFlight),
+            (|c| c.update_window = 0, ConfigError::UpdateWindow(0)),
+            (|c| c.update_window = 1025, ConfigError::UpdateWindow(1025)),
             (|c| c.jobs.clear(), ConfigError::NoJobs),
             (
                 |c| c.jobs.push(JobConfig::new(1, 2, 10, 1)),

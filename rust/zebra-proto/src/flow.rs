@@ -58,6 +58,11 @@ impl<K> Flow<K> {
         Some(key)
     }
 
+    /// Whether a waiting part may leave now.
+    pub(crate) fn can_send(&self) -> bool {
+        self.in_flight < self.window && !self.queue.is_empty()
+    }
+
     /// A part in flight was acknowledged (`rtt`: its round trip if it was
     /// sent once): one more part per window's worth of acknowledgements.
     pub(crate) fn on_ack(&mut self, rtt: Option<Duration>) {

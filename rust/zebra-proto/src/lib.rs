@@ -11,6 +11,8 @@
 //!   software switch runs): register slots, per-worker records, rounds,
 //!   flush, fallback, the CPU part that keeps aggregates until acked.
 //! - [`worker`], [`server`]: the end-host state machines.
+//! - [`update`]: the pull half's updates, a server's values sent through the
+//!   switch to every worker ([`UpdateSender`], [`UpdateReceiver`]).
 //!
 //! ```
 //! use zebra_proto::{Config, JobConfig, Server, ServerAction, Switch, SwitchAction, Timestamp, Worker, WorkerAction};
@@ -63,6 +65,7 @@ pub mod server;
 pub mod stats;
 pub mod switch;
 pub mod time;
+pub mod update;
 pub mod wire;
 pub mod worker;
 
@@ -72,7 +75,8 @@ pub use layout::{Layout, LayoutKind, Location};
 pub use number::NumberMode;
 pub use packing::Packing;
 pub use server::{Coverage, RoundAggregate, Server, ServerAction, ServerError};
-pub use stats::{ServerStats, SwitchStats, WorkerStats};
+pub use stats::{ServerStats, SwitchStats, UpdateReceiverStats, UpdateSenderStats, WorkerStats};
 pub use switch::{Peer, Switch, SwitchAction};
 pub use time::Timestamp;
+pub use update::{Update, UpdateAction, UpdateError, UpdateEvent, UpdateReceiver, UpdateSender};
 pub use worker::{RoundSummary, Worker, WorkerAction, WorkerError};

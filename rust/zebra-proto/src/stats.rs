@@ -133,3 +133,60 @@ pub struct ServerStats {
     /// Uncertain batches for rounds older than the history (applied unchecked).
     pub uncertain_unverified: u64,
 }
+
+/// A server's update sender counters (the pull half).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateSenderStats {
+    /// Updates sent (BREAKs included).
+    pub updates: u64,
+    /// Of those, BREAKs.
+    pub breaks: u64,
+    /// Parts sent the first time (to every worker).
+    pub parts: u64,
+    /// Bytes of those parts.
+    pub bytes: u64,
+    /// Datagrams sent again (one per missing worker, or one to every worker).
+    pub resends: u64,
+    /// Parts due for a resend that waited one more timeout because another
+    /// part was resent in the same poll.
+    pub deferred: u64,
+    /// Updates given up for at least one worker (retry limit, or the window
+    /// needed their place).
+    pub given_up: u64,
+    /// Updates every worker acknowledged whole.
+    pub completed: u64,
+    /// New `(part, worker)` acknowledgements.
+    pub acks: u64,
+    /// Acknowledgements of parts already acknowledged, or of updates no
+    /// longer kept.
+    pub duplicate_acks: u64,
+    /// Acknowledgements that are not for this sender, name a worker the job
+    /// does not have, a part the update does not have, or a part not sent yet.
+    pub bad_acks: u64,
+}
+
+/// A worker's update receiver counters (the pull half, one server).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct UpdateReceiverStats {
+    /// Well-formed parts for this worker, acknowledged (duplicates included).
+    pub parts: u64,
+    /// Parts received again.
+    pub duplicate_parts: u64,
+    /// Parts of updates already delivered or skipped (acknowledged, dropped).
+    pub stale_parts: u64,
+    /// Parts that disagree with earlier parts of their update (parts, round
+    /// or flags), or longer than `aggregate_size`: not acknowledged.
+    pub inconsistent_parts: u64,
+    /// Update parts addressed to another worker.
+    pub not_addressed: u64,
+    /// Datagrams that are not an update part of this job and server.
+    pub bad_packets: u64,
+    /// Updates delivered, in seq order.
+    pub updates: u64,
+    /// Complete updates whose fragments did not fit together (reported as a gap).
+    pub malformed_updates: u64,
+    /// Gaps reported.
+    pub gaps: u64,
+    /// Updates those gaps skipped.
+    pub skipped: u64,
+}

@@ -1,0 +1,365 @@
+//! The server's side: [`UpdateSender`].
+
+use std::collections::BTreeMap;
+
+use super::{UpdateAction, UpdateError};
+use crate::config::{Config, ConfigError};
+use crate::consts::{UPDATE_HEADER_LEN, UPDATE_TARGET_ALL};
+use crate::flow::Flow;
+use crate::stats::UpdateSenderStats;
+use crate::time::Timestamp;
+use crate::wire::update::{self, flags, Fragment};
+use crate::wire::{Message, UpdateAckRepr, UpdateRepr};
+
+/// One part of an update kept until every worker acknowledged it.
+#[derive(Debug)]
+struct OutPart {
+    /// The first copy: to every worker, not a resend.
+    payload: Vec<u8>,
+    /// Waiting for the flow's window (not sent yet).
+    queued: bool,
+    /// Counted in the flow's window: sent, no worker's acknowledgement yet.
+    in_flight: bool,
+    /// Bit `w`: worker `w` has not acknowledged it.
+    missing: u64,
+    sent: Timestamp,
+    next: Timestamp,
+    retries: u32,
+}
+
+#[derive(Debug)]
+struct Outgoing {
+    round: u32,
+    parts: Vec<OutPart>,
+}
+
+/// A server's updates to the workers of its job. See the module
+/// documentation of [`crate::update`].
+#[derive(Debug)]
+pub struct UpdateSender {
+    job: u16,
+    server: u16,
+    workers: u16,
+    all: u64,
+    window: usize,
+    max_retries: u32,
+    budget: usize,
+    flow: Flow<(u32, u16)>,
+    next_seq: u32,
+    updates: BTreeMap<u32, Outgoing>,
+    /// Given-up notices for the next poll.
+    notices: Vec<UpdateAction>,
+    /// Parts may leave the window since then.
+    ready: Option<Timestamp>,
+    stats: UpdateSenderStats,
+}
+
+impl UpdateSender {
+    /// The sender of server `server` of job `job`.
+    pub fn new(config: &Config, job: u16, server: u16) -> Result<UpdateSender, ConfigError> {
+        config.validate()?;
+        let jc = config
+            .job(job)
+            .filter(|j| server < j.servers)
+            .ok_or(ConfigError::UnknownMember { job, rank: server })?;
+        Ok(UpdateSender {
+            job,
+            server,
+            workers: jc.workers,
+            all: jc.all_workers_mask(),
+            window: config.update_window,
+            max_retries: config.aggregate_max_retries,
+            budget: config.aggregate_size - UPDATE_HEADER_LEN,
+            flow: Flow::new(config.aggregate_rto),
+            next_seq: 1,
+            updates: BTreeMap::new(),
+            notices: Vec::new(),
+            ready: None,
+            stats: UpdateSenderStats::default(),
+        })
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> &UpdateSenderStats {
+        &self.stats
+    }
+
+    /// Updates kept (not yet acknowledged by every worker, not given up).
+    pub fn outstanding(&self) -> usize {
+        self.updates.len()
+    }
+
+    /// Whether nothing is kept.
+    pub fn is_idle(&self) -> bool {
+        self.updates.is_empty() && self.notices.is_empty()
+    }
+
+    /// The seq the next update gets.
+    pub fn next_seq(&self) -> u32 {
+        self.next_seq
+    }
+
+    /// Sends the server's values after `round` (`(key, value bytes)`, any
+    /// order, each key once) as the next update; `lens`: its pull answers
+    /// carry a lens frame. The datagrams leave on [`poll`](Self::poll).
+    /// Returns the update's seq.
+    pub fn send(
+        &mut self,
+        now: Timestamp,
+        round: u32,
+        mut entries: Vec<(u64, Vec<u8>)>,
+        lens: bool,
+    ) -> Result<u32, UpdateError> {
+        if round == 0 {
+            return Err(UpdateError::ZeroRound);
+        }
+        entries.sort_by_key(|e| e.0);
+        if let Some(w) = entries.windows(2).find(|w| w[0].0 == w[1].0) {
+            return Err(UpdateError::DuplicateKey(w[0].0));
+        }
+        if let Some((key, v)) = entries.iter().find(|e| u32::try_from(e.1.len()).is_err()) {
+            return Err(UpdateError::TooLarge {
+                key: *key,
+                len: v.len(),
+            });
+        }
+        let parts = update::split_parts(&entries, self.budget);
+        if parts.len() > usize::from(u16::MAX) {
+            return Err(UpdateError::TooManyParts(parts.len()));
+        }
+        Ok(self.enqueue(now, round, lens, false, parts))
+    }
+
+    /// Sends a BREAK: values changed outside rounds, every worker drops the
+    /// rows it holds for this server. Returns its seq.
+    pub fn break_chain(&mut self, now: Timestamp) -> u32 {
+        self.enqueue(now, 0, false, true, vec![Vec::new()])
+    }
+
+    fn enqueue(
+        &mut self,
+        now: Timestamp,
+        round: u32,
+        lens: bool,
+        brk: bool,
+        parts: Vec<Vec<Fragment>>,
+    ) -> u32 {
+        while self.updates.len() >= self.window {
+            match self.updates.keys().next() {
+                Some(&oldest) => self.give_up(now, oldest),
+                None => break,
+            }
+        }
+        let seq = self.next_seq;
+        self.next_seq = self.next_seq.wrapping_add(1).max(1);
+        let n = parts.len() as u16;
+        let parts = parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, entries)| {
+                self.flow.enqueue((seq, i as u16));
+                OutPart {
+                    payload: UpdateRepr {
+                        job: self.job,
+                        server: self.server,
+                        seq,
+                        round,
+                        part: i as u16,
+                        parts: n,
+                        target: UPDATE_TARGET_ALL,
+                        retx: false,
+                        lens,
+                        brk,
+                        entries,
+                    }
+                    .to_bytes(),
+                    queued: true,
+                    in_flight: false,
+                    missing: self.all,
+                    sent: now,
+                    next: now,
+                    retries: 0,
+                }
+            })
+            .collect();
+        self.updates.insert(seq, Outgoing { round, parts });
+        self.stats.updates += 1;
+        self.stats.breaks += u64::from(brk);
+        self.ready = Some(self.ready.map_or(now, |r| r.min(now)));
+        seq
+    }
+
+    fn give_up(&mut self, now: Timestamp, seq: u32) {
+        let Some(u) = self.updates.remove(&seq) else {
+            return;
+        };
+        let mut workers = 0;
+        for p in &u.parts {
+            workers |= p.missing;
+            if p.in_flight {
+                self.flow.on_abandon();
+            }
+        }
+        if self.flow.can_send() {
+            self.ready = Some(now);
+        }
+        self.stats.given_up += 1;
+        log::debug!(
+            "update sender: job {} server {}: update {seq} (round {}) given up for workers {workers:#x}",
+            self.job,
+            self.server,
+            u.round
+        );
+        self.notices.push(UpdateAction::GivenUp {
+            seq,
+            round: u.round,
+            workers,
+        });
+    }
+
+    /// Takes a datagram from the switch (an UPDATE_ACK); anything else is
+    /// counted as a bad acknowledgement.
+    pub fn handle_packet(&mut self, now: Timestamp, bytes: &[u8]) {
+        match Message::parse(bytes) {
+            Ok(Message::UpdateAck(a)) => self.handle_ack(now, a),
+            _ => self.stats.bad_acks += 1,
+        }
+    }
+
+    /// A worker acknowledged a part.
+    pub fn handle_ack(&mut self, now: Timestamp, a: UpdateAckRepr) {
+        if a.job != self.job || a.server != self.server || a.worker >= self.workers {
+            self.stats.bad_acks += 1;
+            return;
+        }
+        let Some(u) = self.updates.get_mut(&a.seq) else {
+            if a.seq < self.next_seq {
+                self.stats.duplicate_acks += 1;
+            } else {
+                self.stats.bad_acks += 1;
+            }
+            return;
+        };
+        let Some(p) = u.parts.get_mut(usize::from(a.part)).filter(|p| !p.queued) else {
+            self.stats.bad_acks += 1;
+            return;
+        };
+        let bit = 1u64 << a.worker;
+        if p.missing & bit == 0 {
+            self.stats.duplicate_acks += 1;
+            return;
+        }
+        p.missing &= !bit;
+        self.stats.acks += 1;
+        if p.in_flight {
+            // The first acknowledgement shows the part crossed the server's
+            // link: it leaves the window. Karn's rule as for aggregates.
+            p.in_flight = false;
+            let rtt = (p.retries == 0 || self.flow.rtt.samples() == 0).then(|| now - p.sent);
+            self.flow.on_ack(rtt);
+            if self.flow.can_send() {
+                self.ready = Some(now);
+            }
+        }
+        if u.parts.iter().all(|p| p.missing == 0) {
+            self.updates.remove(&a.seq);
+            self.stats.completed += 1;
+        }
+    }
+
+    /// First copies the window lets out, resends due, updates given up.
+    ///
+    /// One part is resent per call, the oldest due (as the switch resends
+    /// aggregates: parts that left together time out together when they wait
+    /// in a queue, and resending them all would only lengthen it); the others
+    /// due wait one more timeout, their retry budget untouched. A part is
+    /// resent to each worker still missing it, or once to every worker when
+    /// none has it.
+    pub fn poll(&mut self, now: Timestamp) -> Vec<UpdateAction> {
+        let mut out = Vec::new();
+        self.ready = None;
+        while let Some((seq, part)) = self.flow.next_to_send() {
+            let rto = self.flow.rtt.rto();
+            let p = self
+                .updates
+                .get_mut(&seq)
+                .and_then(|u| u.parts.get_mut(usize::from(part)));
+            let Some(p) = p else {
+                // Given up while it waited.
+                self.flow.on_abandon();
+                continue;
+            };
+            p.queued = false;
+            p.in_flight = true;
+            p.sent = now;
+            p.next = now + rto;
+            self.stats.parts += 1;
+            self.stats.bytes += p.payload.len() as u64;
+            out.push(UpdateAction::Send(p.payload.clone()));
+        }
+        let mut resent = false;
+        let mut exhausted = Vec::new();
+        for (&seq, u) in self.updates.iter_mut() {
+            for p in u.parts.iter_mut() {
+                if p.queued || p.missing == 0 || p.next > now {
+                    continue;
+                }
+                if p.retries >= self.max_retries {
+                    exhausted.push(seq);
+                    break;
+                }
+                if resent {
+                    p.next = now + self.flow.rtt.backoff(p.retries);
+                    self.stats.deferred += 1;
+                    continue;
+                }
+                resent = true;
+                if p.retries == 0 {
+                    self.flow.on_timeout(now);
+                }
+                p.retries += 1;
+                p.next = now + self.flow.rtt.backoff(p.retries);
+                let copies = resends(&p.payload, p.missing, self.all);
+                self.stats.resends += copies.len() as u64;
+                out.extend(copies.into_iter().map(UpdateAction::Send));
+            }
+        }
+        for seq in exhausted {
+            self.give_up(now, seq);
+        }
+        out.append(&mut self.notices);
+        out
+    }
+
+    /// When [`poll`](Self::poll) next has work, if ever.
+    pub fn poll_at(&self) -> Option<Timestamp> {
+        let resends = self
+            .updates
+            .values()
+            .flat_map(|u| &u.parts)
+            .filter(|p| !p.queued && p.missing != 0)
+            .map(|p| p.next);
+        let notices = (!self.notices.is_empty()).then_some(Timestamp::ZERO);
+        resends.chain(self.ready).chain(notices).min()
+    }
+}
+
+/// Copies of `payload` (a first copy) for the workers in `missing`: one to
+/// every worker when all are missing, else one per missing worker; each
+/// marked RETX.
+fn resends(payload: &[u8], missing: u64, all: u64) -> Vec<Vec<u8>> {
+    let copy = |target: u16| {
+        let mut b = payload.to_vec();
+        let mut p = update::Packet::new_unchecked(&mut b[..]);
+        p.set_target(target);
+        p.set_flags(p.flags() | flags::RETX);
+        b
+    };
+    if missing == all {
+        return vec![copy(UPDATE_TARGET_ALL)];
+    }
+    (0..64u16)
+        .filter(|w| missing >> w & 1 == 1)
+        .map(copy)
+        .collect()
+}
