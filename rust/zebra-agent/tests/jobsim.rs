@@ -662,6 +662,7 @@ impl Sim {
                     assert_eq!(server, 0, "one server per job");
                     Node::Server(job - JOB_BASE)
                 }
+                other => panic!("no server sends updates here: {other:?}"),
             };
             self.udp(Node::Switch, to, a.payload().to_vec());
         }

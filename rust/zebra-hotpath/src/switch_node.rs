@@ -7,6 +7,12 @@
 //! server's REGISTER (the switch CPU's part). A part for a server with no
 //! address yet is counted as unroutable and stays pending in the switch,
 //! which resends it on `aggregate_rto`.
+//!
+//! The pull half (`docs/PULL.md`): an UPDATE from a server is copied to every
+//! worker of its job the switch has heard from (or to the one it targets),
+//! an UPDATE_ACK goes to the server's REGISTER address. A worker's address
+//! is the source of its latest HOT packet the switch answered for its job
+//! and rank.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -79,6 +85,13 @@ pub struct SwitchNodeStats {
     pub unroutable: u64,
     /// Jobs admitted as their servers registered.
     pub admitted: u64,
+    /// Known worker addresses: `(job, rank, address)`, learned from HOT packets.
+    pub workers: Vec<(u16, u16, SocketAddr)>,
+    /// UPDATE datagrams sent to workers (one part copied to `n` workers is `n`).
+    pub update_copies: u64,
+    /// UPDATE parts and UPDATE_ACKs not sent for want of an address (the
+    /// server resends).
+    pub update_unroutable: u64,
     /// Socket counters.
     pub io: IoStats,
 }
@@ -143,6 +156,21 @@ impl fmt::Display for SwitchNodeStats {
         for (job, server, addr) in &self.servers {
             writeln!(f, "  server           job {job} server {server} at {addr}")?;
         }
+        writeln!(
+            f,
+            "  workers          {} known (from their HOT packets)",
+            self.workers.len()
+        )?;
+        writeln!(
+            f,
+            "  updates          {} parts copied ({} datagrams to workers), {} acks forwarded, \
+             {} refused, {} unroutable",
+            s.updates_copied,
+            self.update_copies,
+            s.update_acks,
+            s.updates_refused,
+            self.update_unroutable
+        )?;
         if s.saturations > 0 {
             writeln!(f, "  saturations      {}", s.saturations)?;
         }
@@ -179,16 +207,77 @@ struct SwitchMachine {
     admit: Option<JobConfig>,
     /// Jobs admitted.
     admitted: u64,
+    /// Each worker's address, `(job, rank)`: the source of its latest HOT
+    /// packet the switch answered for that job and rank (the latest source
+    /// wins; issue 20 will pin a job's members instead).
+    workers: BTreeMap<(u16, u16), SocketAddr>,
+    update_copies: u64,
+    update_unroutable: u64,
 }
 
 impl SwitchMachine {
     fn route(&mut self, action: SwitchAction, src: Option<SocketAddr>, out: &mut Sends) {
         match action {
-            SwitchAction::Ack { payload, .. } | SwitchAction::Fallback { payload, .. } => {
+            SwitchAction::Ack {
+                job,
+                worker,
+                payload,
+            } => {
                 if let Some(src) = src {
+                    self.learn_worker(job, worker, src);
                     out.push((src, payload));
                 }
             }
+            SwitchAction::Fallback {
+                job,
+                worker,
+                reason,
+                payload,
+            } => {
+                if let Some(src) = src {
+                    // Any answer but these two names a job and rank the
+                    // switch has.
+                    if !matches!(
+                        reason,
+                        FallbackReason::UnknownJob | FallbackReason::BadWorker
+                    ) {
+                        self.learn_worker(job, worker, src);
+                    }
+                    out.push((src, payload));
+                }
+            }
+            SwitchAction::Update {
+                job,
+                target: Some(rank),
+                payload,
+            } => match self.workers.get(&(job, rank)) {
+                Some(&addr) => {
+                    self.update_copies += 1;
+                    out.push((addr, payload));
+                }
+                None => self.update_unroutable += 1,
+            },
+            SwitchAction::Update {
+                job,
+                target: None,
+                payload,
+            } => {
+                let before = out.len();
+                for (_, &addr) in self.workers.range((job, 0)..=(job, u16::MAX)) {
+                    out.push((addr, payload.clone()));
+                }
+                let copies = (out.len() - before) as u64;
+                self.update_copies += copies;
+                self.update_unroutable += u64::from(copies == 0);
+            }
+            SwitchAction::UpdateAck {
+                job,
+                server,
+                payload,
+            } => match self.servers.get(&(job, server)) {
+                Some(s) => out.push((s.addr, payload)),
+                None => self.update_unroutable += 1,
+            },
             SwitchAction::Aggregate {
                 job,
                 server,
@@ -201,6 +290,16 @@ impl SwitchMachine {
                     log::debug!("switch: no address for job {job} server {server} yet");
                 }
             },
+        }
+    }
+
+    fn learn_worker(&mut self, job: u16, rank: u16, src: SocketAddr) {
+        match self.workers.insert((job, rank), src) {
+            Some(old) if old == src => {}
+            old => log::info!(
+                "switch: job {job} worker {rank} at {src}{}",
+                old.map(|a| format!(" (was {a})")).unwrap_or_default()
+            ),
         }
     }
 
@@ -358,6 +457,9 @@ impl SwitchMachine {
             register_refused: self.register_refused,
             unroutable: self.unroutable,
             admitted: self.admitted,
+            workers: self.workers.iter().map(|(&(j, w), &a)| (j, w, a)).collect(),
+            update_copies: self.update_copies,
+            update_unroutable: self.update_unroutable,
             io,
         }
     }
@@ -429,6 +531,9 @@ impl SwitchNode {
             unroutable: 0,
             admit: config.admit.clone(),
             admitted: 0,
+            workers: BTreeMap::new(),
+            update_copies: 0,
+            update_unroutable: 0,
         };
         let node =
             Node::spawn("zebra-switch".into(), socket, machine, faults).map_err(|source| {

@@ -246,3 +246,158 @@ fn a_switch_admits_jobs_as_their_servers_register() {
     assert!(st.register_refused >= 2, "{st}");
     assert_eq!(st.switch.added_pairs, 4);
 }
+
+/// The pull half's copy: a server that registered sends UPDATE parts to the
+/// switch, which copies them to the workers it heard HOT packets from (or to
+/// the one a part targets), and forwards the workers' UPDATE_ACKs to the
+/// server.
+#[test]
+fn updates_reach_the_workers_heard_from_and_acks_the_server() {
+    use zebra_proto::consts::packet_type;
+    use zebra_proto::wire::{HotBody, HotRepr, Message, UpdateRepr};
+    use zebra_proto::{Timestamp, UpdateAction, UpdateEvent, UpdateReceiver, UpdateSender};
+
+    let proto = config();
+    let switch = SwitchNode::start(SwitchNodeConfig::new(localhost(), proto.clone())).unwrap();
+    let at = switch.local_addr();
+    let socket = || {
+        let s = UdpSocket::bind(localhost()).unwrap();
+        s.set_read_timeout(Some(Duration::from_millis(300)))
+            .unwrap();
+        s
+    };
+    // The next datagram of type `t` on `s`, if one comes in time (others,
+    // such as the aggregate of the round the HOT packets opened, are skipped).
+    let recv = |s: &UdpSocket, t: u8| {
+        let mut buf = [0u8; 2048];
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_millis(300) {
+            if let Ok((n, _)) = s.recv_from(&mut buf) {
+                if buf.get(3) == Some(&t) {
+                    return Some(buf[..n].to_vec());
+                }
+            }
+        }
+        None
+    };
+    let server = socket();
+    let register = RegisterRepr {
+        job: JOB,
+        server: 1,
+        ack: false,
+        admit: None,
+    };
+    server.send_to(&register.to_bytes(), at).unwrap();
+    assert!(recv(&server, packet_type::REGISTER_ACK).is_some());
+    let workers: Vec<UdpSocket> = (0..2).map(|_| socket()).collect();
+    for (w, s) in workers.iter().enumerate() {
+        let hot = HotRepr {
+            job: JOB,
+            worker: w as u16,
+            round: 1,
+            seq: 0,
+            retransmission: false,
+            done: false,
+            fixed: false,
+            body: HotBody::Sparse(vec![(w as u32, 1.0f32.to_bits())]),
+        };
+        s.send_to(&hot.to_bytes(), at).unwrap();
+        assert!(recv(s, packet_type::ACK).is_some(), "worker {w} answered");
+    }
+
+    // An update to every worker: two parts (a value larger than a datagram).
+    let mut sender = UpdateSender::new(&proto, JOB, 1).unwrap();
+    let value: Vec<u8> = (0..2000u32).map(|i| i as u8).collect();
+    let seq = sender
+        .send(Timestamp(0), 1, vec![(77, value.clone())], false)
+        .unwrap();
+    let parts: Vec<Vec<u8>> = sender
+        .poll(Timestamp(0))
+        .into_iter()
+        .filter_map(|a| match a {
+            UpdateAction::Send(b) => Some(b),
+            UpdateAction::GivenUp { .. } => None,
+        })
+        .collect();
+    assert_eq!(parts.len(), 2);
+    for p in &parts {
+        server.send_to(p, at).unwrap();
+    }
+    for (w, s) in workers.iter().enumerate() {
+        let mut receiver = UpdateReceiver::new(&proto, JOB, 1, w as u16).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..2 {
+            let b = recv(s, packet_type::UPDATE).expect("a copy of each part");
+            let (ack, events) = receiver.handle_packet(Timestamp(0), &b);
+            s.send_to(&ack.expect("acknowledged"), at).unwrap();
+            got.extend(events);
+        }
+        match &got[..] {
+            [UpdateEvent::Update(u)] => {
+                assert_eq!((u.seq, u.round), (seq, 1));
+                assert_eq!(u.entries, vec![(77, value.clone())]);
+            }
+            other => panic!("worker {w}: {other:?}"),
+        }
+    }
+    for _ in 0..4 {
+        let ack = recv(&server, packet_type::UPDATE_ACK).expect("each worker's acks");
+        sender.handle_packet(Timestamp(1), &ack);
+    }
+    assert_eq!(sender.stats().acks, 4, "two parts, two workers");
+    assert_eq!(sender.outstanding(), 1, "worker 2 was never heard from");
+
+    // A resend to worker 1 alone.
+    let mut one = match Message::parse(&parts[0]) {
+        Ok(Message::Update(u)) => u,
+        other => panic!("{other:?}"),
+    };
+    one = UpdateRepr {
+        target: 1,
+        retx: true,
+        ..one
+    };
+    server.send_to(&one.to_bytes(), at).unwrap();
+    assert_eq!(recv(&workers[1], packet_type::UPDATE), Some(one.to_bytes()));
+    assert_eq!(recv(&workers[0], packet_type::UPDATE), None);
+    // To worker 2 (no address) and to a worker the job does not have.
+    server
+        .send_to(
+            &UpdateRepr {
+                target: 2,
+                ..one.clone()
+            }
+            .to_bytes(),
+            at,
+        )
+        .unwrap();
+    server
+        .send_to(&UpdateRepr { target: 9, ..one }.to_bytes(), at)
+        .unwrap();
+    let t = Instant::now();
+    while switch.stats().switch.updates_refused == 0 {
+        assert!(t.elapsed() < Duration::from_secs(5));
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    let st = switch.shutdown();
+    eprintln!("{st}");
+    assert_eq!(
+        st.workers,
+        vec![
+            (JOB, 0, workers[0].local_addr().unwrap()),
+            (JOB, 1, workers[1].local_addr().unwrap()),
+        ]
+    );
+    assert_eq!(
+        (
+            st.switch.updates_copied,
+            st.update_copies,
+            st.switch.update_acks
+        ),
+        (4, 5, 4)
+    );
+    assert_eq!((st.update_unroutable, st.switch.updates_refused), (1, 1));
+    assert!(st
+        .to_string()
+        .contains("4 parts copied (5 datagrams to workers)"));
+}

@@ -48,6 +48,14 @@ pub struct SwitchStats {
     pub aggregate_abandoned: u64,
     /// Fixed-point sums that saturated.
     pub saturations: u64,
+    /// UPDATE parts copied to a job's workers (each counted once, however
+    /// many workers it goes to).
+    pub updates_copied: u64,
+    /// UPDATE_ACKs forwarded to their server.
+    pub update_acks: u64,
+    /// Well-formed UPDATEs and UPDATE_ACKs dropped: a job, server or worker
+    /// the switch does not have, or an UPDATE longer than `aggregate_size`.
+    pub updates_refused: u64,
 }
 
 impl SwitchStats {

@@ -59,21 +59,30 @@
 //! cuts them into AGGREGATE parts, adds COVERAGE parts, and keeps every part
 //! until its server acknowledges it, retransmitting on `aggregate_rto`
 //! (doubling, at most 16×) up to `aggregate_max_retries` times.
+//!
+//! # Updates (the pull half)
+//!
+//! The switch keeps no state for a server's UPDATE parts and the workers'
+//! UPDATE_ACKs: it checks the job, the server and the target or worker
+//! exist, and hands the bytes on unchanged ([`SwitchAction::Update`] to
+//! every worker of the job or the one targeted, [`SwitchAction::UpdateAck`]
+//! to the server). On Tofino that is the replication engine's work, not
+//! written yet (`docs/PULL.md`).
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::config::{Config, ConfigError, JobConfig};
-use crate::consts::{COVER_WORD_BITS, MAX_REGISTERS};
+use crate::consts::{packet_type, COVER_WORD_BITS, MAX_REGISTERS, UPDATE_TARGET_ALL};
 use crate::flow::Flow;
 use crate::layout::Layout;
 use crate::rto::RttEstimator;
 use crate::stats::SwitchStats;
 use crate::time::Timestamp;
 use crate::wire::{
-    aggregate, AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr, FallbackReason, HotRepr,
-    Message, ResponseKind, ResponseRepr,
+    aggregate, update, update_ack, AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr,
+    FallbackReason, HotRepr, Message, ResponseKind, ResponseRepr,
 };
 
 /// A party the I/O layer maps to an address.
@@ -92,6 +101,12 @@ pub enum Peer {
         job: u16,
         /// Server index.
         index: u16,
+    },
+    /// Every worker of a job the I/O layer knows an address for (the
+    /// replication of an update).
+    Workers {
+        /// Job id.
+        job: u16,
     },
 }
 
@@ -133,6 +148,25 @@ pub enum SwitchAction {
         /// Datagram.
         payload: Vec<u8>,
     },
+    /// An update part from a server, forwarded unchanged to the job's
+    /// workers (the switch keeps no state for it).
+    Update {
+        /// Job id.
+        job: u16,
+        /// The worker it goes to; `None`: every worker of the job.
+        target: Option<u16>,
+        /// Datagram.
+        payload: Vec<u8>,
+    },
+    /// A worker's update ACK, forwarded unchanged to the server.
+    UpdateAck {
+        /// Job id.
+        job: u16,
+        /// Server index.
+        server: u16,
+        /// Datagram.
+        payload: Vec<u8>,
+    },
 }
 
 impl SwitchAction {
@@ -142,7 +176,16 @@ impl SwitchAction {
             SwitchAction::Ack { job, worker, .. } | SwitchAction::Fallback { job, worker, .. } => {
                 Peer::Worker { job, rank: worker }
             }
-            SwitchAction::Aggregate { job, server, .. } => Peer::Server { job, index: server },
+            SwitchAction::Aggregate { job, server, .. }
+            | SwitchAction::UpdateAck { job, server, .. } => Peer::Server { job, index: server },
+            SwitchAction::Update {
+                job,
+                target: Some(rank),
+                ..
+            } => Peer::Worker { job, rank },
+            SwitchAction::Update {
+                job, target: None, ..
+            } => Peer::Workers { job },
         }
     }
 
@@ -151,7 +194,9 @@ impl SwitchAction {
         match self {
             SwitchAction::Ack { payload, .. }
             | SwitchAction::Fallback { payload, .. }
-            | SwitchAction::Aggregate { payload, .. } => payload,
+            | SwitchAction::Aggregate { payload, .. }
+            | SwitchAction::Update { payload, .. }
+            | SwitchAction::UpdateAck { payload, .. } => payload,
         }
     }
 }
@@ -403,6 +448,11 @@ impl Switch {
     /// dropped; nothing here panics on input.
     pub fn handle_packet(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<SwitchAction> {
         self.stats.packets += 1;
+        match bytes.get(3).copied() {
+            Some(packet_type::UPDATE) => return self.on_update(bytes),
+            Some(packet_type::UPDATE_ACK) => return self.on_update_ack(bytes),
+            _ => {}
+        }
         match Message::parse(bytes) {
             Ok(Message::Hot(h)) => self.on_hot(now, &h, bytes.len()),
             Ok(Message::AggregateAck(a)) => self.on_aggregate_ack(now, a),
@@ -417,6 +467,71 @@ impl Switch {
                 Vec::new()
             }
         }
+    }
+
+    /// An UPDATE: copied, unchanged, to the job's workers (or the one it
+    /// targets) when its job, server and target exist and it is no longer
+    /// than an aggregate part may be; else counted and dropped.
+    fn on_update(&mut self, bytes: &[u8]) -> Vec<SwitchAction> {
+        let p = match update::Packet::new_checked(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                log::debug!("switch: bad UPDATE ({} bytes): {e}", bytes.len());
+                self.stats.bad_packets += 1;
+                return Vec::new();
+            }
+        };
+        let (job, target) = (p.job(), p.target());
+        let known = self.config.job(job).is_some_and(|j| {
+            p.server() < j.servers && (target == UPDATE_TARGET_ALL || target < j.workers)
+        });
+        if !known || bytes.len() > self.config.aggregate_size {
+            log::debug!(
+                "switch: UPDATE for job {job} server {} target {target:#x} ({} bytes) refused",
+                p.server(),
+                bytes.len()
+            );
+            self.stats.updates_refused += 1;
+            return Vec::new();
+        }
+        self.stats.updates_copied += 1;
+        vec![SwitchAction::Update {
+            job,
+            target: (target != UPDATE_TARGET_ALL).then_some(target),
+            payload: bytes.to_vec(),
+        }]
+    }
+
+    /// An UPDATE_ACK: forwarded, unchanged, to its server when its job,
+    /// server and worker exist; else counted and dropped.
+    fn on_update_ack(&mut self, bytes: &[u8]) -> Vec<SwitchAction> {
+        let p = match update_ack::Packet::new_checked(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                log::debug!("switch: bad UPDATE_ACK ({} bytes): {e}", bytes.len());
+                self.stats.bad_packets += 1;
+                return Vec::new();
+            }
+        };
+        let (job, server) = (p.job(), p.server());
+        let known = self
+            .config
+            .job(job)
+            .is_some_and(|j| server < j.servers && p.worker() < j.workers);
+        if !known {
+            log::debug!(
+                "switch: UPDATE_ACK for job {job} server {server} from worker {} refused",
+                p.worker()
+            );
+            self.stats.updates_refused += 1;
+            return Vec::new();
+        }
+        self.stats.update_acks += 1;
+        vec![SwitchAction::UpdateAck {
+            job,
+            server,
+            payload: bytes.to_vec(),
+        }]
     }
 
     /// Flushes rounds past their timeout and retransmits unacknowledged

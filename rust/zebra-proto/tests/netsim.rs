@@ -356,6 +356,7 @@ fn run(s: &Scenario) -> Outcome {
                     Node::Worker(worker)
                 }
                 SwitchAction::Aggregate { server, .. } => Node::Server(server),
+                other => panic!("no server sends updates here: {other:?}"),
             };
             net.send(Node::Switch, to, a.payload().to_vec());
         }

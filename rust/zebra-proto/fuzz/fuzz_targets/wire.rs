@@ -5,7 +5,8 @@
 //! with each type's own invariants. Then the bytes go into a switch that has
 //! a closed round (parts pending) and an open one, twice (a network
 //! duplicate), at a fixed `now`, and into a server and a worker: everything
-//! they send must parse, and a packet the switch added is never added again.
+//! they send must parse, and a packet the switch added is never added again;
+//! and into an update receiver and sender (the pull half).
 //! The seeds in `seeds/wire/` are valid datagrams of every type for the jobs
 //! of `config()` (`zebra-proto`'s test `wire::update::tests::the_fuzz_seeds_parse`
 //! holds the update ones to the format).
@@ -21,8 +22,8 @@ use zebra_proto::wire::{
     RegisterRepr, ResponseKind, ResponseRepr, UpdateAckRepr, UpdateRepr,
 };
 use zebra_proto::{
-    Config, JobConfig, NumberMode, Server, ServerAction, Switch, SwitchAction, Timestamp, Worker,
-    WorkerAction,
+    Config, JobConfig, NumberMode, Server, ServerAction, Switch, SwitchAction, Timestamp,
+    UpdateReceiver, UpdateSender, Worker, WorkerAction,
 };
 
 /// Job 1: two workers, two servers, f32 sparse. Job 2: fixed point with a dense block.
@@ -254,6 +255,13 @@ fn check_switch_out(out: &[SwitchAction], sent: Option<&HotRepr>) {
                     (*job, *server, *round, *part)
                 );
             }
+            (SwitchAction::Update { job, target, .. }, Message::Update(u)) => {
+                assert_eq!(u.job, *job);
+                assert_eq!(*target, (!u.to_all()).then_some(u.target));
+            }
+            (SwitchAction::UpdateAck { job, server, .. }, Message::UpdateAck(a)) => {
+                assert_eq!((a.job, a.server), (*job, *server));
+            }
             (a, m) => panic!("switch action {a:?} carries {m:?}"),
         }
     }
@@ -284,7 +292,7 @@ fn check_switch(data: &[u8]) {
     let out = switch.handle_packet(NOW, &hot_packet(0, 2, 0, false, vec![(5, 0x3f80_0000)]));
     check_switch_out(&out, None);
 
-    let before = switch.stats().bad_packets;
+    let before = switch.stats().clone();
     let parsed = Message::parse(data);
     let sent = match &parsed {
         Ok(Message::Hot(h)) => Some(h),
@@ -292,9 +300,22 @@ fn check_switch(data: &[u8]) {
     };
     let first = switch.handle_packet(NOW, data);
     check_switch_out(&first, sent);
-    if !matches!(parsed, Ok(Message::Hot(_)) | Ok(Message::AggregateAck(_))) {
-        assert!(first.is_empty(), "the switch answered {parsed:?}");
-        assert_eq!(switch.stats().bad_packets, before + 1);
+    let after = switch.stats();
+    match &parsed {
+        Ok(Message::Hot(_)) | Ok(Message::AggregateAck(_)) => {}
+        // Copied or forwarded unchanged, or refused and counted.
+        Ok(Message::Update(_)) | Ok(Message::UpdateAck(_)) => {
+            let copied = (after.updates_copied + after.update_acks)
+                - (before.updates_copied + before.update_acks);
+            let refused = after.updates_refused - before.updates_refused;
+            assert_eq!(copied + refused, 1);
+            assert_eq!(first.len() as u64, copied);
+            assert!(first.iter().all(|a| a.payload() == data));
+        }
+        _ => {
+            assert!(first.is_empty(), "the switch answered {parsed:?}");
+            assert_eq!(after.bad_packets, before.bad_packets + 1);
+        }
     }
     let again = switch.handle_packet(NOW, data);
     check_switch_out(&again, sent);
@@ -318,6 +339,29 @@ fn check_switch(data: &[u8]) {
             assert!(matches!(Message::parse(&b), Ok(Message::Hot(_))));
         }
     }
+
+    // And the pull half's ends: a receiver acknowledges exactly what it
+    // keeps and hands up at most the one update the bytes complete; a sender
+    // with an update in flight takes them as an acknowledgement or counts
+    // them.
+    let mut receiver = UpdateReceiver::new(&c, 1, 0, 0).unwrap();
+    let (ack, events) = receiver.handle_packet(NOW, data);
+    if let Some(a) = ack {
+        let Ok(Message::UpdateAck(a)) = Message::parse(&a) else {
+            panic!("the receiver acknowledged with {a:?}")
+        };
+        let Ok(Message::Update(u)) = &parsed else {
+            panic!("acknowledged {parsed:?}")
+        };
+        assert_eq!((a.seq, a.part, a.worker), (u.seq, u.part, 0));
+    }
+    assert!(events.len() <= 1 && receiver.poll(NOW + Duration::from_secs(60)).len() <= 2);
+    let mut sender = UpdateSender::new(&c, 1, 0).unwrap();
+    sender.send(NOW, 1, vec![(3, vec![1, 2, 3])], false).unwrap();
+    sender.poll(NOW);
+    sender.handle_packet(NOW, data);
+    let st = sender.stats();
+    assert_eq!(st.acks + st.duplicate_acks + st.bad_acks, 1);
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -727,3 +727,98 @@ fn the_round_timeout_is_learned_from_round_lengths() {
     }
     assert_eq!(s.round_timeout(1), Some(Duration::from_millis(10)));
 }
+
+fn update_part(job: u16, server: u16, target: u16, len: usize) -> Vec<u8> {
+    crate::wire::UpdateRepr {
+        job,
+        server,
+        seq: 1,
+        round: 1,
+        part: 0,
+        parts: 1,
+        target,
+        retx: false,
+        lens: false,
+        brk: false,
+        entries: vec![crate::wire::Fragment {
+            key: 1,
+            offset: 0,
+            bytes: vec![7; len],
+        }],
+    }
+    .to_bytes()
+}
+
+#[test]
+fn updates_are_copied_unchanged_and_acks_forwarded() {
+    let mut s = Switch::new(config(3, 2)).unwrap();
+    let all = update_part(1, 1, crate::consts::UPDATE_TARGET_ALL, 4);
+    let out = s.handle_packet(Timestamp(0), &all);
+    assert_eq!(
+        out,
+        vec![SwitchAction::Update {
+            job: 1,
+            target: None,
+            payload: all.clone()
+        }]
+    );
+    assert_eq!(out[0].peer(), Peer::Workers { job: 1 });
+    let one = update_part(1, 0, 2, 4);
+    let out = s.handle_packet(Timestamp(0), &one);
+    assert_eq!(out[0].peer(), Peer::Worker { job: 1, rank: 2 });
+    assert_eq!(out[0].payload(), &one[..]);
+    let ack = crate::wire::UpdateAckRepr {
+        job: 1,
+        server: 1,
+        seq: 1,
+        part: 0,
+        worker: 2,
+    }
+    .to_bytes();
+    let out = s.handle_packet(Timestamp(0), &ack);
+    assert_eq!(out[0].peer(), Peer::Server { job: 1, index: 1 });
+    assert_eq!(out[0].payload(), &ack[..]);
+    assert_eq!((s.stats().updates_copied, s.stats().update_acks), (2, 1));
+    assert_eq!(s.pending_parts() + s.open_rounds(), 0, "no state kept");
+}
+
+#[test]
+fn updates_for_members_the_switch_does_not_have_are_refused() {
+    let mut s = Switch::new(config(3, 2)).unwrap();
+    let all = crate::consts::UPDATE_TARGET_ALL;
+    let ack = |job, server, worker| {
+        crate::wire::UpdateAckRepr {
+            job,
+            server,
+            seq: 1,
+            part: 0,
+            worker,
+        }
+        .to_bytes()
+    };
+    for bytes in [
+        update_part(9, 0, all, 4),
+        update_part(1, 2, all, 4),
+        update_part(1, 0, 3, 4),
+        update_part(1, 0, all, 64 - 28 - 14 + 1),
+        ack(9, 0, 0),
+        ack(1, 2, 0),
+        ack(1, 0, 3),
+    ] {
+        assert!(s.handle_packet(Timestamp(0), &bytes).is_empty());
+    }
+    assert!(
+        s.handle_packet(Timestamp(0), &update_part(1, 0, all, 64 - 28 - 14))
+            .len()
+            == 1
+    );
+    let mut bad = update_part(1, 0, all, 4);
+    bad[23] = 1;
+    assert!(s.handle_packet(Timestamp(0), &bad).is_empty());
+    assert!(s
+        .handle_packet(Timestamp(0), &ack(1, 0, 0)[..19])
+        .is_empty());
+    let st = s.stats();
+    assert_eq!((st.updates_refused, st.bad_packets), (7, 2));
+    assert_eq!((st.updates_copied, st.update_acks), (1, 0));
+}
