@@ -473,7 +473,7 @@ impl ServerAgent {
         let Some(p) = &self.pull else {
             return false;
         };
-        if !p.active && !p.copies && !p.barrier {
+        if !self.pull_active() && !p.copies && !p.barrier {
             return false;
         }
         let Some(meta) = frames.get(1) else {
@@ -489,10 +489,11 @@ impl ServerAgent {
         let set = Arc::clone(self.set_for(u32::MAX));
         let server = self.server;
         let is_hot = |k: u64| set.get(k).is_some() && set.ranges().server_of(k) == Some(server);
+        let active = self.pull_active();
         let Some(p) = &mut self.pull else {
             return false;
         };
-        if p.active {
+        if active {
             p.readback.learn(&frames[0], &env.message, format, is_hot);
         }
         let hot_push = env.message.meta.is_push_request()
@@ -1137,8 +1138,19 @@ impl ServerAgent {
         match &self.pull {
             None => true,
             Some(p) if p.barrier => false,
-            Some(p) => !p.active || !self.gated_round(r) || self.arrived.iter().all(|&a| a >= r),
+            Some(_) => {
+                !self.pull_active() || !self.gated_round(r) || self.arrived.iter().all(|&a| a >= r)
+            }
         }
+    }
+
+    /// Pull half: whether rounds are gated and read back. Only for BytePS's
+    /// PS-lite, whose servers answer workers through the ROUTER, where the
+    /// shim takes a read-back's answer out (dmlc's and MXNet's answer on
+    /// DEALERs it does not see yet).
+    fn pull_active(&self) -> bool {
+        self.pull.as_ref().is_some_and(|p| p.active)
+            && self.detector.format() == Some(Format::Byteps)
     }
 
     /// Pull half: whether round `r` has hot keys (others are neither gated
@@ -1154,7 +1166,7 @@ impl ServerAgent {
         let Some(p) = &self.pull else {
             return Vec::new();
         };
-        if !p.active || p.barrier {
+        if !self.pull_active() || p.barrier {
             return Vec::new();
         }
         self.queues
@@ -1309,10 +1321,7 @@ impl ServerAgent {
     /// out), the pulls that read its hot values back go to the app right
     /// after them.
     fn read_back(&mut self, r: u32, deliver: &mut Vec<Frames>) {
-        if !self.pull.as_ref().is_some_and(|p| p.active)
-            || !self.gated_round(r)
-            || !self.arrived.iter().all(|&a| a >= r)
-        {
+        if !self.pull_active() || !self.gated_round(r) || !self.arrived.iter().all(|&a| a >= r) {
             return;
         }
         let Some(rs) = self.rounds.get_mut(&r) else {
@@ -1368,7 +1377,7 @@ impl ServerAgent {
         let mut frames = Vec::with_capacity(2 + msg.data.len());
         frames.push(h.identity.clone());
         frames.extend(msg.to_frames(h.format)?);
-        let keys = if self.pull.as_ref().is_some_and(|p| p.active) {
+        let keys = if self.pull_active() {
             let set = self.set_for(h.trailer.round);
             kv.keys
                 .iter()

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zebra_agent::{
-    AgentConfig, Delivery, Frames, HotSet, KeyRanges, OnlineConfig, Outgoing, ServerAgent,
-    WorkerAgent,
+    AgentConfig, Delivery, Frames, HotSet, KeyRanges, OnlineConfig, Outgoing, PullAgent,
+    PullConfig, PullSend, RowUpdate, ServerAgent, WorkerAgent,
 };
 use zebra_proto::rng::SplitMix64;
 use zebra_proto::{
@@ -29,7 +29,7 @@ use zebra_proto::{
 };
 use zebra_pslite::{
     identity, node_id, rank_of, response, server_id, with_kv, worker_id, Command, DataType, Format,
-    KvData, KvView, Message, Meta, Route,
+    FormatChoice, KvData, KvView, Message, Meta, Route,
 };
 
 const JOB_BASE: u16 = 40;
@@ -114,6 +114,12 @@ struct Scenario {
     /// Online hot keys from no key at all, each server's job sized for
     /// `HOT` keys.
     online_from_nothing: bool,
+    /// The pull half (`zebra_agent::pull`): after each answered push a
+    /// worker pulls every hot key of each server it pushed to (and two cold
+    /// ones), and pushes again only once that pull is answered; every
+    /// answer's hot values must be the server app's at the time the pull
+    /// was sent.
+    pull: bool,
 }
 
 impl Scenario {
@@ -138,6 +144,7 @@ impl Scenario {
             init_pushes: 0,
             online: None,
             online_from_nothing: false,
+            pull: false,
         }
     }
 
@@ -178,6 +185,11 @@ impl Scenario {
         c.settle_timeout = Duration::from_secs(5);
         c.max_clean_values = 64;
         c.online = self.online.clone();
+        c.pull = self.pull.then_some(PullConfig {
+            gate: Duration::from_millis(200),
+            wait: Duration::from_millis(2),
+            expiry: Duration::from_secs(1),
+        });
         c
     }
 
@@ -286,6 +298,10 @@ enum Event {
     Zmq(Node, Frames),
     /// A message worker `w`'s DEALER receives from a server's ROUTER.
     Dealer(u16, Frames),
+    /// Pull half: server `1`'s update reaching worker `0`.
+    Update(u16, u16, RowUpdate),
+    /// Pull half: server `i`'s last BREAK reached every worker.
+    BreakSettled(u16),
 }
 
 /// A worker's BARRIER request to the scheduler (group: workers).
@@ -343,12 +359,30 @@ struct WorkerNode {
     sent: BTreeMap<(u16, u64), u32>,
     /// Sent its BARRIER request.
     at_barrier: bool,
+    /// Pull half.
+    pulls: Option<PullAgent>,
+    /// Hot pulls not sent yet: (first offered, server, request).
+    waiting: Vec<(Timestamp, u16, Frames)>,
+    /// Hot pulls sent or answered, by timestamp: the server app's hot
+    /// values when they were sent.
+    hot_pending: BTreeMap<i32, (&'static str, BTreeMap<u64, Vec<f32>>)>,
+}
+
+impl WorkerNode {
+    /// Whether the worker waits for its hot pulls before pushing again.
+    fn pulling(&self) -> bool {
+        !self.waiting.is_empty() || !self.hot_pending.is_empty()
+    }
 }
 
 struct ServerNode {
     agent: Option<ServerAgent>,
     hot: Option<Server>,
     app: App,
+    /// Pull half: updates sent, and when the last one reaches each worker
+    /// (updates of one server arrive in order).
+    update_seq: u32,
+    update_at: BTreeMap<u16, u64>,
     zmq_bytes: u64,
     udp_bytes: u64,
 }
@@ -380,6 +414,11 @@ struct Outcome {
     closed_rounds: u64,
     /// Online: each server's hot keys at the end, hottest first.
     final_keys: Vec<Vec<u64>>,
+    /// Pull half: hot pulls checked against the server app, answered by
+    /// the worker alone, merged with the server's answer.
+    hot_checks: u64,
+    pull_local: u64,
+    pull_merged: u64,
 }
 
 struct Sim {
@@ -423,6 +462,17 @@ impl Sim {
                     checks: BTreeMap::new(),
                     sent: BTreeMap::new(),
                     at_barrier: false,
+                    pulls: cfg.pull.filter(|_| zebra).map(|c| {
+                        PullAgent::new(
+                            c,
+                            FormatChoice::Auto,
+                            KeyRanges::pslite(s.servers),
+                            (0, 0),
+                            4,
+                        )
+                    }),
+                    waiting: Vec::new(),
+                    hot_pending: BTreeMap::new(),
                 }
             })
             .collect();
@@ -434,6 +484,8 @@ impl Sim {
                     hot: job.map(|j| Server::new(&proto, j, 0).unwrap()),
                     agent,
                     app: App::default(),
+                    update_seq: 0,
+                    update_at: BTreeMap::new(),
                     zmq_bytes: 0,
                     udp_bytes: 0,
                 }
@@ -573,6 +625,14 @@ impl Sim {
                 Some(agent) => agent.on_send(server, &refs),
                 None => Outgoing::Unchanged,
             };
+            if let (Some(pulls), Some(agent)) = (&mut node.pulls, &node.agent) {
+                let split = match &outgoing {
+                    Outgoing::Split(sp) if sp.to_switch => Some((sp.server, sp.round)),
+                    _ => None,
+                };
+                let sent = pulls.on_send(now, now, &refs, split, |s, k| agent.hot_key(s, k));
+                assert_eq!(sent, PullSend::Unchanged, "a push goes as it is");
+            }
             let (job, acts, frames) = match outgoing {
                 Outgoing::Unchanged => (0, Vec::new(), frames),
                 Outgoing::Split(sp) => {
@@ -610,7 +670,146 @@ impl Sim {
             pulls.push((server, msg));
         }
         for (server, msg) in pulls {
+            let node = &mut self.workers[w as usize];
+            if let (Some(pulls), Some(agent)) = (&mut node.pulls, &node.agent) {
+                let refs: Vec<&[u8]> = msg[1..].iter().map(Vec::as_slice).collect();
+                let sent = pulls.on_send(now, now, &refs, None, |s, k| agent.hot_key(s, k));
+                assert_eq!(
+                    sent,
+                    PullSend::Unchanged,
+                    "a pull right after a push goes to the server"
+                );
+            }
             self.zmq(Node::Worker(w), Node::Server(server), msg);
+        }
+    }
+
+    /// Pull half: after its push is answered, worker `w` pulls every hot
+    /// key of each server and two cold ones.
+    fn hot_pulls(&mut self, w: u16) {
+        let format = self.s.style.format();
+        let now = Timestamp(self.now);
+        for server in 0..self.s.servers {
+            let node = &mut self.workers[w as usize];
+            node.ts += 1;
+            let mut kv = KvData::empty(self.s.style.val_type(), false);
+            // Every other pull holds hot keys only (answered by the worker alone).
+            let cold = if node.ts % 2 == 0 {
+                vec![HOT + 1, HOT + 5]
+            } else {
+                vec![]
+            };
+            let mut js: Vec<u64> = (0..HOT).chain(cold).collect();
+            js.sort_unstable();
+            kv.keys = js.iter().map(|&j| self.s.key(server, j)).collect();
+            let frames = with_kv(&meta(node.ts, false), &kv)
+                .unwrap()
+                .to_frames(format)
+                .unwrap();
+            node.waiting.push((now, server, frames));
+        }
+        self.retry_pulls(w);
+    }
+
+    /// Pull half: offers worker `w`'s waiting hot pulls to its pull agent
+    /// again; checks what it answers alone against the server app.
+    fn retry_pulls(&mut self, w: u16) {
+        let now = Timestamp(self.now);
+        let waiting = std::mem::take(&mut self.workers[w as usize].waiting);
+        for (since, server, frames) in waiting {
+            let node = &mut self.workers[w as usize];
+            let (Some(pulls), Some(agent)) = (&mut node.pulls, &node.agent) else {
+                return;
+            };
+            let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let sent = pulls.on_send(now, since, &refs, None, |s, k| agent.hot_key(s, k));
+            let hot: Vec<u64> = (0..HOT).map(|j| self.s.key(server, j)).collect();
+            let store = &self.servers[server as usize].app.store;
+            let snapshot: BTreeMap<u64, Vec<f32>> = hot
+                .iter()
+                .filter_map(|k| store.get(k).map(|v| (*k, v.clone())))
+                .collect();
+            let ts = Message::parse(self.s.style.format(), &frames[0], &refs[1..])
+                .unwrap()
+                .meta
+                .timestamp;
+            let id = identity(worker_id(i32::from(w)));
+            let node = &mut self.workers[w as usize];
+            match sent {
+                PullSend::Wait(_) => node.waiting.push((since, server, frames)),
+                PullSend::Answer(answer) => {
+                    node.hot_pending
+                        .insert(ts, ("answered by the worker", snapshot));
+                    self.out.pull_local += 1;
+                    self.enqueue(self.now, Event::Zmq(Node::Worker(w), answer));
+                }
+                PullSend::Send(reduced) => {
+                    // The keys the worker answers itself: those it does not ask for.
+                    let refs: Vec<&[u8]> = reduced[1..].iter().map(Vec::as_slice).collect();
+                    let asked: Vec<u64> = Message::parse(self.s.style.format(), &reduced[0], &refs)
+                        .unwrap()
+                        .kv()
+                        .unwrap()
+                        .map(|v| v.keys().collect())
+                        .unwrap_or_default();
+                    let local = snapshot
+                        .into_iter()
+                        .filter(|(k, _)| !asked.contains(k))
+                        .collect();
+                    node.hot_pending.insert(ts, ("split", local));
+                    let mut msg = vec![id];
+                    msg.extend(reduced);
+                    self.zmq(Node::Worker(w), Node::Server(server), msg);
+                }
+                PullSend::Unchanged => {
+                    // The server answers: nothing of the worker's to check.
+                    node.hot_pending.insert(ts, ("sent whole", BTreeMap::new()));
+                    let mut msg = vec![id];
+                    msg.extend(frames);
+                    self.zmq(Node::Worker(w), Node::Server(server), msg);
+                }
+            }
+        }
+    }
+
+    /// Pull half: server `i`'s updates, each to every worker (in order per
+    /// worker, UDP's delay and loss: a lost one is a gap the worker sees);
+    /// a BREAK settles once it reached them all.
+    fn server_updates(&mut self, i: u16) {
+        let updates = match &mut self.servers[i as usize].agent {
+            Some(agent) => agent.take_updates(),
+            None => return,
+        };
+        for v in updates {
+            let node = &mut self.servers[i as usize];
+            node.update_seq += 1;
+            let seq = node.update_seq;
+            let mut last = self.now;
+            for w in 0..self.s.workers {
+                let rng = self
+                    .udp_links
+                    .entry((Node::Server(i), Node::Worker(w)))
+                    .or_insert_with(|| SplitMix64::new(self.s.seed ^ 0x0B0B ^ u64::from(w)));
+                if rng.chance(self.s.loss) {
+                    continue;
+                }
+                let delay = 50 + rng.below(501);
+                let node = &mut self.servers[i as usize];
+                let at = node.update_at.entry(w).or_default();
+                *at = (*at).max(self.now + delay);
+                let at = *at;
+                last = last.max(at);
+                let u = RowUpdate {
+                    seq,
+                    round: v.round,
+                    brk: v.brk,
+                    entries: v.entries.clone(),
+                };
+                self.enqueue(at, Event::Update(w, i, u));
+            }
+            if v.brk {
+                self.enqueue(last + 1, Event::BreakSettled(i));
+            }
         }
     }
 
@@ -662,7 +861,9 @@ impl Sim {
                     assert_eq!(server, 0, "one server per job");
                     Node::Server(job - JOB_BASE)
                 }
-                other => panic!("no server sends updates here: {other:?}"),
+                SwitchAction::Update { .. } | SwitchAction::UpdateAck { .. } => {
+                    unreachable!("updates go from the servers' agents to the workers directly")
+                }
             };
             self.udp(Node::Switch, to, a.payload().to_vec());
         }
@@ -706,13 +907,27 @@ impl Sim {
             };
             let mut out = vec![identity(server_id(i32::from(i)))];
             out.extend(reply.to_frames(format).unwrap());
+            if let Some(agent) = &mut self.servers[i as usize].agent {
+                let mut sent = vec![frames[0].as_slice()];
+                sent.extend(out.iter().map(Vec::as_slice));
+                if agent.on_app_send(Route::RouterSend, &sent) {
+                    continue;
+                }
+            }
             self.zmq(Node::Server(i), Node::Worker(worker), out);
         }
+        self.server_updates(i);
     }
 
     /// A response reaching worker `w`'s ROUTER.
     fn worker_recv(&mut self, w: u16, frames: Frames) {
         self.out.end_ms = self.now / 1000;
+        let now = Timestamp(self.now);
+        let node = &mut self.workers[w as usize];
+        let frames = match (&mut node.pulls, &node.agent) {
+            (Some(pulls), Some(agent)) => pulls.on_recv(now, frames, |s, k| agent.hot_key(s, k)),
+            _ => frames,
+        };
         let format = self.s.style.format();
         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
         let env = Message::parse_frames(format, Route::RouterRecv, &refs).unwrap();
@@ -727,6 +942,23 @@ impl Sim {
             *left -= 1;
             if *left == 0 {
                 node.outstanding.remove(&ts);
+                if node.pulls.is_some() {
+                    self.hot_pulls(w);
+                }
+            }
+            return;
+        }
+        if let Some((how, snapshot)) = node.hot_pending.remove(&ts) {
+            for (key, vals) in kv_entries(&env.message) {
+                if let Some(want) = snapshot.get(&key) {
+                    assert_eq!(
+                        &vals, want,
+                        "worker {w}: hot key {key:#x} of server {server} pulled ({how}) at {} µs: \
+                         not the server's value when the pull was sent",
+                        self.now
+                    );
+                    self.out.hot_checks += 1;
+                }
             }
             return;
         }
@@ -785,8 +1017,14 @@ impl Sim {
             }
         };
         for (w, node) in self.workers.iter().enumerate() {
-            if node.outstanding.len() < self.s.window && !self.at_barrier(w as u16) {
+            if node.outstanding.len() < self.s.window
+                && !self.at_barrier(w as u16)
+                && !node.pulling()
+            {
                 consider(node.plan.front().map(|p| p.at.max(self.now)));
+            }
+            if !node.waiting.is_empty() {
+                consider(Some(self.now + 500));
             }
             for hot in node.hot.values() {
                 consider(hot.poll_at().map(Timestamp::micros));
@@ -859,19 +1097,40 @@ impl Sim {
                     Event::Zmq(Node::Worker(w), frames) => self.worker_recv(w, frames),
                     Event::Dealer(w, frames) => {
                         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
-                        let agent = self.workers[w as usize].agent.as_mut().unwrap();
-                        agent.on_recv(&refs).unwrap();
+                        let node = &mut self.workers[w as usize];
+                        let server = node.agent.as_mut().unwrap().on_recv(&refs).unwrap();
+                        if let Some(pulls) = &mut node.pulls {
+                            pulls.reset(server);
+                        }
+                    }
+                    Event::Update(w, i, u) => {
+                        if let Some(pulls) = &mut self.workers[w as usize].pulls {
+                            pulls.on_update(now, i, u);
+                        }
+                        self.retry_pulls(w);
+                    }
+                    Event::BreakSettled(i) => {
+                        let agent = self.servers[i as usize].agent.as_mut().unwrap();
+                        let d = agent.on_break_settled(now);
+                        self.app_recv(i, d);
+                        self.server_control(i);
                     }
                     Event::Zmq(Node::Switch, _) => unreachable!("no ZeroMQ to the switch"),
                 }
             }
             for w in 0..self.s.workers {
+                if !self.workers[w as usize].waiting.is_empty() {
+                    self.retry_pulls(w);
+                }
                 loop {
                     let node = &self.workers[w as usize];
                     let Some(next) = node.plan.front() else {
                         break;
                     };
-                    if next.at > self.now || node.outstanding.len() >= self.s.window {
+                    if next.at > self.now
+                        || node.outstanding.len() >= self.s.window
+                        || node.pulling()
+                    {
                         break;
                     }
                     if self.at_barrier(w) {
@@ -929,6 +1188,16 @@ impl Sim {
                 "{ctx}: worker {w}"
             );
             assert!(node.checks.is_empty(), "{ctx}: worker {w} awaits pulls");
+            assert!(!node.pulling(), "{ctx}: worker {w} awaits hot pulls");
+            if let Some(p) = &node.pulls {
+                assert_eq!(
+                    p.stats().mismatches,
+                    0,
+                    "{ctx}: worker {w}: {:?}",
+                    p.stats()
+                );
+                self.out.pull_merged += p.stats().merged;
+            }
             assert!(
                 node.hot.values().all(Worker::is_idle),
                 "{ctx}: worker {w} hot path"
@@ -1536,4 +1805,42 @@ fn online_tries_again_after_standing_aside() {
             "each decided, stepped aside, counted again and decided again"
         );
     }
+}
+
+/// The pull half (`docs/PULL.md`): after each answered push, every worker
+/// pulls every hot key and pushes again only once that pull is answered.
+/// Every hot value a worker gets, from its copy or from the server, is the
+/// server app's value when the pull was sent; the sums equal vanilla's.
+/// Aligned workers with loss on the hot path and on the updates (a lost
+/// update is a gap: the copy starts again), and then a straggler and a
+/// worker that stops early (the server's gate waits for it, then the pull
+/// half stands aside, after a BREAK).
+#[test]
+fn the_pull_half_answers_exactly() {
+    for (seed, loss) in [(31, 0.0), (32, 0.01), (33, 0.05)] {
+        let s = Scenario {
+            pull: true,
+            window: 1,
+            straggler: None,
+            stops: vec![],
+            ..Scenario::new(seed, loss)
+        };
+        let (_, z) = check("pull", &s);
+        println!(
+            "  pull half: {} hot values checked, {} pulls answered by the worker, {} merged",
+            z.hot_checks, z.pull_local, z.pull_merged
+        );
+        assert!(z.hot_checks > 1000, "hot pulls checked");
+        assert!(
+            z.pull_local > u64::from(s.rounds) && z.pull_merged > u64::from(s.rounds),
+            "loss {loss}: answered from the copies"
+        );
+    }
+    let s = Scenario {
+        pull: true,
+        window: 1,
+        ..Scenario::new(34, 0.01)
+    };
+    let (_, z) = check("pull-stop", &s);
+    assert!(z.hot_checks > 1000);
 }

@@ -70,6 +70,11 @@ pub const VARIABLES: &[Variable] = &[
         help: "how a server sees a round's hot sums: `per-worker` (each worker's push request, one carrying the sum, the others zeros: right for every server) or `merged` (one request carries the sum: only for servers that do not count pushes)",
     },
     Variable {
+        name: "ZEBRA_PULL",
+        default: "switch",
+        help: "the pull half with a switch (docs/PULL.md): `switch`: after each round a server sends the round's updated hot values once through the switch, which copies them to every worker, and a worker answers pulls of hot keys from them when they are what the server would return (its first answers checked against the server's); `server`: every pull goes to its server (for servers that change values outside pushes)",
+    },
+    Variable {
         name: "ZEBRA_TRACE",
         default: "(off)",
         help: "with ZEBRA_ENABLE=1, each worker records the keys of every push it sends to this file (`%p`: process id, `%r`: worker rank), the input of `zebra profile` (format: rust/zebra-hotkeys/TRACE.md)",
@@ -126,6 +131,16 @@ pub enum Delivery {
     #[default]
     PerWorker,
     Merged,
+}
+
+/// Where pulls of hot keys are answered with a switch (`ZEBRA_PULL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pull {
+    /// Updates through the switch; workers answer from them.
+    #[default]
+    Switch,
+    /// Every pull goes to its server.
+    Server,
 }
 
 /// The PS-lite meta format (`ZEBRA_PSLITE_FLAVOR`).
@@ -256,6 +271,7 @@ pub struct Config {
     pub hot_config: Option<PathBuf>,
     pub hot_mode: HotMode,
     pub delivery: Delivery,
+    pub pull: Pull,
     pub flavor: Flavor,
     /// `ZEBRA_NET` and, for the user-level stack, its EAL arguments, address and gateway.
     pub net: Network,
@@ -287,6 +303,7 @@ impl Default for Config {
             hot_config: None,
             hot_mode: HotMode::Auto,
             delivery: Delivery::PerWorker,
+            pull: Pull::Switch,
             flavor: Flavor::Auto,
             net: Network::Kernel,
             dpdk_args: None,
@@ -432,6 +449,15 @@ impl Config {
                         name: "ZEBRA_DELIVERY",
                         value: value.to_string(),
                         expected: "expected per-worker or merged",
+                    }),
+                },
+                "ZEBRA_PULL" => match value.trim() {
+                    "" | "switch" => cfg.pull = Pull::Switch,
+                    "server" => cfg.pull = Pull::Server,
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_PULL",
+                        value: value.to_string(),
+                        expected: "expected switch or server",
                     }),
                 },
                 "ZEBRA_TRACE" if value.trim().is_empty() => {}

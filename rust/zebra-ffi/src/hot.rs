@@ -20,6 +20,16 @@
 //!   decision on the ROUTER to each worker's DEALER; the DEALER hook takes
 //!   it out of what the app reads (BytePS) and reads what waits before each
 //!   push (dmlc and MXNet never read their DEALERs).
+//! - **The pull half** (`ZEBRA_PULL=switch`, the default with a switch;
+//!   `docs/PULL.md`): after each round a server's agent reads the round's
+//!   hot values back from the app with a pull shaped like the workers' own,
+//!   takes the app's answer out of what it sends on the ROUTER, and the
+//!   [`ServerLink`] sends the values once through the switch to every
+//!   worker. A worker's [`PullAgent`] keeps them and answers the app's
+//!   pulls of hot keys from them when they are what the server would
+//!   return: the answer is put among what the app reads from the DEALER
+//!   (BytePS's van reads its DEALERs; dmlc's and MXNet's servers answer on
+//!   DEALERs the shim does not see yet, so their pulls go to the servers).
 //! - The process learns its PS-lite node id from the identity `ps<id>` it
 //!   gives its DEALERs (PS-lite sets it once the scheduler has assigned the
 //!   id, before any push): the worker or server side starts then. Messages
@@ -42,7 +52,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
-use zebra_agent::{AgentConfig, Aside, Delivery, HotSet, Outgoing, ServerAgent, WorkerAgent};
+use zebra_agent::{
+    AgentConfig, Aside, Delivery, HotSet, Outgoing, PullAgent, PullConfig, PullSend, RowUpdate,
+    ServerAgent, WorkerAgent,
+};
 use zebra_config::{Flavor, HotLoss, HotMode};
 use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
 use zebra_engine::{Error, Part, Socket};
@@ -51,7 +64,9 @@ use zebra_hotpath::{
     Clock, LinkConfig, ServerEvent, ServerLink, Settings, StartError, WorkerEvent, WorkerLink,
 };
 use zebra_proto::wire::Admission;
-use zebra_pslite::{node_id, rank_of, role_of, Detector, Format, FormatChoice, Message, Role};
+use zebra_pslite::{
+    node_id, rank_of, role_of, Detector, Format, FormatChoice, Message, Role, Route,
+};
 
 fn flavor(f: Flavor) -> FormatChoice {
     match f {
@@ -63,6 +78,10 @@ fn flavor(f: Flavor) -> FormatChoice {
 
 /// How long a link's event thread sleeps at most between checks.
 const EVENT_WAIT: Duration = Duration::from_millis(100);
+
+/// The pull half: a worker's first answers from its copy that are checked
+/// against the server's instead of given (`PullAgent`).
+const PULL_CHECKS: u32 = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
@@ -230,6 +249,15 @@ impl Aggregation {
         };
         agent.format = flavor(config.flavor);
         agent.settle_timeout = built.settle_timeout;
+        if config.pull == zebra_config::Pull::Switch {
+            // A copy that heard nothing for half the time a server takes to
+            // give an update up is dropped (docs/PULL.md).
+            let expiry = zebra_proto::update::gap_timeout(&built.proto) / 2;
+            agent.pull = Some(PullConfig {
+                expiry: expiry.max(Duration::from_millis(100)),
+                ..PullConfig::default()
+            });
+        }
         agent.max_clean_values = u32::from(built.proto.max_seqs);
         let online_rounds = match config.hot_mode {
             HotMode::Online { rounds } => Some(rounds),
@@ -477,9 +505,34 @@ impl DealerHook {
         if let Some(p) = st.kept.pop() {
             return Ok(p);
         }
+        if let Some(s) = pull_splitter() {
+            self.read_message(&mut st, dontwait, s)?;
+            return st.kept.pop().ok_or(Error::Again);
+        }
         let part = self.next_part(&mut st, dontwait)?;
         st.kept.more = part.more;
         Ok(part)
+    }
+
+    /// The pull half: reads one whole message from the engine, gives it to
+    /// the worker's pull agent (a server's answer to a split pull comes out
+    /// whole), and keeps what comes out for the app.
+    fn read_message(&self, st: &mut DealerRecv, dontwait: bool, s: &Splitter) -> Result<(), Error> {
+        let mut frames = Vec::new();
+        let mut more = true;
+        while more {
+            let part = self.next_part(st, dontwait && frames.is_empty())?;
+            more = part.more;
+            frames.push(part.data.to_vec());
+        }
+        keep_message(&mut st.kept, s.on_recv(frames));
+        Ok(())
+    }
+
+    /// The pull half: an answer made here for the app, among what it reads.
+    fn inject(&self, frames: Vec<Vec<u8>>) {
+        keep_message(&mut lock(&self.recv).kept, frames);
+        zebra_engine::notify_activity();
     }
 
     /// Before a push: reads what waits (without blocking), so that a
@@ -489,6 +542,10 @@ impl DealerHook {
         let Ok(mut st) = self.recv.try_lock() else {
             return;
         };
+        if let Some(s) = pull_splitter() {
+            while self.read_message(&mut st, true, s).is_ok() {}
+            return;
+        }
         loop {
             match self.next_part(&mut st, true) {
                 Ok(part) => st.kept.push(part),
@@ -509,6 +566,23 @@ impl DealerHook {
     }
 }
 
+/// Appends a whole message's parts to what the app reads.
+fn keep_message(kept: &mut AppParts, frames: Vec<Vec<u8>>) {
+    let n = frames.len();
+    for (i, f) in frames.into_iter().enumerate() {
+        kept.push(Part {
+            data: Bytes::from(f),
+            more: i + 1 < n,
+        });
+    }
+}
+
+/// The worker's splitter when the pull half is on.
+fn pull_splitter() -> Option<&'static Splitter> {
+    let s = process()?.worker()?.splitter.as_deref()?;
+    s.pulls.as_ref().map(|_| s)
+}
+
 /// The worker side of this process: the split (with a switch) and the trace.
 struct WorkerSide {
     rank: u16,
@@ -522,7 +596,7 @@ impl WorkerSide {
             .plan
             .aggregation
             .as_ref()
-            .and_then(|a| Splitter::start(a, rank));
+            .and_then(|a| Splitter::start(a, rank, &p.clock));
         let tracer = p
             .plan
             .trace
@@ -547,12 +621,17 @@ impl WorkerSide {
         };
         let mut agent = lock(&s.agent);
         match agent.on_recv(&[frame]) {
-            Ok(_) => log::info!(
-                "zebra: worker {}: online hot-key decision {} of {} taken",
-                self.rank,
-                agent.stats().hotsets,
-                s.links.len()
-            ),
+            Ok(server) => {
+                if let Some(p) = &s.pulls {
+                    lock(p).reset(server);
+                }
+                log::info!(
+                    "zebra: worker {}: online hot-key decision {} of {} taken",
+                    self.rank,
+                    agent.stats().hotsets,
+                    s.links.len()
+                )
+            }
             Err(e) => log::error!("zebra: worker {}: {e}", self.rank),
         }
     }
@@ -668,6 +747,12 @@ impl Tracer {
 /// The worker's split of pushes into cold messages and hot pairs.
 struct Splitter {
     agent: Mutex<WorkerAgent>,
+    /// The pull half (locked after `agent` when both are).
+    pulls: Option<Mutex<PullAgent>>,
+    /// Signalled when an update arrives (a pull may wait for one).
+    updated: Condvar,
+    clock: &'static Clock,
+    config: AgentConfig,
     links: BTreeMap<u16, WorkerLink>,
     /// The DEALER that last carried a split push to each server.
     dealers: Mutex<HashMap<u16, Weak<DealerHook>>>,
@@ -676,7 +761,7 @@ struct Splitter {
 }
 
 impl Splitter {
-    fn start(plan: &Aggregation, rank: u16) -> Option<Arc<Splitter>> {
+    fn start(plan: &Aggregation, rank: u16, clock: &'static Clock) -> Option<Arc<Splitter>> {
         let agent = match WorkerAgent::new(plan.agent.clone(), plan.hot.clone(), rank) {
             Ok(a) => a,
             Err(e) => {
@@ -702,8 +787,21 @@ impl Splitter {
                 }
             }
         }
+        let pulls = plan.agent.pull.map(|c| {
+            Mutex::new(PullAgent::new(
+                c,
+                plan.agent.format,
+                plan.hot.ranges().clone(),
+                (plan.agent.app_id, plan.agent.customer_id),
+                PULL_CHECKS,
+            ))
+        });
         let side = Arc::new(Splitter {
             agent: Mutex::new(agent),
+            pulls,
+            updated: Condvar::new(),
+            clock,
+            config: plan.agent.clone(),
             links,
             dealers: Mutex::new(HashMap::new()),
             push_errors: AtomicU64::new(0),
@@ -729,6 +827,20 @@ impl Splitter {
         dealer.read_waiting();
         let refs: Vec<&[u8]> = frames.iter().map(|b| &b[..]).collect();
         let outgoing = lock(&self.agent).on_send_to_recver(&refs);
+        match self.pull(&outgoing, &refs) {
+            PullSend::Unchanged => {}
+            PullSend::Send(reduced) => {
+                return send_all(
+                    &dealer.socket,
+                    reduced.into_iter().map(Bytes::from).collect(),
+                )
+            }
+            PullSend::Answer(answer) => {
+                dealer.inject(answer);
+                return Ok(());
+            }
+            PullSend::Wait(_) => unreachable!("pull() waits itself"),
+        }
         let split = match outgoing {
             Outgoing::Unchanged => return send_all(&dealer.socket, frames),
             Outgoing::Split(sp) => sp,
@@ -767,6 +879,71 @@ impl Splitter {
         Ok(())
     }
 
+    /// The pull half's view of a message the app sends: a push is noted,
+    /// a pull may be answered here or reduced; a pull that may be answered
+    /// here once the update of its round arrives waits for it (at most the
+    /// learned wait).
+    fn pull(&self, outgoing: &Outgoing, refs: &[&[u8]]) -> PullSend {
+        let Some(pulls) = &self.pulls else {
+            return PullSend::Unchanged;
+        };
+        let split = match outgoing {
+            Outgoing::Split(sp) if sp.to_switch => Some((sp.server, sp.round)),
+            _ => None,
+        };
+        let since = self.clock.now();
+        let agent = lock(&self.agent);
+        let mut p = lock(pulls);
+        loop {
+            let now = self.clock.now();
+            match p.on_send(now, since, refs, split, |s, k| agent.hot_key(s, k)) {
+                PullSend::Wait(until) => {
+                    let left = self.clock.until(until);
+                    p = self
+                        .updated
+                        .wait_timeout(p, left)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    /// The pull half: a message the DEALER received, through the pull agent.
+    fn on_recv(&self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+        let Some(pulls) = &self.pulls else {
+            return frames;
+        };
+        let now = self.clock.now();
+        let agent = lock(&self.agent);
+        let out = lock(pulls).on_recv(now, frames, |s, k| agent.hot_key(s, k));
+        out
+    }
+
+    /// The pull half: an update, or a gap, of the server of `job`.
+    fn on_update(&self, job: u16, update: Option<zebra_proto::Update>) {
+        let (Some(pulls), Some(server)) = (&self.pulls, self.config.server_of_job(job)) else {
+            return;
+        };
+        let mut p = lock(pulls);
+        match update {
+            Some(u) => p.on_update(
+                self.clock.now(),
+                server,
+                RowUpdate {
+                    seq: u.seq,
+                    round: u.round,
+                    brk: u.brk,
+                    entries: u.entries,
+                },
+            ),
+            None => p.on_gap(server),
+        }
+        drop(p);
+        self.updated.notify_all();
+    }
+
     fn events(&self, job: u16) {
         let Some(link) = self.links.get(&job) else {
             return;
@@ -774,6 +951,17 @@ impl Splitter {
         loop {
             let Some(event) = link.recv_timeout(EVENT_WAIT) else {
                 continue;
+            };
+            let event = match event {
+                WorkerEvent::Update(u) => {
+                    self.on_update(job, Some(u));
+                    continue;
+                }
+                WorkerEvent::UpdateGap => {
+                    self.on_update(job, None);
+                    continue;
+                }
+                other => other,
             };
             match &event {
                 WorkerEvent::Fallback { fallback: f, .. } => log::debug!(
@@ -784,6 +972,7 @@ impl Splitter {
                     f.seq
                 ),
                 WorkerEvent::RoundDone(s) => log::debug!("zebra: job {job}: {s:?}"),
+                WorkerEvent::Update(_) | WorkerEvent::UpdateGap => {}
             }
             let settle = {
                 let mut agent = lock(&self.agent);
@@ -792,6 +981,7 @@ impl Splitter {
                         agent.on_fallback(fallback).map(|()| None)
                     }
                     WorkerEvent::RoundDone(summary) => agent.on_round_done(job, &summary),
+                    WorkerEvent::Update(_) | WorkerEvent::UpdateGap => Ok(None),
                 }
             };
             match settle {
@@ -826,6 +1016,16 @@ impl Splitter {
         );
         for (job, link) in &self.links {
             out.push_str(&format!("  link job {job}: {:?}\n", link.stats()));
+        }
+        if let Some(p) = &self.pulls {
+            let p = lock(p);
+            out.push_str(&format!(
+                "  pull half: {:?}\n  pull copy: {:?}{}\n",
+                p.stats(),
+                p.pulls().stats(),
+                p.off()
+                    .map_or(String::new(), |why| format!("\n  pull half off: {why}"))
+            ));
         }
         out
     }
@@ -908,6 +1108,12 @@ impl RouterHook {
             return Ok(());
         }
         let frames = std::mem::take(&mut *parts);
+        if process()
+            .and_then(Process::server)
+            .is_some_and(|s| s.take_answer(&frames))
+        {
+            return Ok(());
+        }
         send_all(&lock(&self.socket), frames)
     }
 
@@ -1042,11 +1248,53 @@ impl ServerSide {
         Some(side)
     }
 
+    /// The pull half: a message the app sends on the ROUTER; `true` when it
+    /// answers a read-back pull (taken: its values leave as an update).
+    fn take_answer(&self, frames: &[Bytes]) -> bool {
+        let refs: Vec<&[u8]> = frames.iter().map(|b| &b[..]).collect();
+        let mut agent = lock(&self.agent);
+        if !agent.on_app_send(Route::RouterSend, &refs) {
+            return false;
+        }
+        let deliver = self.send_updates(&mut agent);
+        drop(agent);
+        if let Some(router) = lock(&self.process.router).upgrade() {
+            router.push(deliver);
+        }
+        true
+    }
+
+    /// The pull half: sends the agent's updates through the switch; what a
+    /// settled BREAK released (without a link, a BREAK has nobody to reach
+    /// and settles at once) is returned for the app.
+    fn send_updates(&self, agent: &mut ServerAgent) -> Vec<Vec<Vec<u8>>> {
+        let mut deliver = Vec::new();
+        for v in agent.take_updates() {
+            match &self.link {
+                Some(link) => {
+                    if let Err(e) = link.send_update(v.round, v.entries, v.lens, v.brk) {
+                        log::error!(
+                            "zebra: server {}: update of round {} not sent: {e}",
+                            self.rank,
+                            v.round
+                        );
+                    }
+                }
+                None if v.brk => {
+                    deliver.extend(agent.on_break_settled(self.process.clock.now()));
+                }
+                None => {}
+            }
+        }
+        deliver
+    }
+
     fn on_message(&self, frames: Vec<Bytes>, router: &RouterHook) {
         let frames = frames.iter().map(|b| b.to_vec()).collect();
         let now = self.process.clock.now();
         let mut agent = lock(&self.agent);
-        let out = agent.on_recv(now, frames);
+        let mut out = agent.on_recv(now, frames);
+        out.deliver.extend(self.send_updates(&mut agent));
         self.send_control(&mut agent, router);
         for f in out.fallbacks {
             let added = match &self.link {
@@ -1092,6 +1340,9 @@ impl ServerSide {
                     f.cause,
                     f.seq
                 ),
+                Some(ServerEvent::BreakSettled) => {
+                    log::debug!("zebra: server {}: a BREAK reached every worker", self.rank)
+                }
                 None => {}
             }
             let now = self.process.clock.now();
@@ -1099,9 +1350,11 @@ impl ServerSide {
             let mut deliver = match event {
                 Some(ServerEvent::Round(agg)) => agent.on_round(agg),
                 Some(ServerEvent::Apply(f)) => agent.on_apply(f),
+                Some(ServerEvent::BreakSettled) => agent.on_break_settled(now),
                 None => Vec::new(),
             };
             deliver.extend(agent.poll(now));
+            deliver.extend(self.send_updates(&mut agent));
             if let Some(router) = lock(&self.process.router).upgrade() {
                 self.send_control(&mut agent, &router);
             }

@@ -9,6 +9,13 @@
 //! [`ServerEvent::Apply`] (at once for certain fallbacks; for uncertain ones
 //! once the round's coverage shows the switch does not hold them, or after
 //! `uncertain_timeout`).
+//!
+//! The pull half (`docs/PULL.md`): [`ServerLink::send_update`] sends a
+//! round's updated hot values, or a BREAK, once through the switch to every
+//! worker ([`zebra_proto::UpdateSender`]: resends to each worker still
+//! missing, gives up after the retry limit); a BREAK that every worker
+//! acknowledged (or was given up) comes back as
+//! [`ServerEvent::BreakSettled`].
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
@@ -18,6 +25,7 @@ use zebra_proto::consts::packet_type;
 use zebra_proto::wire::{Admission, Message, RegisterRepr};
 use zebra_proto::{
     Fallback, RoundAggregate, Server, ServerAction, ServerError, ServerStats, Timestamp,
+    UpdateAction, UpdateError, UpdateSender, UpdateSenderStats,
 };
 
 use crate::fault::{self, FaultInjector};
@@ -38,6 +46,9 @@ pub enum ServerEvent {
     Round(RoundAggregate),
     /// Fallback pairs to apply as if pushed directly.
     Apply(Fallback),
+    /// A BREAK sent with [`ServerLink::send_update`] reached every worker
+    /// (or was given up on those that did not answer).
+    BreakSettled,
 }
 
 /// A snapshot of a server link's counters.
@@ -54,6 +65,8 @@ pub struct ServerLinkStats {
     pub granted: Option<u32>,
     /// Uncertain fallback batches waiting for their round's aggregate.
     pub held_fallbacks: usize,
+    /// The pull half's updates.
+    pub updates: UpdateSenderStats,
     /// Socket counters.
     pub io: IoStats,
 }
@@ -111,9 +124,36 @@ struct ServerMachine {
     switch: SocketAddr,
     registration: Registration,
     events: Sender<ServerEvent>,
+    updates: UpdateSender,
+    /// BREAKs sent and not yet settled.
+    breaks: Vec<u32>,
 }
 
 impl ServerMachine {
+    /// Sends what the update sender has due, and reports settled BREAKs.
+    fn pump_updates(&mut self, now: Timestamp, out: &mut Sends) {
+        for a in self.updates.poll(now) {
+            match a {
+                UpdateAction::Send(b) => out.push((self.switch, b)),
+                UpdateAction::GivenUp {
+                    seq,
+                    round,
+                    workers,
+                } => log::debug!(
+                    "server link: update {seq} (round {round}) given up for workers {workers:#x}"
+                ),
+            }
+        }
+        let updates = &self.updates;
+        let before = self.breaks.len();
+        self.breaks.retain(|&seq| updates.holds(seq));
+        for _ in self.breaks.len()..before {
+            if self.events.send(ServerEvent::BreakSettled).is_err() {
+                log::debug!("server link: event dropped, nobody is listening");
+            }
+        }
+    }
+
     fn act(&mut self, actions: Vec<ServerAction>, out: &mut Sends) {
         for a in actions {
             let event = match a {
@@ -141,6 +181,11 @@ impl Machine for ServerMachine {
                 }
             }
         }
+        if bytes.get(3) == Some(&packet_type::UPDATE_ACK) {
+            self.updates.handle_packet(now, bytes);
+            self.pump_updates(now, out);
+            return;
+        }
         let actions = self.server.handle_packet(now, bytes);
         self.act(actions, out);
     }
@@ -150,17 +195,20 @@ impl Machine for ServerMachine {
             let actions = self.server.poll(now);
             self.act(actions, out);
         }
+        if self.updates.poll_at().is_some_and(|t| t <= now) {
+            self.pump_updates(now, out);
+        }
         if let Some(d) = self.registration.due(now) {
             out.push((self.switch, d));
         }
     }
 
     fn poll_at(&self) -> Option<Timestamp> {
-        Some(
-            self.server
-                .poll_at()
-                .map_or(self.registration.next, |t| t.min(self.registration.next)),
-        )
+        [self.server.poll_at(), self.updates.poll_at()]
+            .into_iter()
+            .flatten()
+            .chain([self.registration.next])
+            .min()
     }
 }
 
@@ -178,6 +226,7 @@ impl ServerLink {
     /// (which registers with the switch at once).
     pub fn start(config: LinkConfig) -> Result<ServerLink, StartError> {
         let server = Server::new(&config.proto, config.job, config.rank)?;
+        let updates = UpdateSender::new(&config.proto, config.job, config.rank)?;
         let socket = config.bind("server")?;
         let faults = config
             .loss
@@ -204,6 +253,8 @@ impl ServerLink {
                 granted: None,
             },
             events: tx,
+            updates,
+            breaks: Vec::new(),
         };
         let name = format!("zebra-server-{}", config.rank);
         let node = Node::spawn(name, socket, machine, faults).map_err(|source| StartError::Io {
@@ -227,6 +278,29 @@ impl ServerLink {
         })
     }
 
+    /// The pull half: sends the values after `round` (`(key, value bytes)`,
+    /// `lens`: the server's pull answers carry a lens frame), or with `brk`
+    /// a BREAK, once through the switch to every worker. Returns its seq.
+    pub fn send_update(
+        &self,
+        round: u32,
+        entries: Vec<(u64, Vec<u8>)>,
+        lens: bool,
+        brk: bool,
+    ) -> Result<u32, UpdateError> {
+        self.node.shared().with(|m, now, out| {
+            let seq = if brk {
+                let seq = m.updates.break_chain(now);
+                m.breaks.push(seq);
+                seq
+            } else {
+                m.updates.send(now, round, entries, lens)?
+            };
+            m.pump_updates(now, out);
+            Ok(seq)
+        })
+    }
+
     /// The next event, if one is waiting.
     pub fn try_recv(&self) -> Option<ServerEvent> {
         self.events.try_recv()
@@ -247,6 +321,7 @@ impl ServerLink {
             match self.events.recv_timeout(left) {
                 Some(ServerEvent::Round(r)) => return (applied, Some(r)),
                 Some(ServerEvent::Apply(f)) => applied.push(f),
+                Some(ServerEvent::BreakSettled) => {}
                 None => return (applied, None),
             }
         }
@@ -276,6 +351,7 @@ impl ServerLink {
             registers_sent: c.machine.registration.sent,
             granted: c.machine.registration.granted,
             held_fallbacks: c.machine.server.held_fallbacks(),
+            updates: c.machine.updates.stats().clone(),
             io: c.io_stats(),
         })
     }

@@ -6,13 +6,20 @@
 //! [`WorkerEvent`]: pairs to send to a server directly (the switch refused
 //! them, or never answered), and, once every packet of a round is settled,
 //! `RoundDone`. A round's fallbacks always come before its `RoundDone`.
+//!
+//! The pull half (`docs/PULL.md`): the link also takes the server's updates
+//! the switch copies to it ([`zebra_proto::UpdateReceiver`]: each part
+//! acknowledged, updates handed up whole and in order), reported as
+//! [`WorkerEvent::Update`], and gaps as [`WorkerEvent::UpdateGap`].
 
 use std::net::SocketAddr;
 use std::sync::mpsc::{self, Sender};
 use std::time::Duration;
 
+use zebra_proto::consts::packet_type;
 use zebra_proto::{
-    Fallback, JobConfig, RoundSummary, Timestamp, Worker, WorkerAction, WorkerError, WorkerStats,
+    Fallback, JobConfig, RoundSummary, Timestamp, Update, UpdateEvent, UpdateReceiver,
+    UpdateReceiverStats, Worker, WorkerAction, WorkerError, WorkerStats,
 };
 
 use crate::fault::{self, FaultInjector};
@@ -35,6 +42,11 @@ pub enum WorkerEvent {
     },
     /// Every hot packet of this round is settled at the switch.
     RoundDone(RoundSummary),
+    /// The job's server sent its updated hot values (the next of its chain).
+    Update(Update),
+    /// Updates of the job's server that will not come: drop what is held
+    /// of its rows.
+    UpdateGap,
 }
 
 /// The receipt of a push: its round.
@@ -57,6 +69,8 @@ pub struct WorkerLinkStats {
     pub worker: WorkerStats,
     /// Rounds pushed and not yet settled.
     pub unsettled_rounds: usize,
+    /// The pull half's updates.
+    pub updates: UpdateReceiverStats,
     /// Socket counters.
     pub io: IoStats,
 }
@@ -67,9 +81,19 @@ struct WorkerMachine {
     job: JobConfig,
     switch: SocketAddr,
     events: Sender<WorkerEvent>,
+    updates: UpdateReceiver,
 }
 
 impl WorkerMachine {
+    fn updates(&mut self, events: Vec<UpdateEvent>) {
+        for e in events {
+            self.emit(match e {
+                UpdateEvent::Update(u) => WorkerEvent::Update(u),
+                UpdateEvent::Gap { .. } => WorkerEvent::UpdateGap,
+            });
+        }
+    }
+
     fn act(&mut self, actions: Vec<WorkerAction>, out: &mut Sends) {
         for a in actions {
             match a {
@@ -93,6 +117,14 @@ impl WorkerMachine {
 
 impl Machine for WorkerMachine {
     fn on_datagram(&mut self, now: Timestamp, _src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+        if bytes.get(3) == Some(&packet_type::UPDATE) {
+            let (ack, events) = self.updates.handle_packet(now, bytes);
+            if let Some(ack) = ack {
+                out.push((self.switch, ack));
+            }
+            self.updates(events);
+            return;
+        }
         let actions = self.worker.handle_packet(now, bytes);
         self.act(actions, out);
     }
@@ -100,10 +132,17 @@ impl Machine for WorkerMachine {
     fn on_timer(&mut self, now: Timestamp, out: &mut Sends) {
         let actions = self.worker.poll(now);
         self.act(actions, out);
+        if self.updates.poll_at().is_some_and(|t| t <= now) {
+            let events = self.updates.poll(now);
+            self.updates(events);
+        }
     }
 
     fn poll_at(&self) -> Option<Timestamp> {
-        self.worker.poll_at()
+        [self.worker.poll_at(), self.updates.poll_at()]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -130,6 +169,7 @@ impl WorkerLink {
                     rank: config.rank,
                 },
             ))?;
+        let updates = UpdateReceiver::new(&config.proto, config.job, 0, config.rank)?;
         let socket = config.bind("worker")?;
         let faults = config
             .loss
@@ -141,6 +181,7 @@ impl WorkerLink {
             job,
             switch: config.switch,
             events: tx,
+            updates,
         };
         let name = format!("zebra-worker-{}", config.rank);
         let node = Node::spawn(name, socket, machine, faults).map_err(|source| StartError::Io {
@@ -189,6 +230,7 @@ impl WorkerLink {
         self.node.shared().read(|c| WorkerLinkStats {
             worker: c.machine.worker.stats().clone(),
             unsettled_rounds: c.machine.worker.unsettled_rounds(),
+            updates: c.machine.updates.stats().clone(),
             io: c.io_stats(),
         })
     }

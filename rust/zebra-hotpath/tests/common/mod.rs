@@ -154,6 +154,9 @@ impl Cluster {
                     WorkerEvent::RoundDone(s) => {
                         *self.settled.entry((w as u16, s.round)).or_default() += 1;
                     }
+                    WorkerEvent::Update(_) | WorkerEvent::UpdateGap => {
+                        panic!("no server of this cluster sends updates")
+                    }
                 }
             }
         }
@@ -166,6 +169,7 @@ impl Cluster {
                         (r.round, r.pairs)
                     }
                     ServerEvent::Apply(f) => (f.round, f.pairs),
+                    ServerEvent::BreakSettled => panic!("no server of this cluster sends a BREAK"),
                 };
                 for (rank, v) in pairs {
                     assert_eq!(v.fract(), 0.0, "integer-valued sums stay integers");

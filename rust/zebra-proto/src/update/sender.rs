@@ -89,6 +89,12 @@ impl UpdateSender {
         self.updates.len()
     }
 
+    /// Whether update `seq` is still kept: some worker has not
+    /// acknowledged all of it and it was not given up.
+    pub fn holds(&self, seq: u32) -> bool {
+        self.updates.contains_key(&seq)
+    }
+
     /// Whether nothing is kept.
     pub fn is_idle(&self) -> bool {
         self.updates.is_empty() && self.notices.is_empty()
