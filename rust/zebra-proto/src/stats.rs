@@ -180,7 +180,9 @@ pub struct UpdateReceiverStats {
     pub parts: u64,
     /// Parts received again.
     pub duplicate_parts: u64,
-    /// Parts of updates already delivered or skipped (acknowledged, dropped).
+    /// Parts of updates already delivered (acknowledged, dropped) or
+    /// reported in a gap (dropped; not acknowledged while the sender may
+    /// still keep them, so that it gives them up).
     pub stale_parts: u64,
     /// Parts that disagree with earlier parts of their update (parts, round
     /// or flags), or longer than `aggregate_size`: not acknowledged.

@@ -8,8 +8,9 @@
 //!   until every worker of the job acknowledged it, and resends it to each
 //!   worker still missing on `aggregate_rto` (doubling, at most 16×, learned
 //!   from the acknowledgements like the switch's aggregates) up to
-//!   `aggregate_max_retries` times. At most `update_window` updates are
-//!   kept: a new one that does not fit gives the oldest up.
+//!   `aggregate_max_retries` times. It keeps the updates of the last
+//!   `update_window` seqs: a new update gives up any still kept that is
+//!   `update_window` seqs older.
 //! - [`UpdateReceiver`] (one per server, on a worker): acknowledges every
 //!   well-formed part addressed to it, duplicates included; puts updates
 //!   together and hands them up strictly in seq order, exactly once; an
@@ -17,7 +18,9 @@
 //!   reported ([`UpdateEvent::Gap`]) once it is certain (a part
 //!   `update_window` past the missing update: the sender gave it up) or has
 //!   stayed open [`gap_timeout`]. After a gap the worker's copy of the
-//!   server's rows is dropped and restarts from the next update.
+//!   server's rows is dropped and restarts from the next update. Late parts
+//!   of an update reported in a gap are not acknowledged: the sender gives
+//!   it up for this worker rather than count it delivered.
 //!
 //! Like every state machine here: no I/O and no clock; callers pass `now`.
 
@@ -27,7 +30,7 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::config::Config;
-use crate::rto::RttEstimator;
+use crate::rto::{RttEstimator, MIN_RTO};
 
 mod receiver;
 mod sender;
@@ -103,12 +106,14 @@ pub enum UpdateError {
 
 /// How long a receiver waits for a missing update before it reports the
 /// gap (unless a later part proves it given up sooner): the time the sender
-/// takes to give a part up at the configured first timeout (every resend of
-/// `aggregate_max_retries`, their timeouts doubling from `aggregate_rto`, at
-/// most 16×). A sender whose learned timeout is longer may still resend
-/// after that; a gap reported early costs local answers, never exactness.
+/// takes to give a part up at its shortest timeout (every resend of
+/// `aggregate_max_retries`, their timeouts doubling, at most 16×, from
+/// `aggregate_rto` or from the learned timeout's floor [`MIN_RTO`], whichever
+/// is longer). A sender whose learned timeout is longer, or whose resends
+/// wait for each other, may still resend after that; a gap reported early
+/// costs local answers, never exactness.
 pub fn gap_timeout(config: &Config) -> Duration {
-    let rtt = RttEstimator::new(config.aggregate_rto);
+    let rtt = RttEstimator::new(config.aggregate_rto.max(MIN_RTO));
     (0..=config.aggregate_max_retries)
         .map(|i| rtt.backoff(i))
         .fold(Duration::ZERO, Duration::saturating_add)

@@ -1,6 +1,6 @@
 //! A worker's side: [`UpdateReceiver`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use super::{gap_timeout, Update, UpdateEvent};
@@ -69,6 +69,12 @@ pub struct UpdateReceiver {
     held: BTreeMap<u32, Option<Update>>,
     /// Since when an update is held behind a missing one.
     gap_since: Option<Timestamp>,
+    /// The highest seq seen.
+    newest: u32,
+    /// Updates reported in a gap that the sender may still keep (within
+    /// `window` seqs of `newest`): their late parts are not acknowledged, so
+    /// that the sender gives them up instead of counting them delivered.
+    skipped: BTreeSet<u32>,
     stats: UpdateReceiverStats,
 }
 
@@ -101,6 +107,8 @@ impl UpdateReceiver {
             assembling: BTreeMap::new(),
             held: BTreeMap::new(),
             gap_since: None,
+            newest: 0,
+            skipped: BTreeSet::new(),
             stats: UpdateReceiverStats::default(),
         })
     }
@@ -177,9 +185,13 @@ impl UpdateReceiver {
         let next = *self
             .next
             .get_or_insert(u.seq.saturating_sub(self.window - 1).max(1));
+        self.newest = self.newest.max(u.seq);
         if u.seq < next {
-            self.stats.parts += 1;
             self.stats.stale_parts += 1;
+            if self.skipped.contains(&u.seq) {
+                return (None, events);
+            }
+            self.stats.parts += 1;
             return (Some(ack), events);
         }
         if u.seq - next >= self.window {
@@ -280,6 +292,9 @@ impl UpdateReceiver {
         }
         self.next = Some(next);
         self.assembling.retain(|&seq, _| seq >= next);
+        let newest = self.newest;
+        let window = self.window;
+        self.skipped.retain(|&seq| seq + window > newest);
     }
 
     fn hand_up(&mut self, seq: u32, whole: Option<Update>, events: &mut Vec<UpdateEvent>) {
@@ -301,6 +316,10 @@ impl UpdateReceiver {
         );
         self.stats.gaps += 1;
         self.stats.skipped += u64::from(missing.end - missing.start);
+        let kept = missing
+            .start
+            .max((self.newest + 1).saturating_sub(self.window));
+        self.skipped.extend(kept..missing.end);
         events.push(UpdateEvent::Gap { missing });
     }
 }

@@ -150,13 +150,14 @@ impl UpdateSender {
         brk: bool,
         parts: Vec<Vec<Fragment>>,
     ) -> u32 {
-        while self.updates.len() >= self.window {
-            match self.updates.keys().next() {
-                Some(&oldest) => self.give_up(now, oldest),
-                None => break,
-            }
-        }
+        // The window is a span of seqs: an update `window` seqs older than
+        // the new one is given up, so that a worker that sees this seq knows
+        // every update below the span is settled at the sender.
         let seq = self.next_seq;
+        let oldest_kept = seq.saturating_sub(self.window as u32 - 1);
+        while let Some(&old) = self.updates.keys().next().filter(|&&s| s < oldest_kept) {
+            self.give_up(now, old);
+        }
         self.next_seq = self.next_seq.wrapping_add(1).max(1);
         let n = parts.len() as u16;
         let parts = parts

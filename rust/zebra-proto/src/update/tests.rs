@@ -54,12 +54,16 @@ fn ack(u: &UpdateRepr, worker: u16) -> UpdateAckRepr {
 #[test]
 fn the_default_gap_timeout_is_the_senders_give_up_time() {
     let c = Config::new(vec![JobConfig::new(1, 2, 8, 1)]);
-    // 2 ms doubling to 32 ms: 2 + 4 + 8 + 16 + 47 × 32.
-    assert_eq!(gap_timeout(&c), Duration::from_millis(1534));
+    // From the learned timeout's floor, 5 ms, doubling to 80 ms:
+    // 5 + 10 + 20 + 40 + 47 × 80.
+    assert_eq!(gap_timeout(&c), Duration::from_millis(3835));
     assert_eq!(
         gap_timeout(&config(2)),
-        Duration::from_millis(2 + 4 + 8 + 16)
+        Duration::from_millis(5 + 10 + 20 + 40)
     );
+    let mut slow = config(2);
+    slow.aggregate_rto = Duration::from_millis(10);
+    assert_eq!(gap_timeout(&slow), Duration::from_millis(150));
 }
 
 #[test]
@@ -176,6 +180,32 @@ fn a_new_update_that_does_not_fit_gives_the_oldest_up() {
         workers: 0b11
     }));
     assert_eq!(sends(&out).len(), 1, "update 5's part");
+}
+
+#[test]
+fn the_window_is_a_span_of_seqs_not_a_count() {
+    // Updates 2 to 4 complete while 1 is still missing at worker 1: update
+    // 5 is the window (4) past 1, so 1 is given up although it is the only
+    // one kept. A worker that sees 5 may take 1 as given up.
+    let mut s = UpdateSender::new(&config(2), JOB, 0).unwrap();
+    for round in 1..=4 {
+        s.send(at(0), round, vec![], false).unwrap();
+    }
+    for u in sends(&s.poll(at(0))) {
+        s.handle_ack(at(1), ack(&u, 0));
+        if u.seq != 1 {
+            s.handle_ack(at(1), ack(&u, 1));
+        }
+    }
+    assert_eq!(s.outstanding(), 1);
+    assert!(s.holds(1));
+    s.send(at(2), 5, vec![], false).unwrap();
+    assert!(!s.holds(1));
+    assert!(s.poll(at(2)).contains(&UpdateAction::GivenUp {
+        seq: 1,
+        round: 1,
+        workers: 0b10
+    }));
 }
 
 #[test]
@@ -393,14 +423,19 @@ fn a_gap_that_stays_open_is_reported_after_the_timeout() {
     r.handle_packet(at(5), &part(3));
     assert_eq!(r.poll_at(), Some(at(5) + gap_timeout(&c)));
     assert!(r.poll(at(20)).is_empty());
-    let ev = r.poll(at(5 + 30));
+    let ev = r.poll(at(5 + 75));
     assert_eq!(ev[0], UpdateEvent::Gap { missing: 2..3 });
     assert_eq!(delivered(&ev), vec![3]);
     assert_eq!(r.poll_at(), None);
     let (a, ev) = r.handle_packet(at(40), &part(2));
     assert!(
-        a.is_some() && ev.is_empty(),
-        "too late: acknowledged, dropped"
+        a.is_none() && ev.is_empty(),
+        "too late: dropped, and not acknowledged, so that the sender gives it up"
+    );
+    let (a, _) = r.handle_packet(at(40), &part(1));
+    assert!(
+        a.is_some(),
+        "a delivered update's part is acknowledged again"
     );
 }
 
