@@ -103,6 +103,9 @@ struct Held {
     cold: Message,
     format: Format,
     arrived: Timestamp,
+    /// Pull half: since when only the gate holds it (every other condition
+    /// of its release met).
+    gated_since: Option<Timestamp>,
 }
 
 #[derive(Debug)]
@@ -578,6 +581,7 @@ impl ServerAgent {
                 cold,
                 format,
                 arrived: now,
+                gated_since: None,
             })));
     }
 
@@ -1015,10 +1019,11 @@ impl ServerAgent {
             })
             .chain(self.census.as_ref().and_then(Census::deadline))
             .chain(self.retry_at())
-            .chain(
-                gate.into_iter()
-                    .flat_map(|g| self.gate_waits().into_iter().map(move |(_, at)| at + g)),
-            )
+            .chain(gate.into_iter().flat_map(|g| {
+                self.gate_waits()
+                    .into_iter()
+                    .map(move |(_, since)| since.map_or(self.now, |at| at + g))
+            }))
             .min()
     }
 
@@ -1161,8 +1166,8 @@ impl ServerAgent {
 
     /// Pull half, active: the held pushes at the head of their queues that
     /// wait for the gate only (a worker has not pushed their round yet),
-    /// with when they came.
-    fn gate_waits(&self) -> Vec<(u32, Timestamp)> {
+    /// with since when (`None`: not noted yet, [`mark_gated`](Self::mark_gated)).
+    fn gate_waits(&self) -> Vec<(u32, Option<Timestamp>)> {
         let Some(p) = &self.pull else {
             return Vec::new();
         };
@@ -1172,12 +1177,36 @@ impl ServerAgent {
         self.queues
             .values()
             .filter_map(|q| match q.front() {
-                Some(Queued::Push(h)) if !self.pull_gate(h.trailer.round) => {
-                    Some((h.trailer.round, h.arrived))
+                Some(Queued::Push(h))
+                    if !self.pull_gate(h.trailer.round) && self.ready_but_gate(h) =>
+                {
+                    Some((h.trailer.round, h.gated_since))
                 }
                 _ => None,
             })
             .collect()
+    }
+
+    /// Pull half: notes `now` on the held pushes the gate alone holds.
+    fn mark_gated(&mut self, now: Timestamp) {
+        let waiting: Vec<SenderKey> = self
+            .queues
+            .iter()
+            .filter(|(_, q)| match q.front() {
+                Some(Queued::Push(h)) => {
+                    h.gated_since.is_none()
+                        && !self.pull_gate(h.trailer.round)
+                        && self.ready_but_gate(h)
+                }
+                _ => false,
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in waiting {
+            if let Some(Queued::Push(h)) = self.queues.get_mut(&key).and_then(VecDeque::front_mut) {
+                h.gated_since = Some(now);
+            }
+        }
     }
 
     /// Pull half: a push that waited `gate` for other workers to push its
@@ -1188,10 +1217,11 @@ impl ServerAgent {
         let Some(gate) = self.pull.as_ref().map(|p| p.config.gate) else {
             return;
         };
+        self.mark_gated(now);
         let Some(&(r, _)) = self
             .gate_waits()
             .iter()
-            .find(|(_, arrived)| *arrived + gate <= now)
+            .find(|(_, since)| since.is_some_and(|at| at + gate <= now))
         else {
             return;
         };
@@ -1212,10 +1242,11 @@ impl ServerAgent {
     }
 
     fn ready(&self, h: &Held) -> bool {
+        self.pull_gate(h.trailer.round) && self.ready_but_gate(h)
+    }
+
+    fn ready_but_gate(&self, h: &Held) -> bool {
         let (w, r) = (h.worker, h.trailer.round);
-        if !self.pull_gate(r) {
-            return false;
-        }
         if h.trailer.hot.is_empty() {
             return true;
         }
