@@ -97,7 +97,7 @@ pub const KNOBS: &[Knob] = &[
     knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)"),
     knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
-    knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): updates of a server's hot values in flight at once (the oldest is given up when a newer does not fit), complete updates a worker holds behind a missing one; 1..=1024"),
+    knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): a server keeps its updates of the last N seqs (older ones unacknowledged are given up); a worker that sees update n takes any still missing below n - N + 1 as a gap; 1..=1024"),
     knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it"),
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),

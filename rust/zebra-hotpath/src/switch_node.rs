@@ -222,29 +222,19 @@ impl SwitchMachine {
                 job,
                 worker,
                 payload,
-            } => {
-                if let Some(src) = src {
-                    self.learn_worker(job, worker, src);
-                    out.push((src, payload));
-                }
-            }
+            } => self.answer(job, worker, true, src, payload, out),
             SwitchAction::Fallback {
                 job,
                 worker,
                 reason,
                 payload,
             } => {
-                if let Some(src) = src {
-                    // Any answer but these two names a job and rank the
-                    // switch has.
-                    if !matches!(
-                        reason,
-                        FallbackReason::UnknownJob | FallbackReason::BadWorker
-                    ) {
-                        self.learn_worker(job, worker, src);
-                    }
-                    out.push((src, payload));
-                }
+                // Any answer but these two names a job and rank the switch has.
+                let member = !matches!(
+                    reason,
+                    FallbackReason::UnknownJob | FallbackReason::BadWorker
+                );
+                self.answer(job, worker, member, src, payload, out);
             }
             SwitchAction::Update {
                 job,
@@ -290,6 +280,25 @@ impl SwitchMachine {
                     log::debug!("switch: no address for job {job} server {server} yet");
                 }
             },
+        }
+    }
+
+    /// An answer to a HOT packet goes back to its source, which is worker
+    /// `rank`'s address when the switch has that `member`.
+    fn answer(
+        &mut self,
+        job: u16,
+        rank: u16,
+        member: bool,
+        src: Option<SocketAddr>,
+        payload: Vec<u8>,
+        out: &mut Sends,
+    ) {
+        if let Some(src) = src {
+            if member {
+                self.learn_worker(job, rank, src);
+            }
+            out.push((src, payload));
         }
     }
 

@@ -15,7 +15,7 @@ use crate::layout::LayoutKind;
 use crate::number::{NumberMode, MAX_FRAC_BITS};
 use crate::packing::Packing;
 
-/// Updates in flight per server by default ([`Config::update_window`]).
+/// Seqs of updates a server keeps by default ([`Config::update_window`]).
 pub const DEFAULT_UPDATE_WINDOW: usize = 8;
 /// The largest [`Config::update_window`].
 pub const MAX_UPDATE_WINDOW: usize = 1024;
@@ -137,11 +137,10 @@ pub struct Config {
     /// Server: reported rounds remembered (to drop duplicates and to
     /// reconcile late uncertain fallbacks).
     pub server_history: u32,
-    /// Server and workers (the pull half): updates of a server's hot values
-    /// in flight at once. The sender gives the oldest up when a newer one
-    /// does not fit; a worker holds at most this many complete updates
-    /// behind a missing one, and a part this far past a missing update
-    /// proves it given up.
+    /// Server and workers (the pull half): a server keeps its updates of
+    /// the last `update_window` seqs (sending update `n` gives up any still
+    /// kept below `n - update_window + 1`), so a worker that sees update `n`
+    /// knows every update below that is settled at the server.
     pub update_window: usize,
     /// The jobs sharing the switch.
     pub jobs: Vec<JobConfig>,

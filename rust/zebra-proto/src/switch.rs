@@ -469,17 +469,20 @@ impl Switch {
         }
     }
 
+    /// A datagram of type `what` that does not parse: counted, dropped.
+    fn malformed(&mut self, what: &str, len: usize, e: crate::wire::Error) -> Vec<SwitchAction> {
+        log::debug!("switch: bad {what} ({len} bytes): {e}");
+        self.stats.bad_packets += 1;
+        Vec::new()
+    }
+
     /// An UPDATE: copied, unchanged, to the job's workers (or the one it
     /// targets) when its job, server and target exist and it is no longer
     /// than an aggregate part may be; else counted and dropped.
     fn on_update(&mut self, bytes: &[u8]) -> Vec<SwitchAction> {
         let p = match update::Packet::new_checked(bytes) {
             Ok(p) => p,
-            Err(e) => {
-                log::debug!("switch: bad UPDATE ({} bytes): {e}", bytes.len());
-                self.stats.bad_packets += 1;
-                return Vec::new();
-            }
+            Err(e) => return self.malformed("UPDATE", bytes.len(), e),
         };
         let (job, target) = (p.job(), p.target());
         let known = self.config.job(job).is_some_and(|j| {
@@ -507,11 +510,7 @@ impl Switch {
     fn on_update_ack(&mut self, bytes: &[u8]) -> Vec<SwitchAction> {
         let p = match update_ack::Packet::new_checked(bytes) {
             Ok(p) => p,
-            Err(e) => {
-                log::debug!("switch: bad UPDATE_ACK ({} bytes): {e}", bytes.len());
-                self.stats.bad_packets += 1;
-                return Vec::new();
-            }
+            Err(e) => return self.malformed("UPDATE_ACK", bytes.len(), e),
         };
         let (job, server) = (p.job(), p.server());
         let known = self

@@ -3,6 +3,8 @@
 //! switch, a worker and a server. Malformed ones are counted and dropped,
 //! and the switch never adds one (worker, round, seq) twice.
 
+mod common;
+
 use std::collections::BTreeSet;
 
 use zebra_proto::rng::SplitMix64;
@@ -56,35 +58,6 @@ fn corpus() -> Vec<Vec<u8>> {
     all
 }
 
-fn mutate(rng: &mut SplitMix64, seed: &[u8]) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    match rng.below(6) {
-        0 => {
-            for _ in 0..=rng.below(4) {
-                if !b.is_empty() {
-                    let i = rng.below(b.len() as u64) as usize;
-                    b[i] ^= 1 << rng.below(8);
-                }
-            }
-        }
-        1 => b.truncate(rng.below(b.len() as u64 + 1) as usize),
-        2 => b.extend((0..rng.below(40)).map(|_| rng.next_u64() as u8)),
-        3 => {
-            if b.len() > 3 {
-                b[3] = rng.below(9) as u8;
-            }
-        }
-        4 => {
-            if b.len() > 8 {
-                let i = 4 + rng.below(b.len() as u64 - 4) as usize;
-                b[i] = rng.next_u64() as u8;
-            }
-        }
-        _ => b = (0..rng.below(200)).map(|_| rng.next_u64() as u8).collect(),
-    }
-    b
-}
-
 #[test]
 fn mutated_datagrams_never_panic_nor_double_add() {
     let seeds = corpus();
@@ -101,7 +74,7 @@ fn mutated_datagrams_never_panic_nor_double_add() {
     let mut malformed = 0u64;
     for i in 0..60_000u64 {
         let seed = &seeds[rng.below(seeds.len() as u64) as usize];
-        let b = mutate(&mut rng, seed);
+        let b = common::mutate(&mut rng, seed);
         match Message::parse(&b) {
             Ok(Message::Hot(h)) => {
                 hot_ids.insert((h.job, h.worker, h.round, h.seq));

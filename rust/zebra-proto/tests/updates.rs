@@ -8,6 +8,8 @@
 //! are in its gaps. Then mutated datagrams go into every party: nothing
 //! panics, what is malformed is counted.
 
+mod common;
+
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
 use std::time::Duration;
@@ -374,30 +376,6 @@ fn a_burst_of_updates_beyond_the_window() {
     }
 }
 
-fn mutate(rng: &mut SplitMix64, seed: &[u8]) -> Vec<u8> {
-    let mut b = seed.to_vec();
-    match rng.below(5) {
-        0 => {
-            for _ in 0..=rng.below(4) {
-                if !b.is_empty() {
-                    let i = rng.below(b.len() as u64) as usize;
-                    b[i] ^= 1 << rng.below(8);
-                }
-            }
-        }
-        1 => b.truncate(rng.below(b.len() as u64 + 1) as usize),
-        2 => b.extend((0..rng.below(40)).map(|_| rng.next_u64() as u8)),
-        3 => {
-            if b.len() > 30 {
-                let i = 6 + rng.below(24) as usize;
-                b[i] = rng.next_u64() as u8;
-            }
-        }
-        _ => b = (0..rng.below(200)).map(|_| rng.next_u64() as u8).collect(),
-    }
-    b
-}
-
 #[test]
 fn mutated_datagrams_never_panic() {
     let s = Scenario {
@@ -420,7 +398,7 @@ fn mutated_datagrams_never_panic() {
     let mut rng = SplitMix64::new(0xBAD);
     for i in 0..60_000u64 {
         let seed = &seeds[rng.below(seeds.len() as u64) as usize];
-        let b = mutate(&mut rng, seed);
+        let b = common::mutate(&mut rng, seed);
         let now = Timestamp(i * 10);
         switch.handle_packet(now, &b);
         sender.handle_packet(now, &b);

@@ -730,21 +730,13 @@ fn the_round_timeout_is_learned_from_round_lengths() {
 
 fn update_part(job: u16, server: u16, target: u16, len: usize) -> Vec<u8> {
     crate::wire::UpdateRepr {
-        job,
-        server,
-        seq: 1,
-        round: 1,
-        part: 0,
-        parts: 1,
         target,
-        retx: false,
-        lens: false,
-        brk: false,
         entries: vec![crate::wire::Fragment {
             key: 1,
             offset: 0,
             bytes: vec![7; len],
         }],
+        ..crate::wire::UpdateRepr::header(job, server, 1, 1)
     }
     .to_bytes()
 }

@@ -159,27 +159,18 @@ impl UpdateSender {
             self.give_up(now, old);
         }
         self.next_seq = self.next_seq.wrapping_add(1).max(1);
-        let n = parts.len() as u16;
-        let parts = parts
+        let header = UpdateRepr {
+            lens,
+            brk,
+            ..UpdateRepr::header(self.job, self.server, seq, round)
+        };
+        let parts = header
+            .with_parts(parts)
             .into_iter()
-            .enumerate()
-            .map(|(i, entries)| {
-                self.flow.enqueue((seq, i as u16));
+            .map(|p| {
+                self.flow.enqueue((seq, p.part));
                 OutPart {
-                    payload: UpdateRepr {
-                        job: self.job,
-                        server: self.server,
-                        seq,
-                        round,
-                        part: i as u16,
-                        parts: n,
-                        target: UPDATE_TARGET_ALL,
-                        retx: false,
-                        lens,
-                        brk,
-                        entries,
-                    }
-                    .to_bytes(),
+                    payload: p.to_bytes(),
                     queued: true,
                     in_flight: false,
                     missing: self.all,

@@ -254,25 +254,17 @@ fn refused_updates_and_bad_acknowledgements() {
     s.handle_ack(at(0), queued);
     assert_eq!(s.stats().bad_acks, 1, "a part not sent yet");
     let p = sends(&s.poll(at(0))).remove(0);
-    for bad in [
-        UpdateAckRepr {
-            job: 9,
-            ..ack(&p, 0)
-        },
-        UpdateAckRepr {
-            server: 1,
-            ..ack(&p, 0)
-        },
-        ack(&p, 2),
-        UpdateAckRepr {
-            part: 1,
-            ..ack(&p, 0)
-        },
-        UpdateAckRepr {
-            seq: 7,
-            ..ack(&p, 0)
-        },
-    ] {
+    // Another job, server, worker, part, or an update never sent.
+    let spoil: [fn(&mut UpdateAckRepr); 5] = [
+        |a| a.job = 9,
+        |a| a.server = 1,
+        |a| a.worker = 2,
+        |a| a.part = 1,
+        |a| a.seq = 7,
+    ];
+    for f in spoil {
+        let mut bad = ack(&p, 0);
+        f(&mut bad);
         s.handle_ack(at(1), bad);
     }
     s.handle_packet(at(1), b"junk");
@@ -286,27 +278,11 @@ fn refused_updates_and_bad_acknowledgements() {
 
 /// The parts of update `seq` as a sender of `c` cuts them.
 fn update_parts(c: &Config, seq: u32, round: u32, vals: Vec<(u64, Vec<u8>)>) -> Vec<Vec<u8>> {
-    let parts = update::split_parts(&vals, c.aggregate_size - crate::consts::UPDATE_HEADER_LEN);
-    let n = parts.len() as u16;
-    parts
-        .into_iter()
-        .enumerate()
-        .map(|(i, entries)| {
-            UpdateRepr {
-                job: JOB,
-                server: 0,
-                seq,
-                round,
-                part: i as u16,
-                parts: n,
-                target: UPDATE_TARGET_ALL,
-                retx: false,
-                lens: false,
-                brk: false,
-                entries,
-            }
-            .to_bytes()
-        })
+    let budget = c.aggregate_size - crate::consts::UPDATE_HEADER_LEN;
+    UpdateRepr::header(JOB, 0, seq, round)
+        .with_parts(update::split_parts(&vals, budget))
+        .iter()
+        .map(UpdateRepr::to_bytes)
         .collect()
 }
 
@@ -484,17 +460,10 @@ fn a_break_and_a_malformed_update() {
         bytes: bytes.to_vec(),
     };
     let half = |part: u16, f: update::Fragment| UpdateRepr {
-        job: JOB,
-        server: 0,
-        seq: 2,
-        round: 3,
         part,
         parts: 2,
-        target: UPDATE_TARGET_ALL,
-        retx: false,
-        lens: false,
-        brk: false,
         entries: vec![f],
+        ..UpdateRepr::header(JOB, 0, 2, 3)
     };
     assert!(r
         .handle_update(at(1), &half(0, frag(0, &[1, 2])))

@@ -215,6 +215,40 @@ pub struct UpdateRepr {
 }
 
 impl UpdateRepr {
+    /// The first part of update `seq` of `server` of `job` after `round`, to
+    /// every worker, no flag, no entry: a header for [`with_parts`](Self::with_parts).
+    pub fn header(job: u16, server: u16, seq: u32, round: u32) -> UpdateRepr {
+        UpdateRepr {
+            job,
+            server,
+            seq,
+            round,
+            part: 0,
+            parts: 1,
+            target: UPDATE_TARGET_ALL,
+            retx: false,
+            lens: false,
+            brk: false,
+            entries: Vec::new(),
+        }
+    }
+
+    /// The update's parts: this header with each part's index, the number
+    /// of parts and its entries (at most 65535 parts: the caller checks).
+    pub fn with_parts(&self, parts: Vec<Vec<Fragment>>) -> Vec<UpdateRepr> {
+        let n = parts.len() as u16;
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(i, entries)| UpdateRepr {
+                part: i as u16,
+                parts: n,
+                entries,
+                ..self.clone()
+            })
+            .collect()
+    }
+
     /// Parses a checked view.
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<UpdateRepr> {
         p.check_len()?;
