@@ -427,16 +427,22 @@ class Job:
                 pass
 
     def watch(self, deadline):
-        """Waits for the job's nodes; returns (name, why, log) of the first failure, or None."""
+        """Waits for the job's nodes; returns (name, why, log) of the first failure, or None.
+        Processes found failed at the same look are all named (one killed, another aborting
+        at once because it lost its peer, say), the first in start order."""
         while True:
-            running = 0
+            running, failed = 0, []
             for name, proc, log, service in self.procs:
                 code = proc.poll()
                 if code is None:
                     running += 0 if service else 1
                 elif code != 0 or service:
                     what = "service exited" if service else "exited"
-                    return (name, f"{what} with {describe(code)}", log)
+                    failed.append((name, f"{what} with {describe(code)}", log))
+            if failed:
+                name, why, log = failed[0]
+                also = ", ".join(f"{n} {w}" for n, w, _ in failed[1:])
+                return (name, why + (f" (also: {also})" if also else ""), log)
             if running == 0:
                 return None
             if time.monotonic() > deadline:

@@ -246,6 +246,27 @@ class Fallback(unittest.TestCase):
         self.assertIn("on loopback", out)
 
 
+class Watch(unittest.TestCase):
+    def test_every_process_found_failed_at_once_is_named(self):
+        sys.path.insert(0, os.path.dirname(LAUNCHER))
+        import pslaunch
+
+        job = pslaunch.Job(pslaunch.parse_args(["--logdir", tempfile.mkdtemp(prefix="pslaunch-test."), "--", "true"]),
+                           pslaunch.Loopback())
+
+        class Proc:
+            def __init__(self, code):
+                self.code = code
+
+            def poll(self):
+                return self.code
+
+        job.procs = [("scheduler", Proc(None), "s.log", False), ("server-0", Proc(-signal.SIGABRT), "a.log", False),
+                     ("worker-0", Proc(0), "w0.log", False), ("worker-1", Proc(-signal.SIGKILL), "w1.log", False)]
+        self.assertEqual(job.watch(time.monotonic() + 5), (
+            "server-0", "exited with signal SIGABRT (also: worker-1 exited with signal SIGKILL)", "a.log"))
+
+
 class LineResult(unittest.TextTestResult):
     """PASS/FAIL/SKIP lines, as scripts/test.sh counts them."""
 
