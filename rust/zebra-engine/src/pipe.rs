@@ -87,12 +87,37 @@ pub(crate) struct PipeState {
     pub last_write: Option<Instant>,
     /// Senders waiting for the writer to finish (see [`Pipe::push`]).
     pub write_waiters: usize,
+    /// Messages handed to the connection's encoder since its output was
+    /// last all written to the kernel: they still take memory here, and
+    /// count against `ZMQ_SNDHWM` with those in `out` (see
+    /// [`PipeState::queued`]).
+    pub encoding: usize,
 }
 
 impl PipeState {
     /// Whether messages or bytes are still waiting to go out.
     pub fn has_pending_output(&self) -> bool {
         !self.out.is_empty() || matches!(&self.link, Link::Net(c) if c.has_pending_output())
+    }
+
+    /// The messages this pipe holds in memory for its peer, counted
+    /// against `ZMQ_SNDHWM`: those queued and those in the encoder, until
+    /// their last byte is in the kernel's buffer. libzmq counts the
+    /// messages in its pipe (and one batch in its encoder besides), so a
+    /// sender's memory follows the high-water mark whatever the kernel
+    /// buffers hold. A message partly written keeps the count of the
+    /// messages encoded with it until the encoder's output is all
+    /// written: at most one batch counts a little longer than it lives.
+    pub fn queued(&self) -> usize {
+        self.out.len() + self.encoding
+    }
+
+    /// Forgets the encoder's messages once its output is all written (or
+    /// the connection gone).
+    fn settle_encoding(&mut self) {
+        if !matches!(&self.link, Link::Net(c) if c.has_pending_output()) {
+            self.encoding = 0;
+        }
     }
 }
 
@@ -115,7 +140,8 @@ pub(crate) struct Pipe {
     pub in_limit: AtomicUsize,
     /// Reading stopped at `in_limit`; the receiver resumes it.
     pub read_paused: AtomicBool,
-    out_len: AtomicUsize,
+    /// [`PipeState::queued`], for [`Pipe::can_write`] without the lock.
+    queued: AtomicUsize,
     state: Mutex<PipeState>,
     /// Signalled when a writer puts its chunks back.
     write_done: Condvar,
@@ -173,7 +199,7 @@ impl Pipe {
             in_flight: AtomicUsize::new(0),
             in_limit: AtomicUsize::new(in_limit),
             read_paused: AtomicBool::new(false),
-            out_len: AtomicUsize::new(0),
+            queued: AtomicUsize::new(0),
             state: Mutex::new(PipeState {
                 out: OutQueue::default(),
                 link: Link::Idle,
@@ -183,6 +209,7 @@ impl Pipe {
                 flush_scheduled: false,
                 last_write: None,
                 write_waiters: 0,
+                encoding: 0,
             }),
             write_done: Condvar::new(),
         })
@@ -197,8 +224,9 @@ impl Pipe {
         matches!(self.origin, Origin::Inproc { .. })
     }
 
-    /// Whether one more message fits (`ZMQ_SNDHWM`; for inproc, the peer's
-    /// queue against both high-water marks, as libzmq).
+    /// Whether one more message fits (`ZMQ_SNDHWM` against
+    /// [`PipeState::queued`]; for inproc, the peer's queue against both
+    /// high-water marks, as libzmq).
     pub fn can_write(&self) -> bool {
         if self.is_inproc() {
             let st = self.lock();
@@ -213,7 +241,7 @@ impl Pipe {
             }
         }
         let limit = self.options.sndhwm;
-        limit == 0 || self.out_len.load(Ordering::Acquire) < limit
+        limit == 0 || self.queued.load(Ordering::Acquire) < limit
     }
 
     /// Queues a whole message for the peer. While nothing is queued before
@@ -246,7 +274,12 @@ impl Pipe {
         let mut command = None;
         let large = msg_len(msg) >= LARGE_MSG;
         let mut waited_for_wire = false;
-        let PipeState { out, link, .. } = &mut *st;
+        let PipeState {
+            out,
+            link,
+            encoding,
+            ..
+        } = &mut *st;
         match link {
             Link::Net(conn)
                 if conn.failed.is_none()
@@ -254,9 +287,12 @@ impl Pipe {
                     && out.is_empty()
                     && conn.can_encode() =>
             {
-                if let Err(e) = conn.encode(msg) {
-                    conn.failed = Some(e);
-                    command = Some(Command::Kick(self.clone()));
+                match conn.encode(msg) {
+                    Ok(()) => *encoding += 1,
+                    Err(e) => {
+                        conn.failed = Some(e);
+                        command = Some(Command::Kick(self.clone()));
+                    }
                 }
             }
             _ => out.push_back(std::mem::take(msg)),
@@ -318,7 +354,7 @@ impl Pipe {
             }
             break;
         }
-        self.out_len.store(st.out.len(), Ordering::Release);
+        self.queued.store(st.queued(), Ordering::Release);
         drop(st);
         if let (Some(c), Some(r)) = (command, &self.reactor) {
             r.send(c);
@@ -328,26 +364,35 @@ impl Pipe {
     /// Writes the connection's output (and queued messages, in batches)
     /// until all is written, the kernel buffer is full or another thread
     /// is writing; the lock is released around each `sendmsg`. Returns the
-    /// lock, taken again, and the number of messages taken from the queue.
-    /// A write error is left in the connection's `failed`.
+    /// lock, taken again, and the number of messages that stopped counting
+    /// against `ZMQ_SNDHWM` ([`PipeState::queued`]). A write error is left
+    /// in the connection's `failed`.
     fn write_out<'a>(
         &'a self,
         mut st: MutexGuard<'a, PipeState>,
     ) -> (MutexGuard<'a, PipeState>, usize) {
-        let mut moved = 0;
+        let before = st.queued();
         let Link::Net(conn) = &st.link else {
             return (st, 0);
         };
         let token = conn.token;
         loop {
-            let PipeState { out, link, .. } = &mut *st;
+            let PipeState {
+                out,
+                link,
+                encoding,
+                ..
+            } = &mut *st;
             let Link::Net(conn) = link else {
                 break;
             };
             if conn.token != token {
                 break;
             }
-            let job = match conn.prepare_write(out, &mut moved) {
+            let mut taken = 0;
+            let job = conn.prepare_write(out, &mut taken);
+            *encoding += taken;
+            let job = match job {
                 Ok(Some(job)) => job,
                 Ok(None) => break,
                 Err(e) => {
@@ -355,7 +400,6 @@ impl Pipe {
                     break;
                 }
             };
-            self.out_len.store(out.len(), Ordering::Release);
             drop(st);
             let result = job.write();
             st = self.lock();
@@ -372,25 +416,27 @@ impl Pipe {
                 _ => break,
             }
         }
-        (st, moved)
+        st.settle_encoding();
+        let freed = before.saturating_sub(st.queued());
+        self.queued.store(st.queued(), Ordering::Release);
+        (st, freed)
     }
 
     /// Writes what `push` left to the I/O thread. Returns the number of
-    /// messages taken from the queue.
+    /// messages that stopped counting against `ZMQ_SNDHWM`.
     pub fn flush_deferred(self: &Arc<Self>) -> usize {
         let mut st = self.lock();
         st.flush_scheduled = false;
         st.last_write = Some(Instant::now());
-        let (st, moved) = self.write_out(st);
+        let (st, freed) = self.write_out(st);
         let failed = matches!(&st.link, Link::Net(c) if c.failed.is_some());
-        self.out_len.store(st.out.len(), Ordering::Release);
         drop(st);
         if failed {
             if let Some(r) = &self.reactor {
                 r.send(Command::Kick(self.clone()));
             }
         }
-        moved
+        freed
     }
 
     /// The owner took `n` of this pipe's messages off its queue.
@@ -473,8 +519,8 @@ impl Pipe {
         if turn.failure.is_some() {
             return Some((turn, fd));
         }
-        let (mut st, moved) = self.write_out(st);
-        turn.moved = moved;
+        let (mut st, freed) = self.write_out(st);
+        turn.moved = freed;
         let PipeState {
             out, link, closing, ..
         } = &mut *st;
@@ -486,7 +532,6 @@ impl Pipe {
                 turn.drained = *closing && out.is_empty() && !conn.has_pending_output();
             }
         }
-        self.out_len.store(out.len(), Ordering::Release);
         Some((turn, fd))
     }
 
@@ -494,10 +539,14 @@ impl Pipe {
     pub fn take_conn(&self, token: Token) -> Option<Box<NetConn>> {
         let mut st = self.lock();
         match &st.link {
-            Link::Net(c) if c.token == token => match std::mem::replace(&mut st.link, Link::Idle) {
-                Link::Net(c) => Some(c),
-                _ => None,
-            },
+            Link::Net(c) if c.token == token => {
+                let Link::Net(c) = std::mem::replace(&mut st.link, Link::Idle) else {
+                    return None;
+                };
+                st.settle_encoding();
+                self.queued.store(st.queued(), Ordering::Release);
+                Some(c)
+            }
             _ => None,
         }
     }
@@ -522,7 +571,8 @@ impl Pipe {
         }
         st.terminated = true;
         st.out.clear();
-        self.out_len.store(0, Ordering::Release);
+        st.encoding = 0;
+        self.queued.store(0, Ordering::Release);
         let link = std::mem::replace(&mut st.link, Link::Idle);
         let lingering = std::mem::take(&mut st.lingering);
         drop(st);
@@ -593,7 +643,7 @@ impl Pipe {
         }
         st.link = Link::Inproc(Arc::downgrade(peer));
         let queued = st.out.take_all();
-        self.out_len.store(0, Ordering::Release);
+        self.queued.store(0, Ordering::Release);
         for msg in queued {
             deliver_inproc(peer, msg);
         }
