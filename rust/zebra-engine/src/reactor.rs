@@ -481,9 +481,12 @@ impl Reactor {
         }
     }
 
+    /// Schedules the next connect attempt after `ZMQ_RECONNECT_IVL`; with
+    /// -1 or 0 there is none (libzmq 4.3 treats both as "no reconnection"),
+    /// and the pipe keeps its messages until the socket lets go of it.
     fn retry(&mut self, pipe: &Arc<Pipe>) {
         let ivl = pipe.options.reconnect_ivl;
-        if ivl < 0 {
+        if ivl <= 0 {
             if pipe.lock().closing {
                 self.finish(pipe);
             }
@@ -584,6 +587,7 @@ impl Reactor {
                 o.monitor_event(event::DISCONNECTED, conn.fd, uri);
             }
         }
+        let was_connected = conn.connected;
         drop(conn);
         match pipe.origin {
             Origin::Connect { .. } => {
@@ -591,7 +595,11 @@ impl Reactor {
                     let st = pipe.lock();
                     (st.closing, st.has_pending_output())
                 };
-                if closing && !pending {
+                // A lost connection with no reconnection ends the endpoint,
+                // its queue and the socket's memory of it, as in libzmq
+                // (a connect that never succeeded keeps its queue).
+                let ends = was_connected && pipe.options.reconnect_ivl <= 0;
+                if (closing && !pending) || ends {
                     self.finish(pipe);
                 } else {
                     self.retry(pipe);

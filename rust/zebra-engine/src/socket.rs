@@ -483,9 +483,12 @@ impl SocketCore {
         self.changed();
     }
 
-    /// Forgets a pipe that ended.
+    /// Forgets a pipe that ended, and the endpoint it was connecting.
     pub fn forget_pipe(&self, pipe: &Pipe) {
         lock(&self.routing).remove(pipe);
+        lock(&self.endpoints).retain(
+            |e| !matches!(e, EndpointEntry::Connect { pipe: p, .. } if std::ptr::eq(&**p, pipe)),
+        );
         self.changed();
     }
 
