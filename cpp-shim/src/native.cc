@@ -89,17 +89,24 @@ extern "C" void release_hook(size_t token) { release_block(reinterpret_cast<Bloc
 
 enum class Kind : uint8_t { kEmpty, kInline, kBlock, kPart };
 
+// Contents of up to 33 bytes live inside the zmq_msg_t, as libzmq keeps them (its
+// max_vsm_size on 64-bit): copies of those are never shared.
+constexpr size_t kInline = 33;
+
 struct Msg {
   unsigned char *data;  // kBlock and kPart
   size_t size;
   void *owner;  // Block* or bridge::RecvPart*
   Kind kind;
   uint8_t more;  // kept by close: dmlc PS-lite reads zmq_msg_more after zmq_msg_close
-  unsigned char inline_data[64 - 3 * sizeof(void *) - 8];
+  // zmq_msg_get(ZMQ_SHARED), as libzmq reports it: set for constant data
+  // (zmq_msg_init_data without a free function) and on both sides of a copy of
+  // contents that are not inline, and kept from then on (moves included).
+  uint8_t shared;
+  unsigned char inline_data[kInline];
 };
 static_assert(sizeof(Msg) <= sizeof(zmq_msg_t), "Msg must fit in zmq_msg_t");
 static_assert(alignof(Msg) <= alignof(zmq_msg_t), "Msg alignment");
-constexpr size_t kInline = sizeof(Msg::inline_data);
 
 Msg &as_msg(zmq_msg_t *m) { return *reinterpret_cast<Msg *>(m); }
 const Msg &as_msg(const zmq_msg_t *m) { return *reinterpret_cast<const Msg *>(m); }
@@ -111,6 +118,7 @@ void reset(Msg &m) {
   m.size = 0;
   m.owner = nullptr;
   m.kind = Kind::kEmpty;
+  m.shared = 0;
 }
 
 void release(Msg &m) {
@@ -317,7 +325,9 @@ int zmq_msg_init_data(zmq_msg_t *msg, void *data, size_t size, zmq_free_fn *ffn,
   Msg &m = as_msg(msg);
   reset(m);
   if (data == nullptr && size != 0) return fail(EINVAL);
-  return init_block(m, size, data, ffn, hint);
+  if (int rc = init_block(m, size, data, ffn, hint); rc != 0) return rc;
+  m.shared = ffn == nullptr ? 1 : 0;
+  return 0;
 }
 
 int zmq_msg_send(zmq_msg_t *msg, void *s, int flags) {
@@ -361,6 +371,7 @@ int zmq_msg_copy(zmq_msg_t *dest, zmq_msg_t *src) {
   } else if (s.kind == Kind::kPart) {
     d.owner = bridge::part_clone(*static_cast<bridge::RecvPart *>(s.owner)).into_raw();
   }
+  if (s.kind == Kind::kBlock || s.kind == Kind::kPart) s.shared = d.shared = 1;
   return 0;
 }
 
@@ -376,7 +387,7 @@ int zmq_msg_get(const zmq_msg_t *msg, int property) {
     case ZMQ_SRCFD:
       return -1;
     case ZMQ_SHARED:
-      return m.kind == Kind::kBlock && static_cast<Block *>(m.owner)->refs.load() > 1;
+      return m.shared;
     default:
       return fail(EINVAL);
   }
