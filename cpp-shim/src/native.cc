@@ -424,7 +424,7 @@ int zmq_setsockopt(void *s, int option, const void *optval, size_t optvallen) {
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   if (optval == nullptr && optvallen != 0) return fail(EFAULT);
-  int rc = bridge::socket_set(*sock->handle, option, as_slice(optval, optvallen));
+  int rc = bridge::socket_set(*sock->handle, option, as_slice(optval, optvallen), optval == nullptr);
   return rc == 0 ? 0 : fail(rc);
 }
 
@@ -433,8 +433,7 @@ int zmq_getsockopt(void *s, int option, void *optval, size_t *optvallen) {
   if (sock == nullptr) return -1;
   if (optval == nullptr || optvallen == nullptr) return fail(EFAULT);
   rust::Vec<uint8_t> value;
-  if (int rc = bridge::socket_get(*sock->handle, option, value); rc != 0) return fail(rc);
-  if (*optvallen < value.size()) return fail(EINVAL);
+  if (int rc = bridge::socket_get(*sock->handle, option, *optvallen, value); rc != 0) return fail(rc);
   std::memcpy(optval, value.data(), value.size());
   *optvallen = value.size();
   return 0;

@@ -27,11 +27,13 @@ pub const ZMQ_MAX_SOCKETS_DFLT: i32 = 1023;
 /// What `ZMQ_SOCKET_LIMIT` reports on Linux (epoll).
 pub const SOCKET_LIMIT: i32 = 65535;
 
-/// Socket options.
+/// Socket options (`zmq_setsockopt(3)`, `zmq_getsockopt(3)`): each number
+/// libzmq 4.3 takes on a PAIR, DEALER or ROUTER socket. What each takes and
+/// what the engine does with it: `options_table.rs`.
 pub mod opt {
-    /// `ZMQ_AFFINITY` (u64).
+    /// `ZMQ_AFFINITY`.
     pub const AFFINITY: i32 = 4;
-    /// `ZMQ_ROUTING_ID` / `ZMQ_IDENTITY` (binary, 1..=255 bytes).
+    /// `ZMQ_ROUTING_ID`.
     pub const ROUTING_ID: i32 = 5;
     /// `ZMQ_RATE`.
     pub const RATE: i32 = 8;
@@ -41,37 +43,39 @@ pub mod opt {
     pub const SNDBUF: i32 = 11;
     /// `ZMQ_RCVBUF`.
     pub const RCVBUF: i32 = 12;
-    /// `ZMQ_RCVMORE` (get).
+    /// `ZMQ_RCVMORE`.
     pub const RCVMORE: i32 = 13;
-    /// `ZMQ_FD` (get).
+    /// `ZMQ_FD`.
     pub const FD: i32 = 14;
-    /// `ZMQ_EVENTS` (get).
+    /// `ZMQ_EVENTS`.
     pub const EVENTS: i32 = 15;
-    /// `ZMQ_TYPE` (get).
+    /// `ZMQ_TYPE`.
     pub const TYPE: i32 = 16;
-    /// `ZMQ_LINGER` (ms; -1 forever).
+    /// `ZMQ_LINGER`.
     pub const LINGER: i32 = 17;
-    /// `ZMQ_RECONNECT_IVL` (ms; -1 never).
+    /// `ZMQ_RECONNECT_IVL`.
     pub const RECONNECT_IVL: i32 = 18;
     /// `ZMQ_BACKLOG`.
     pub const BACKLOG: i32 = 19;
     /// `ZMQ_RECONNECT_IVL_MAX`.
     pub const RECONNECT_IVL_MAX: i32 = 21;
-    /// `ZMQ_MAXMSGSIZE` (i64 bytes; -1 unlimited).
+    /// `ZMQ_MAXMSGSIZE`.
     pub const MAXMSGSIZE: i32 = 22;
-    /// `ZMQ_SNDHWM` (messages; 0 unlimited).
+    /// `ZMQ_SNDHWM`.
     pub const SNDHWM: i32 = 23;
-    /// `ZMQ_RCVHWM` (messages; 0 unlimited).
+    /// `ZMQ_RCVHWM`.
     pub const RCVHWM: i32 = 24;
     /// `ZMQ_MULTICAST_HOPS`.
     pub const MULTICAST_HOPS: i32 = 25;
-    /// `ZMQ_RCVTIMEO` (ms; -1 forever).
+    /// `ZMQ_RCVTIMEO`.
     pub const RCVTIMEO: i32 = 27;
-    /// `ZMQ_SNDTIMEO` (ms; -1 forever).
+    /// `ZMQ_SNDTIMEO`.
     pub const SNDTIMEO: i32 = 28;
-    /// `ZMQ_LAST_ENDPOINT` (get; NUL-terminated string).
+    /// `ZMQ_IPV4ONLY`.
+    pub const IPV4ONLY: i32 = 31;
+    /// `ZMQ_LAST_ENDPOINT`.
     pub const LAST_ENDPOINT: i32 = 32;
-    /// `ZMQ_ROUTER_MANDATORY` (ROUTER only).
+    /// `ZMQ_ROUTER_MANDATORY`.
     pub const ROUTER_MANDATORY: i32 = 33;
     /// `ZMQ_TCP_KEEPALIVE`.
     pub const TCP_KEEPALIVE: i32 = 34;
@@ -81,18 +85,62 @@ pub mod opt {
     pub const TCP_KEEPALIVE_IDLE: i32 = 36;
     /// `ZMQ_TCP_KEEPALIVE_INTVL`.
     pub const TCP_KEEPALIVE_INTVL: i32 = 37;
+    /// `ZMQ_TCP_ACCEPT_FILTER`.
+    pub const TCP_ACCEPT_FILTER: i32 = 38;
     /// `ZMQ_IMMEDIATE`.
     pub const IMMEDIATE: i32 = 39;
+    /// `ZMQ_ROUTER_RAW`.
+    pub const ROUTER_RAW: i32 = 41;
     /// `ZMQ_IPV6`.
     pub const IPV6: i32 = 42;
-    /// `ZMQ_MECHANISM` (get; always `ZMQ_NULL` here).
+    /// `ZMQ_MECHANISM`.
     pub const MECHANISM: i32 = 43;
-    /// `ZMQ_ROUTER_HANDOVER` (ROUTER only).
+    /// `ZMQ_PLAIN_SERVER`.
+    pub const PLAIN_SERVER: i32 = 44;
+    /// `ZMQ_PLAIN_USERNAME`.
+    pub const PLAIN_USERNAME: i32 = 45;
+    /// `ZMQ_PLAIN_PASSWORD`.
+    pub const PLAIN_PASSWORD: i32 = 46;
+    /// `ZMQ_CURVE_SERVER`.
+    pub const CURVE_SERVER: i32 = 47;
+    /// `ZMQ_CURVE_PUBLICKEY`.
+    pub const CURVE_PUBLICKEY: i32 = 48;
+    /// `ZMQ_CURVE_SECRETKEY`.
+    pub const CURVE_SECRETKEY: i32 = 49;
+    /// `ZMQ_CURVE_SERVERKEY`.
+    pub const CURVE_SERVERKEY: i32 = 50;
+    /// `ZMQ_PROBE_ROUTER`.
+    pub const PROBE_ROUTER: i32 = 51;
+    /// `ZMQ_CONFLATE`.
+    pub const CONFLATE: i32 = 54;
+    /// `ZMQ_ZAP_DOMAIN`.
+    pub const ZAP_DOMAIN: i32 = 55;
+    /// `ZMQ_ROUTER_HANDOVER`.
     pub const ROUTER_HANDOVER: i32 = 56;
     /// `ZMQ_TOS`.
     pub const TOS: i32 = 57;
-    /// `ZMQ_HANDSHAKE_IVL` (ms; 0 no limit).
+    /// `ZMQ_IPC_FILTER_PID`.
+    pub const IPC_FILTER_PID: i32 = 58;
+    /// `ZMQ_IPC_FILTER_UID`.
+    pub const IPC_FILTER_UID: i32 = 59;
+    /// `ZMQ_IPC_FILTER_GID`.
+    pub const IPC_FILTER_GID: i32 = 60;
+    /// `ZMQ_CONNECT_ROUTING_ID`.
+    pub const CONNECT_ROUTING_ID: i32 = 61;
+    /// `ZMQ_GSSAPI_SERVER`.
+    pub const GSSAPI_SERVER: i32 = 62;
+    /// `ZMQ_GSSAPI_PRINCIPAL`.
+    pub const GSSAPI_PRINCIPAL: i32 = 63;
+    /// `ZMQ_GSSAPI_SERVICE_PRINCIPAL`.
+    pub const GSSAPI_SERVICE_PRINCIPAL: i32 = 64;
+    /// `ZMQ_GSSAPI_PLAINTEXT`.
+    pub const GSSAPI_PLAINTEXT: i32 = 65;
+    /// `ZMQ_HANDSHAKE_IVL`.
     pub const HANDSHAKE_IVL: i32 = 66;
+    /// `ZMQ_SOCKS_PROXY`.
+    pub const SOCKS_PROXY: i32 = 68;
+    /// `ZMQ_INVERT_MATCHING`.
+    pub const INVERT_MATCHING: i32 = 74;
     /// `ZMQ_HEARTBEAT_IVL`.
     pub const HEARTBEAT_IVL: i32 = 75;
     /// `ZMQ_HEARTBEAT_TTL`.
@@ -103,8 +151,30 @@ pub mod opt {
     pub const CONNECT_TIMEOUT: i32 = 79;
     /// `ZMQ_TCP_MAXRT`.
     pub const TCP_MAXRT: i32 = 80;
-    /// `ZMQ_THREAD_SAFE` (get; 0 for these socket types).
+    /// `ZMQ_THREAD_SAFE`.
     pub const THREAD_SAFE: i32 = 81;
+    /// `ZMQ_MULTICAST_MAXTPDU`.
+    pub const MULTICAST_MAXTPDU: i32 = 84;
+    /// `ZMQ_USE_FD`.
+    pub const USE_FD: i32 = 89;
+    /// `ZMQ_GSSAPI_PRINCIPAL_NAMETYPE`.
+    pub const GSSAPI_PRINCIPAL_NAMETYPE: i32 = 90;
+    /// `ZMQ_GSSAPI_SERVICE_PRINCIPAL_NAMETYPE`.
+    pub const GSSAPI_SERVICE_PRINCIPAL_NAMETYPE: i32 = 91;
+    /// `ZMQ_BINDTODEVICE`.
+    pub const BINDTODEVICE: i32 = 92;
+    /// `ZMQ_ZAP_ENFORCE_DOMAIN`.
+    pub const ZAP_ENFORCE_DOMAIN: i32 = 93;
+    /// `ZMQ_LOOPBACK_FASTPATH`.
+    pub const LOOPBACK_FASTPATH: i32 = 94;
+    /// `ZMQ_MULTICAST_LOOP`.
+    pub const MULTICAST_LOOP: i32 = 96;
+    /// `ZMQ_SOCKS_USERNAME`.
+    pub const SOCKS_USERNAME: i32 = 99;
+    /// `ZMQ_SOCKS_PASSWORD`.
+    pub const SOCKS_PASSWORD: i32 = 100;
+    /// `ZMQ_RECONNECT_STOP`.
+    pub const RECONNECT_STOP: i32 = 109;
 }
 
 /// `zmq_poll` / `ZMQ_EVENTS` bits.

@@ -46,7 +46,7 @@ pub(crate) fn parse(endpoint: &str, role: Role) -> Result<Endpoint> {
     match protocol {
         "tcp" => parse_tcp(endpoint, address, role),
         "ipc" => {
-            if address.is_empty() {
+            if address.is_empty() || address == "@" {
                 return Err(invalid(endpoint, "empty path"));
             }
             if address == "*" && role == Role::Connect {

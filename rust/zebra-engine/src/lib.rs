@@ -55,11 +55,13 @@ pub mod consts;
 mod context;
 mod endpoint;
 mod error;
+mod filters;
 mod inbound;
 mod inproc;
 mod monitor;
 mod net;
 mod options;
+mod options_table;
 mod pipe;
 mod poll;
 mod reactor;
@@ -71,6 +73,7 @@ mod transport;
 pub use bytes::Bytes;
 pub use context::Context;
 pub use error::{Error, Result};
+pub use options_table::markdown as options_markdown;
 pub use poll::{activity, notify_activity, poll, wait_activity};
 pub use socket::Part;
 pub use transport::{current_stack, process_stack, use_stack};
@@ -78,6 +81,14 @@ pub use transport::{current_stack, process_stack, use_stack};
 use std::sync::Arc;
 
 use socket::SocketCore;
+
+/// Checks `value`, read for `option`, against a `zmq_getsockopt` buffer of
+/// `capacity` bytes as libzmq does: integers of its option store need a
+/// buffer of exactly their size, other values one at least as large
+/// (`EINVAL` otherwise).
+pub fn fit_option(option: i32, capacity: usize, value: Vec<u8>) -> Result<Vec<u8>> {
+    options::fit(option, capacity, value)
+}
 
 /// Closes the socket when the last clone of a [`Socket`] is dropped.
 #[derive(Debug)]
@@ -119,10 +130,24 @@ impl Socket {
         self.core().set_option(option, value)
     }
 
+    /// `zmq_setsockopt(option, NULL, 0)`: empties an accept filter, or a
+    /// string option that takes `NULL`; `EINVAL` for the others, as libzmq.
+    pub fn reset_option(&self, option: i32) -> Result<()> {
+        self.core().reset_option(option)
+    }
+
     /// `zmq_getsockopt`: the bytes libzmq would write (strings such as
-    /// `ZMQ_LAST_ENDPOINT` end with a NUL); the caller checks its buffer.
+    /// `ZMQ_LAST_ENDPOINT` end with a NUL), whatever the caller's buffer.
     pub fn get_option(&self, option: i32) -> Result<Vec<u8>> {
         self.core().get_option(option)
+    }
+
+    /// `zmq_getsockopt` into a buffer of `capacity` bytes: [`get_option`],
+    /// with libzmq's checks of the buffer ([`fit_option`]).
+    ///
+    /// [`get_option`]: Socket::get_option
+    pub fn get_option_into(&self, option: i32, capacity: usize) -> Result<Vec<u8>> {
+        fit_option(option, capacity, self.get_option(option)?)
     }
 
     /// `zmq_bind` to `tcp://`, `ipc://` or `inproc://`.

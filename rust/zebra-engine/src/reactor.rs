@@ -10,7 +10,6 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::io;
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::Sender;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
@@ -22,6 +21,8 @@ use zebra_zmtp::Connection;
 
 use crate::consts::event;
 use crate::endpoint::{self, Endpoint};
+use crate::filters::AcceptFilter;
+use crate::transport::IpcFile;
 use crate::net::{Failure, Listener, NetConn, Parts, ReadBuf, Stream};
 use crate::pipe::{Origin, Pipe};
 use crate::socket::SocketCore;
@@ -43,7 +44,9 @@ pub(crate) struct ListenerEntry {
     /// The resolved endpoint (`ZMQ_LAST_ENDPOINT`).
     pub uri: String,
     /// The IPC socket file to remove when the listener closes.
-    pub unlink: Option<PathBuf>,
+    pub unlink: Option<IpcFile>,
+    /// The connections it keeps (the socket's accept filters at bind).
+    pub filter: AcceptFilter,
 }
 
 /// Work for an I/O thread.
@@ -364,6 +367,11 @@ impl Reactor {
                     let Some(socket) = socket.filter(|s| !s.is_closed()) else {
                         continue;
                     };
+                    if let Err(why) = l.filter.check(&stream) {
+                        log::debug!("zebra-engine: {uri}: connection refused: {why}");
+                        socket.monitor_event(event::ACCEPT_FAILED, libc::EACCES, &uri);
+                        continue;
+                    }
                     stream.set_nodelay();
                     let target = self.all.assign();
                     let Some(pipe) = socket.new_accepted_pipe(id, &uri, target.clone()) else {
@@ -462,7 +470,7 @@ impl Reactor {
                 host,
                 port: Some(port),
             } => endpoint::resolve_connect(host, *port).and_then(crate::transport::connect),
-            Endpoint::Ipc { path } => mio::net::UnixStream::connect(path).map(Stream::from),
+            Endpoint::Ipc { path } => crate::transport::connect_ipc(path),
             _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
         };
         match stream {
@@ -684,10 +692,8 @@ impl Reactor {
         }
         let fd = l.listener.fd();
         drop(l.listener);
-        if let Some(path) = &l.unlink {
-            if let Err(e) = std::fs::remove_file(path) {
-                log::debug!("zebra-engine: removing {}: {e}", path.display());
-            }
+        if let Some(file) = &l.unlink {
+            file.remove();
         }
         if let Some(s) = l.socket.upgrade() {
             s.monitor_event(event::CLOSED, fd, &l.uri);

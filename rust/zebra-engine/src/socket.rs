@@ -1,7 +1,6 @@
 //! Sockets: the `zmq_*` socket calls over pipes, with libzmq's semantics
 //! for multipart messages, high-water marks, timeouts and routing.
 
-use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::{mpsc, Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -13,10 +12,11 @@ use crate::consts::{event, opt, ZMQ_POLLIN, ZMQ_POLLOUT};
 use crate::context::CtxShared;
 use crate::endpoint::{self, Endpoint, Role};
 use crate::error::{Error, Result};
+use crate::filters::AcceptFilter;
 use crate::inbound::{Inbound, Popped};
 use crate::inproc;
 use crate::monitor::Monitor;
-use crate::net::{Listener, Msg, Parts};
+use crate::net::{Msg, Parts};
 use crate::options::{int_bytes, SocketOptions};
 use crate::pipe::{Origin, Pipe, PipeOptions};
 use crate::reactor::{Command, ListenerEntry, ReactorHandle};
@@ -169,6 +169,11 @@ impl SocketCore {
         lock(&self.options).set(option, value)
     }
 
+    pub fn reset_option(&self, option: i32) -> Result<()> {
+        self.check_usable()?;
+        lock(&self.options).reset(option)
+    }
+
     pub fn get_option(&self, option: i32) -> Result<Vec<u8>> {
         self.check_usable()?;
         match option {
@@ -183,10 +188,9 @@ impl SocketCore {
                 log::warn!("zebra-engine: zmq_getsockopt: ZMQ_FD (14) is not supported");
                 Err(Error::Invalid("ZMQ_FD is not supported".into()))
             }
-            _ => lock(&self.options).get(option).ok_or_else(|| {
-                log::warn!("zebra-engine: zmq_getsockopt: unsupported socket option {option}");
-                Error::Invalid(format!("unsupported socket option {option}"))
-            }),
+            _ => lock(&self.options)
+                .get(option)?
+                .ok_or_else(|| Error::Invalid(format!("option {option} has no value"))),
         }
     }
 
@@ -195,6 +199,7 @@ impl SocketCore {
     pub fn bind(self: &Arc<Self>, uri: &str) -> Result<()> {
         self.check_usable()?;
         let ep = endpoint::parse(uri, Role::Bind)?;
+        let ipc = matches!(ep, Endpoint::Ipc { .. });
         let (listener, resolved, unlink) = match ep {
             Endpoint::Inproc { name } => {
                 inproc::bind(self, &name, uri)?;
@@ -212,21 +217,15 @@ impl SocketCore {
             }
             Endpoint::Ipc { path } => {
                 let path = if path == "*" {
-                    self.ctx.fresh_ipc_path()
+                    self.ctx.fresh_ipc_path().display().to_string()
                 } else {
-                    PathBuf::from(path)
+                    path
                 };
-                match std::fs::remove_file(&path) {
-                    Ok(()) => log::debug!("zebra-engine: removed stale {}", path.display()),
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => log::debug!("zebra-engine: removing {}: {e}", path.display()),
-                }
-                let l =
-                    mio::net::UnixListener::bind(&path).map_err(|e| Error::from_bind(e, uri))?;
-                let resolved = format!("ipc://{}", path.display());
-                (Listener::Unix(l), resolved, Some(path))
+                let (l, unlink) = crate::transport::bind_ipc(&path, uri)?;
+                (l, format!("ipc://{path}"), unlink)
             }
         };
+        let filter = self.accept_filter(ipc);
         let reactor = self.ctx.reactors()?.pick();
         let id = self.ctx.next_id();
         self.monitor_event(event::LISTENING, listener.fd(), &resolved);
@@ -236,6 +235,7 @@ impl SocketCore {
             socket: Arc::downgrade(self),
             uri: resolved.clone(),
             unlink,
+            filter,
         }));
         lock(&self.endpoints).push(EndpointEntry::Listener {
             keys: vec![uri.to_owned(), resolved.clone()],
@@ -244,6 +244,29 @@ impl SocketCore {
         });
         *lock(&self.last_endpoint) = resolved;
         Ok(())
+    }
+
+    /// The filter a new listener applies: the socket's TCP or IPC accept
+    /// filters as they are now (libzmq copies them at bind).
+    fn accept_filter(&self, ipc: bool) -> AcceptFilter {
+        let o = lock(&self.options);
+        if ipc && !o.ipc_filter.is_empty() {
+            AcceptFilter::Ipc(o.ipc_filter.clone())
+        } else if !ipc && !o.tcp_accept_filters.is_empty() {
+            AcceptFilter::Tcp(o.tcp_accept_filters.clone())
+        } else {
+            AcceptFilter::Any
+        }
+    }
+
+    /// `ZMQ_PROBE_ROUTER`: a new pipe starts with an empty message, sent
+    /// once its connection is up.
+    fn probe(&self, pipe: &Arc<Pipe>) {
+        if lock(&self.options).probe_router {
+            let mut msg = Msg::new();
+            msg.push(Bytes::new());
+            pipe.push(&mut msg, true);
+        }
     }
 
     pub fn connect(self: &Arc<Self>, uri: &str) -> Result<()> {
@@ -257,6 +280,7 @@ impl SocketCore {
                 };
                 let pipe = Pipe::new(self, origin, options, None);
                 if self.adopt_connecter(&pipe) {
+                    self.probe(&pipe);
                     inproc::connect(self, &name, pipe.clone());
                 }
                 pipe
@@ -269,6 +293,7 @@ impl SocketCore {
                 };
                 let pipe = Pipe::new(self, origin, options, Some(reactor.clone()));
                 if self.adopt_connecter(&pipe) {
+                    self.probe(&pipe);
                     reactor.send(Command::Connect(pipe.clone()));
                 } else {
                     pipe.finish(None);
@@ -410,6 +435,8 @@ impl SocketCore {
             return None;
         }
         routing.register(&pipe);
+        drop(routing);
+        self.probe(&pipe);
         Some(pipe)
     }
 
@@ -424,6 +451,8 @@ impl SocketCore {
             return None;
         }
         routing.register(&pipe);
+        drop(routing);
+        self.probe(&pipe);
         Some(pipe)
     }
 

@@ -32,8 +32,10 @@ mod bridge {
         fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle>;
         fn socket_error(socket: &SocketHandle) -> i32;
         fn socket_close(socket: &SocketHandle);
-        fn socket_set(socket: &SocketHandle, option: i32, value: &[u8]) -> i32;
-        fn socket_get(socket: &SocketHandle, option: i32, value: &mut Vec<u8>) -> i32;
+        /// `zmq_setsockopt`; `null`: the value pointer was NULL (length 0).
+        fn socket_set(socket: &SocketHandle, option: i32, value: &[u8], null: bool) -> i32;
+        /// `zmq_getsockopt` into a buffer of `capacity` bytes.
+        fn socket_get(socket: &SocketHandle, option: i32, capacity: usize, value: &mut Vec<u8>) -> i32;
         fn socket_bind(socket: &SocketHandle, endpoint: &[u8]) -> i32;
         fn socket_connect(socket: &SocketHandle, endpoint: &[u8]) -> i32;
         fn socket_unbind(socket: &SocketHandle, endpoint: &[u8]) -> i32;
@@ -156,25 +158,33 @@ fn socket_close(socket: &SocketHandle) {
     }
 }
 
-fn socket_set(socket: &SocketHandle, option: i32, value: &[u8]) -> i32 {
-    let rc = code(socket.with(|s| s.set_option(option, value)));
+fn socket_set(socket: &SocketHandle, option: i32, value: &[u8], null: bool) -> i32 {
+    let rc = code(socket.with(|s| {
+        if null {
+            s.reset_option(option)
+        } else {
+            s.set_option(option, value)
+        }
+    }));
     if rc == 0 {
         hot::on_option(socket.1, option, value);
     }
     rc
 }
 
-fn socket_get(socket: &SocketHandle, option: i32, value: &mut Vec<u8>) -> i32 {
+fn socket_get(socket: &SocketHandle, option: i32, capacity: usize, value: &mut Vec<u8>) -> i32 {
     let hooked_more = match (&socket.2, option) {
         (Hook::Router(r), opt::RCVMORE) => Some(r.more()),
         (Hook::Dealer(d), opt::RCVMORE) => Some(d.more()),
         _ => None,
     };
-    if let Some(more) = hooked_more {
-        *value = i32::from(more).to_ne_bytes().to_vec();
-        return 0;
-    }
-    code(socket.with(|s| s.get_option(option)).map(|v| *value = v))
+    let got = match hooked_more {
+        Some(more) => {
+            zebra_engine::fit_option(option, capacity, i32::from(more).to_ne_bytes().to_vec())
+        }
+        None => socket.with(|s| s.get_option_into(option, capacity)),
+    };
+    code(got.map(|v| *value = v))
 }
 
 fn socket_bind(socket: &SocketHandle, addr: &[u8]) -> i32 {

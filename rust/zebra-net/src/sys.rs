@@ -1,7 +1,7 @@
 //! The OS calls the stack makes through `libc`: eventfds, `AF_PACKET` sockets, `ppoll`,
 //! and `setns` (to put a thread into a network namespace, as the tests and the netns
-//! testbed do); and the one socket option of kernel streams the engine needs that its
-//! socket crates lack (`SO_RCVLOWAT`).
+//! testbed do); and what the engine needs of kernel streams that its socket crates lack
+//! (`SO_RCVLOWAT`, a Unix peer's credentials, group membership for the IPC filters).
 #![allow(unsafe_code)]
 
 use std::fs::File;
@@ -37,6 +37,64 @@ pub fn set_recv_lowat(socket: &impl AsFd, bytes: usize) -> io::Result<()> {
         )
     })?;
     Ok(())
+}
+
+/// The process, user and group of the peer of a connected Unix stream (`SO_PEERCRED`).
+pub fn peer_cred(socket: &impl AsFd) -> io::Result<(i32, u32, u32)> {
+    let mut cred = libc::ucred {
+        pid: 0,
+        uid: 0,
+        gid: 0,
+    };
+    let mut len = std::mem::size_of::<libc::ucred>() as libc::socklen_t;
+    // SAFETY: the descriptor is open for the call (borrowed); `cred` and `len` live across
+    // the call, and `len` holds `cred`'s size, which the kernel does not exceed.
+    check(unsafe {
+        libc::getsockopt(
+            socket.as_fd().as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_PEERCRED,
+            (&mut cred as *mut libc::ucred).cast(),
+            &mut len,
+        )
+    })?;
+    Ok((cred.pid, cred.uid, cred.gid))
+}
+
+/// Whether the user `uid` is listed as a member of group `gid` (the group's member list
+/// from the system's user databases, as `getpwuid` and `getgrgid` see them; a user's
+/// primary group is not listed there).
+pub fn user_listed_in_group(uid: u32, gid: u32) -> bool {
+    let mut buf = vec![0u8; 16 * 1024];
+    // SAFETY: `passwd` and `buf` outlive the call and `buf.len()` is passed with `buf`;
+    // on success `found` points at `passwd`, whose strings point into `buf`.
+    let name = unsafe {
+        let mut passwd: libc::passwd = std::mem::zeroed();
+        let mut found: *mut libc::passwd = std::ptr::null_mut();
+        let rc = libc::getpwuid_r(uid, &mut passwd, buf.as_mut_ptr().cast(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() || passwd.pw_name.is_null() {
+            return false;
+        }
+        std::ffi::CStr::from_ptr(passwd.pw_name).to_owned()
+    };
+    // SAFETY: as above, for the group entry; `gr_mem` is a NULL-terminated array of
+    // NUL-terminated strings in `buf`, read before `buf` is dropped.
+    unsafe {
+        let mut group: libc::group = std::mem::zeroed();
+        let mut found: *mut libc::group = std::ptr::null_mut();
+        let rc = libc::getgrgid_r(gid, &mut group, buf.as_mut_ptr().cast(), buf.len(), &mut found);
+        if rc != 0 || found.is_null() || group.gr_mem.is_null() {
+            return false;
+        }
+        let mut member = group.gr_mem;
+        while !(*member).is_null() {
+            if std::ffi::CStr::from_ptr(*member) == name.as_c_str() {
+                return true;
+            }
+            member = member.add(1);
+        }
+    }
+    false
 }
 
 /// A non-blocking eventfd: one thread signals, another waits on it with poll/epoll.
