@@ -20,9 +20,9 @@ pub(crate) struct AddrMask {
 /// The leading decimal digits of `s` as a number (`strtol` without a
 /// sign: libzmq reads masks so); 0 if there are none.
 fn leading_number(s: &str) -> u32 {
-    s.bytes()
-        .take_while(u8::is_ascii_digit)
-        .fold(0u32, |n, d| n.saturating_mul(10).saturating_add(u32::from(d - b'0')))
+    s.bytes().take_while(u8::is_ascii_digit).fold(0u32, |n, d| {
+        n.saturating_mul(10).saturating_add(u32::from(d - b'0'))
+    })
 }
 
 impl AddrMask {
@@ -188,7 +188,10 @@ mod tests {
         assert!(AddrMask::parse("127.0.0.1/33", false).is_none());
         assert!(AddrMask::parse("127.0.0.1/", false).is_none());
         assert!(AddrMask::parse("127.0.0.1/x", false).is_none());
-        assert!(AddrMask::parse("::1", false).is_none(), "IPv6 needs ZMQ_IPV6");
+        assert!(
+            AddrMask::parse("::1", false).is_none(),
+            "IPv6 needs ZMQ_IPV6"
+        );
         assert!(AddrMask::parse("::1", true).is_some());
         assert!(AddrMask::parse("::ffff:127.0.0.1", false).is_some());
         assert!(AddrMask::parse("localhost", false).is_none(), "no DNS");
@@ -205,11 +208,15 @@ mod tests {
         let m = AddrMask::parse("10.1.2.3/31", false).unwrap();
         assert!(m.matches(ip("10.1.2.2")));
         assert!(!m.matches(ip("10.1.2.4")));
-        assert!(AddrMask::parse("1.2.3.4/0", false).unwrap().matches(ip("9.9.9.9")));
+        assert!(AddrMask::parse("1.2.3.4/0", false)
+            .unwrap()
+            .matches(ip("9.9.9.9")));
         let m = AddrMask::parse("fe80::/10", true).unwrap();
         assert!(m.matches(ip("febf::1")));
         assert!(!m.matches(ip("fec0::1")));
-        assert!(AddrMask::parse("::ffff:127.0.0.1", false).unwrap().matches(ip("127.0.0.1")));
+        assert!(AddrMask::parse("::ffff:127.0.0.1", false)
+            .unwrap()
+            .matches(ip("127.0.0.1")));
     }
 
     #[test]

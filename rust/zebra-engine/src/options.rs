@@ -67,16 +67,22 @@ fn invalid(spec: &Spec, why: impl std::fmt::Display) -> Error {
 }
 
 fn int(spec: &Spec, value: &[u8]) -> Result<i32> {
-    let bytes: [u8; 4] = value
-        .try_into()
-        .map_err(|_| invalid(spec, format!("takes a 4-byte int, got {} bytes", value.len())))?;
+    let bytes: [u8; 4] = value.try_into().map_err(|_| {
+        invalid(
+            spec,
+            format!("takes a 4-byte int, got {} bytes", value.len()),
+        )
+    })?;
     Ok(i32::from_ne_bytes(bytes))
 }
 
 fn int64(spec: &Spec, value: &[u8]) -> Result<i64> {
-    let bytes: [u8; 8] = value
-        .try_into()
-        .map_err(|_| invalid(spec, format!("takes an 8-byte int, got {} bytes", value.len())))?;
+    let bytes: [u8; 8] = value.try_into().map_err(|_| {
+        invalid(
+            spec,
+            format!("takes an 8-byte int, got {} bytes", value.len()),
+        )
+    })?;
     Ok(i64::from_ne_bytes(bytes))
 }
 
@@ -154,13 +160,20 @@ impl SocketOptions {
                 spec.name,
                 self.socket_type
             );
-            return Err(invalid(spec, format!("not for {} sockets", self.socket_type)));
+            return Err(invalid(
+                spec,
+                format!("not for {} sockets", self.socket_type),
+            ));
         }
         Ok(spec)
     }
 
     fn refuse(spec: &Spec, why: &str) -> Error {
-        log::warn!("zebra-engine: zmq_setsockopt {} ({}): {why}", spec.name, spec.id);
+        log::warn!(
+            "zebra-engine: zmq_setsockopt {} ({}): {why}",
+            spec.name,
+            spec.id
+        );
         invalid(spec, why)
     }
 
@@ -367,7 +380,10 @@ mod tests {
         assert_eq!(get(&o, opt::SNDHWM), Some(i(1000)));
         assert_eq!(get(&o, opt::RCVHWM), Some(i(1000)));
         assert_eq!(get(&o, opt::RECONNECT_IVL), Some(i(100)));
-        assert_eq!(get(&o, opt::MAXMSGSIZE), Some((-1i64).to_ne_bytes().to_vec()));
+        assert_eq!(
+            get(&o, opt::MAXMSGSIZE),
+            Some((-1i64).to_ne_bytes().to_vec())
+        );
         assert_eq!(get(&o, opt::TYPE), Some(i(5)));
         assert_eq!(get(&o, opt::ROUTING_ID), Some(vec![]));
         assert_eq!(get(&o, opt::TCP_KEEPALIVE), Some(i(-1)));
@@ -435,7 +451,10 @@ mod tests {
         assert!(o.set(opt::PLAIN_USERNAME, b"admin").is_err());
         assert!(o.set(opt::CURVE_SERVERKEY, &[0; 32]).is_err());
         assert!(o.get(opt::CURVE_SERVERKEY).is_err());
-        assert!(o.reset(opt::ZAP_DOMAIN).is_err(), "NULL is EINVAL for ZAP_DOMAIN");
+        assert!(
+            o.reset(opt::ZAP_DOMAIN).is_err(),
+            "NULL is EINVAL for ZAP_DOMAIN"
+        );
     }
 
     #[test]
@@ -459,8 +478,14 @@ mod tests {
     #[test]
     fn buffers_are_checked_as_libzmq() {
         assert!(fit(opt::LINGER, 4, i(0)).is_ok());
-        assert!(fit(opt::LINGER, 8, i(0)).is_err(), "ints take exactly 4 bytes");
-        assert!(fit(opt::EVENTS, 8, i(0)).is_ok(), "state ints take at least 4");
+        assert!(
+            fit(opt::LINGER, 8, i(0)).is_err(),
+            "ints take exactly 4 bytes"
+        );
+        assert!(
+            fit(opt::EVENTS, 8, i(0)).is_ok(),
+            "state ints take at least 4"
+        );
         assert!(fit(opt::TYPE, 8, i(0)).is_err());
         assert!(fit(opt::LAST_ENDPOINT, 10, b"ipc://a\0".to_vec()).is_ok());
         assert!(fit(opt::LAST_ENDPOINT, 7, b"ipc://a\0".to_vec()).is_err());

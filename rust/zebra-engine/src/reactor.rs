@@ -22,10 +22,10 @@ use zebra_zmtp::Connection;
 use crate::consts::event;
 use crate::endpoint::{self, Endpoint};
 use crate::filters::AcceptFilter;
-use crate::transport::IpcFile;
 use crate::net::{Failure, Listener, NetConn, Parts, ReadBuf, Stream};
 use crate::pipe::{Origin, Pipe};
 use crate::socket::SocketCore;
+use crate::transport::IpcFile;
 
 /// Bytes read from one connection before others get a turn.
 const READ_BUDGET: usize = 4 << 20;

@@ -35,7 +35,12 @@ mod bridge {
         /// `zmq_setsockopt`; `null`: the value pointer was NULL (length 0).
         fn socket_set(socket: &SocketHandle, option: i32, value: &[u8], null: bool) -> i32;
         /// `zmq_getsockopt` into a buffer of `capacity` bytes.
-        fn socket_get(socket: &SocketHandle, option: i32, capacity: usize, value: &mut Vec<u8>) -> i32;
+        fn socket_get(
+            socket: &SocketHandle,
+            option: i32,
+            capacity: usize,
+            value: &mut Vec<u8>,
+        ) -> i32;
         fn socket_bind(socket: &SocketHandle, endpoint: &[u8]) -> i32;
         fn socket_connect(socket: &SocketHandle, endpoint: &[u8]) -> i32;
         fn socket_unbind(socket: &SocketHandle, endpoint: &[u8]) -> i32;

@@ -71,7 +71,13 @@ pub fn user_listed_in_group(uid: u32, gid: u32) -> bool {
     let name = unsafe {
         let mut passwd: libc::passwd = std::mem::zeroed();
         let mut found: *mut libc::passwd = std::ptr::null_mut();
-        let rc = libc::getpwuid_r(uid, &mut passwd, buf.as_mut_ptr().cast(), buf.len(), &mut found);
+        let rc = libc::getpwuid_r(
+            uid,
+            &mut passwd,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        );
         if rc != 0 || found.is_null() || passwd.pw_name.is_null() {
             return false;
         }
@@ -82,7 +88,13 @@ pub fn user_listed_in_group(uid: u32, gid: u32) -> bool {
     unsafe {
         let mut group: libc::group = std::mem::zeroed();
         let mut found: *mut libc::group = std::ptr::null_mut();
-        let rc = libc::getgrgid_r(gid, &mut group, buf.as_mut_ptr().cast(), buf.len(), &mut found);
+        let rc = libc::getgrgid_r(
+            gid,
+            &mut group,
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            &mut found,
+        );
         if rc != 0 || found.is_null() || group.gr_mem.is_null() {
             return false;
         }
