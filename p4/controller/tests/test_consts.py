@@ -46,6 +46,9 @@ class AgainstRust(unittest.TestCase):
 
     def test_number_and_flags(self):
         self.assertEqual(consts.MAX_FRAC_BITS, rust_consts("number.rs")["MAX_FRAC_BITS"])
+        cfg = rust_consts("config.rs")
+        self.assertEqual((consts.DEFAULT_UPDATE_WINDOW, consts.MAX_UPDATE_WINDOW),
+                         (cfg["DEFAULT_UPDATE_WINDOW"], cfg["MAX_UPDATE_WINDOW"]))
         agg = rust_consts("wire/aggregate.rs")
         self.assertEqual((consts.AGGREGATE_FLAG_FIXED, consts.AGGREGATE_FLAG_FLUSHED), (agg["FIXED"], agg["FLUSHED"]))
         self.assertEqual(consts.COVERAGE_FLAG_ALL, rust_consts("wire/coverage.rs")["ALL"])

@@ -58,6 +58,7 @@ class Config:
     worker_max_in_flight: int = 256
     uncertain_timeout_us: int = 5_000_000
     server_history: int = 4096
+    update_window: int = consts.DEFAULT_UPDATE_WINDOW
 
     def region_slots(self, job):
         r = max(self.registers, 1)
@@ -129,6 +130,8 @@ class Config:
             raise ConfigError("worker_max_in_flight must be at least 1")
         if self.server_history == 0:
             raise ConfigError("server_history must be at least 1")
+        if not 1 <= self.update_window <= consts.MAX_UPDATE_WINDOW:
+            raise ConfigError(f"update_window = {self.update_window}: expected 1..={consts.MAX_UPDATE_WINDOW}")
         if not self.jobs:
             raise ConfigError("no job configured")
         used = 0

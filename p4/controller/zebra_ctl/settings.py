@@ -78,6 +78,7 @@ KNOBS = [
     Knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     Knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: uncertain fallback wait"),
     Knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
+    Knob("update_window", "update-window", "N", "8", "server and workers (the pull half): updates of the last N seqs kept; the switch ignores it"),
     Knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): last-resort delivery of an unsettled push; the switch ignores it"),
     Knob("number", "number", "f32|fixed:BITS", "f32", "value format"),
     Knob("layout", "layout", "heat|random:SEED", "heat", "register layout"),
@@ -432,6 +433,8 @@ class _Builder:
             setattr(self.cfg(), k, _int(e, 1, 0xFFFFFFFF, 32))
         elif k == "worker_max_in_flight":
             self.cfg().worker_max_in_flight = _int(e, 1, 1 << 20, 64)
+        elif k == "update_window":
+            self.cfg().update_window = _int(e, 1, consts.MAX_UPDATE_WINDOW, 64)
         elif k == "number":
             expected = "expected f32 or fixed:BITS with BITS in 0..=30"
             if e.value == "f32":
