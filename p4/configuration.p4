@@ -92,6 +92,17 @@ const int ROUND_BITS = 29;
  * literal anywhere. */
 const bit<16> DEFAULT_UDP_PORT = 9950;
 
+/* The pull half (replicate.p4). A job's UPDATE_ACKs are routed to servers
+ * 0 .. MAX_SERVERS-1 (the controller refuses a job with more); the
+ * (job, server) table holds MAX_JOBS x MAX_SERVERS addresses, the (job,
+ * worker) tables (ingress: targeted updates and the learning check; egress:
+ * each multicast copy) MAX_JOBS x MAX_WORKERS. One multicast group per job,
+ * one PRE node per worker: at most MAX_JOBS groups, UPDATE_WORKER_ENTRIES
+ * nodes. */
+const int MAX_SERVERS = 64;
+const int UPDATE_SERVER_ENTRIES = MAX_JOBS * MAX_SERVERS;
+const int UPDATE_WORKER_ENTRIES = MAX_JOBS * MAX_WORKERS;
+
 /* Statistics counters (stat_t). */
 const int STATS = 32;
 

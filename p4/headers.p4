@@ -131,6 +131,28 @@ header zebra_register_h {
     bit<16> server;
 }
 
+/* UPDATE bytes 6-21 (server -> switch -> workers): the fields up to the
+ * target the switch routes by. A parser cannot skip bytes it must pass on,
+ * so the ones before the target are extracted too; the rest (flags, count,
+ * entries) stays payload, unchanged. */
+header zebra_update_h {
+    bit<16> server;
+    bit<32> seq;
+    bit<32> round;
+    bit<16> part;
+    bit<16> parts;
+    bit<16> target;        /* a worker rank, or UPDATE_TARGET_ALL */
+}
+
+/* UPDATE_ACK bytes 6-15 (worker -> switch -> server); the reserved bytes
+ * 16-19 stay payload. */
+header zebra_update_ack_h {
+    bit<16> server;
+    bit<32> seq;
+    bit<16> part;
+    bit<16> worker;
+}
+
 /* ---- Internal headers (switch and its CPU only) ---- */
 
 /* First header of every packet between the pipeline, the recirculation port
@@ -176,6 +198,16 @@ header zebra_bridge_h {
     bit<32>       progress_inc;
 }
 
+/* Ingress -> egress for an UPDATE or UPDATE_ACK (replicate.p4). Kind first,
+ * as zebra_bridge_h, so that the egress parser tells the three apart. */
+header zebra_replica_h {
+    ctl_kind_t kind;             /* REPLICA */
+    bit<8>     stat;             /* stat_t egress counts for this copy */
+    bit<16>    job;              /* with egress_rid, the key of a multicast copy's destination */
+    bit<7>     reserved;
+    bit<1>     per_copy;         /* a multicast copy: egress writes its destination */
+}
+
 /* One egress register's input, bridged behind zebra_bridge_h. */
 header zebra_egress_slot_h {
     acc_index_t index;
@@ -194,6 +226,7 @@ const int EGRESS_REGISTERS = REGISTERS - INGRESS_REGISTERS;
 struct header_t {
     zebra_bridge_h                         bridge;
     zebra_egress_slot_h[EGRESS_REGISTERS]  egress_slots;
+    zebra_replica_h                        replica;
     zebra_ctl_h                            ctl;
     zebra_readout_h                        readout;
     zebra_value_h[REGISTERS]               readout_values;
@@ -201,6 +234,8 @@ struct header_t {
     ipv4_h                                 ipv4;
     udp_h                                  udp;
     zebra_common_h                         zebra;
+    zebra_update_h                         update;
+    zebra_update_ack_h                     update_ack;
     zebra_hot_h                            hot;
     zebra_response_h                       response;
     zebra_dense_h                          dense;
@@ -224,6 +259,28 @@ struct job_md_t {
     state_index_t state_base;    /* job index * MAX_COPIES */
     bit<8>        lns_profile;   /* ZEBRA_LNS: which scale's tables */
     bit<8>        lns_saturate;  /* ZEBRA_LNS: the profile's saturation exponent (158 - F) */
+    bit<16>       servers;       /* servers of the job (UPDATE, UPDATE_ACK) */
+    bit<16>       max_update_len; /* 8 + aggregate_size: the longest UPDATE, as a UDP length */
+}
+
+/* Where a worker or a server is: its port, MAC, IPv4 address and UDP port
+ * (the source of its HOT packets, or of its REGISTER). */
+struct peer_t {
+    PortId_t    port;
+    mac_addr_t  mac;
+    ipv4_addr_t ip;
+    udp_port_t  udp_port;
+}
+
+/* DIGEST_WORKER: a worker seen at an address the (job, worker) table does not
+ * hold; the controller adds or moves it (replicate.p4). */
+struct worker_digest_t {
+    bit<16>     job;
+    bit<16>     worker;
+    PortId_t    port;
+    mac_addr_t  mac;
+    ipv4_addr_t ip;
+    udp_port_t  udp_port;
 }
 
 struct ingress_metadata_t {
@@ -260,6 +317,9 @@ struct ingress_metadata_t {
     bit<8>            stat;
     PortId_t          cpu_port;
     PortId_t          recirc_port;
+    bit<16>           peer_worker;       /* the (job, worker) table's rank: a HOT packet's worker, an UPDATE's target */
+    bool              moved;             /* a HOT packet's source differs from its worker's entry */
+    PortId_t          learn_port;        /* its ingress port, for the digest */
 }
 
 struct egress_metadata_t {

@@ -137,8 +137,23 @@ parser IngressParser(
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.HOT_DENSE)     : parse_hot_dense;
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.AGGREGATE_ACK) : accept;
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.REGISTER)      : accept;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.UPDATE)        : parse_update;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.UPDATE_ACK)    : parse_update_ack;
             default                                                  : zebra_bad;
         }
+    }
+
+    /* ---- UPDATE and UPDATE_ACK (replicate.p4): passed on unchanged ---- */
+
+    state parse_update {
+        pkt.extract(hdr.update);
+        ig_md.peer_worker = hdr.update.target;
+        transition accept;
+    }
+
+    state parse_update_ack {
+        pkt.extract(hdr.update_ack);
+        transition accept;
     }
 
     state zebra_bad {
@@ -150,6 +165,7 @@ parser IngressParser(
 
     state parse_hot {
         pkt.extract(hdr.hot);
+        ig_md.peer_worker = hdr.hot.worker;
         transition select(hdr.hot.flags, hdr.hot.count) {
             (0 &&& HOT_FLAGS_RESERVED, 0 .. PAIRS_PER_PASS)                             : route_all;
             (0 &&& HOT_FLAGS_RESERVED, (PAIRS_PER_PASS + 1) .. MAX_PAIRS_PER_PACKET)    : hot_too_many;
@@ -273,6 +289,7 @@ parser IngressParser(
 
     state parse_hot_dense {
         pkt.extract(hdr.hot);
+        ig_md.peer_worker = hdr.hot.worker;
         pkt.extract(hdr.dense);
         ig_md.dense = true;
         transition select(hdr.hot.flags, hdr.hot.count) {
@@ -333,6 +350,7 @@ parser IngressParser(
         pkt.extract(hdr.udp);
         pkt.extract(hdr.zebra);
         pkt.extract(hdr.hot);
+        ig_md.peer_worker = hdr.hot.worker;
         pairs_left.set(hdr.hot.count);
         transition by_position_next;
     }
@@ -365,16 +383,22 @@ control IngressDeparser(
     in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
 
     Resubmit() resubmit;
+    Digest<worker_digest_t>() worker_digest;
 
     apply {
         if (ig_dprsr_md.resubmit_type == (bit<3>)RESUBMIT_CHECK) {
             resubmit.emit(ig_md.resubmit);
+        }
+        if (ig_dprsr_md.digest_type == DIGEST_WORKER) {
+            worker_digest.pack({hdr.zebra.job, hdr.hot.worker, ig_md.learn_port,
+                                hdr.ethernet.src_addr, hdr.ipv4.src_addr, hdr.udp.src_port});
         }
         /* The routed copies (slot_index, slot_value) are never emitted: their
          * pairs are in the registers now (or, for a CONT pass, the first one
          * is and the rest were never parsed). */
         pkt.emit(hdr.bridge);
         pkt.emit(hdr.egress_slots);
+        pkt.emit(hdr.replica);
         pkt.emit(hdr.ctl);
         pkt.emit(hdr.readout);
         pkt.emit(hdr.readout_values);
@@ -382,16 +406,20 @@ control IngressDeparser(
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.zebra);
+        pkt.emit(hdr.update);
+        pkt.emit(hdr.update_ack);
         pkt.emit(hdr.hot);
         pkt.emit(hdr.dense);
         pkt.emit(hdr.pairs);
     }
 }
 
-/* Egress sees three kinds of packet: bridged from ingress (zebra_bridge_h
- * first: an answer to build, or a READOUT row to finish), and mirrored copies
- * (zebra_ctl_h first: CLOSE to the recirculation port, READOUT rows to the
- * CPU), which pass through untouched. */
+/* Egress sees four kinds of packet: bridged from ingress (zebra_bridge_h
+ * first: an answer to build, or a READOUT row to finish), an UPDATE or
+ * UPDATE_ACK on its way out (zebra_replica_h first: its addresses to finish;
+ * the Zebra datagram stays payload), and mirrored copies (zebra_ctl_h first:
+ * CLOSE to the recirculation port, READOUT rows to the CPU), which pass
+ * through untouched. */
 parser EgressParser(
     packet_in pkt,
     out header_t hdr,
@@ -404,8 +432,17 @@ parser EgressParser(
         pkt.extract(eg_intr_md);
         transition select(pkt.lookahead<bit<8>>()) {
             (bit<8>)ctl_kind_t.BRIDGED : parse_bridge;
+            (bit<8>)ctl_kind_t.REPLICA : parse_replica;
             default                    : parse_mirrored;
         }
+    }
+
+    state parse_replica {
+        pkt.extract(hdr.replica);
+        pkt.extract(hdr.ethernet);
+        pkt.extract(hdr.ipv4);
+        pkt.extract(hdr.udp);
+        transition accept;
     }
 
     state parse_mirrored {

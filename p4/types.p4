@@ -24,11 +24,8 @@ const bit<8> IP_PROTOCOL_UDP = 17;
 const bit<16> ZEBRA_MAGIC = 0x5A42;
 const bit<8> ZEBRA_VERSION = 1;
 
-/* Byte 3. UPDATE and UPDATE_ACK (the pull half, docs/PULL.md) are declared
- * here only: this program does not handle them yet (its parser counts them as
- * bad and drops them). The software switch copies an UPDATE to the job's
- * workers and forwards an UPDATE_ACK to the server; here that will be the
- * replication engine (a multicast group per job) and two tables, not written. */
+/* Byte 3. UPDATE and UPDATE_ACK are the pull half (docs/PULL.md), passed on
+ * unchanged by replicate.p4. */
 enum bit<8> zebra_type_t {
     HOT           = 1,
     HOT_DENSE     = 2,
@@ -61,6 +58,13 @@ const bit<8> AGGREGATE_FLAGS_RESERVED = 0xFC;
 /* COVERAGE flags (byte 22). */
 const bit<8> COVERAGE_FLAG_ALL = 0x01;
 const bit<8> COVERAGE_FLAGS_RESERVED = 0xFE;
+
+/* UPDATE: a target of every worker of the job (consts::UPDATE_TARGET_ALL),
+ * the shortest UPDATE (its fixed header, consts::UPDATE_HEADER_LEN) and the
+ * length of an UPDATE_ACK (consts::UPDATE_ACK_LEN). */
+const bit<16> UPDATE_TARGET_ALL = 0xFFFF;
+const bit<16> UPDATE_HEADER_LEN = 28;
+const bit<16> UPDATE_ACK_LEN = 20;
 
 /* Why a packet was not added (FALLBACK byte 15); ADDED is the ACK's 0. A
  * packet's outcome is also what its record keeps. */
@@ -142,8 +146,8 @@ struct cover_word_t {
 /* ---- Internal ---- */
 
 /* The zebra_ctl_h header of packets between the pipeline, its recirculation
- * port and the switch CPU. BRIDGED marks the ingress-to-egress bridge header
- * (never on a wire). */
+ * port and the switch CPU. BRIDGED and REPLICA mark the ingress-to-egress
+ * bridge headers (never on a wire). */
 enum bit<8> ctl_kind_t {
     FORWARD     = 1,    /* CPU -> pipeline: forward the Ethernet frame that follows */
     FLUSH       = 2,    /* CPU -> pipeline: close an open round (timeout); answered as FLUSH to the CPU */
@@ -152,7 +156,8 @@ enum bit<8> ctl_kind_t {
     RELEASE     = 5,    /* CPU -> pipeline: the round is read out, the copy is free */
     CONT        = 6,    /* recirculation: a packet with a register conflict, one pair per pass */
     TO_CPU      = 7,    /* pipeline -> CPU: a datagram for the CPU (REGISTER, AGGREGATE_ACK) follows */
-    BRIDGED     = 0x80
+    BRIDGED     = 0x80,
+    REPLICA     = 0x81     /* zebra_replica_h: an UPDATE or UPDATE_ACK on its way out (replicate.p4) */
 }
 
 /* ctl flags. */
@@ -182,7 +187,9 @@ enum bit<4> pass_t {
     RELEASE  = 7,
     FROM_CPU = 8,    /* FORWARD: a frame the CPU sends out */
     TO_CPU   = 9,    /* REGISTER, AGGREGATE_ACK */
-    BAD      = 10    /* dropped, counted */
+    BAD      = 10,   /* dropped, counted */
+    UPDATE     = 11, /* a server's UPDATE: to the job's workers, or the one it targets */
+    UPDATE_ACK = 12  /* a worker's UPDATE_ACK: to the server */
 }
 
 /* What happens to a HOT packet after admission. */
@@ -196,6 +203,10 @@ enum bit<3> verdict_t {
 
 /* Mirror types (deparser). */
 const bit<3> MIRROR_TYPE_E2E = 2;
+
+/* Digest types (ingress deparser): worker_digest_t, a worker's address
+ * differs from the one the (job, worker) table holds (replicate.p4). */
+const bit<3> DIGEST_WORKER = 1;
 
 /* Statistics (one packet counter each). */
 enum bit<8> stat_t {
@@ -215,7 +226,11 @@ enum bit<8> stat_t {
     FROM_CPU        = 13,
     FORWARDED       = 14,
     NO_ROUTE        = 15,
-    FALLBACK_BASE   = 16    /* + reason code: 17 LATE .. 23 BAD_WORKER */
+    UPDATES         = 16,   /* UPDATEs passed on (egress: copies sent) */
+    UPDATE_ACKS     = 17,   /* UPDATE_ACKs passed on */
+    UPDATE_REFUSED  = 18,   /* naming a job, server or worker the switch does not have, or too long */
+    UPDATE_UNROUTABLE = 19, /* no address yet: no worker learned, the target's or the server's unknown */
+    FALLBACK_BASE   = 20    /* + reason code: 21 LATE .. 27 BAD_WORKER */
 }
 
 #endif /* _ZEBRA_TYPES_ */

@@ -17,7 +17,8 @@
 #include "headers.p4"
 
 /* The job of a packet, its copy of the slot memory, and (for HOT and CONT
- * packets) its worker's records. */
+ * packets) its worker's records. UPDATE and UPDATE_ACK use the job's workers,
+ * servers and longest update (replicate.p4). */
 control JobCheck(
     inout header_t hdr,
     inout ingress_metadata_t ig_md,
@@ -35,7 +36,9 @@ control JobCheck(
         acc_index_t region_base,
         bit<16> readout_rows,
         bit<8> lns_profile,
-        bit<8> lns_saturate) {
+        bit<8> lns_saturate,
+        bit<16> servers,
+        bit<16> max_update_len) {
         ig_md.job_known = true;
         ig_md.job.index = index;
         ig_md.job.workers = workers;
@@ -50,6 +53,8 @@ control JobCheck(
         ig_md.job.state_base = (state_index_t)index << COPY_BITS;
         ig_md.job.lns_profile = lns_profile;
         ig_md.job.lns_saturate = lns_saturate;
+        ig_md.job.servers = servers;
+        ig_md.job.max_update_len = max_update_len;
     }
 
     action unknown_job() {

@@ -26,6 +26,7 @@
 #include "recirculate.p4"
 #include "ack.p4"
 #include "mirror_cpu.p4"
+#include "replicate.p4"
 #ifdef ZEBRA_LNS
 #include "lns/lns.p4"
 #endif
@@ -66,6 +67,7 @@ control Ingress(
     DropPositionalPairs() drop_positional_pairs;
     StartReadout() start_readout;
     ReadoutRow() readout_row;
+    UpdateRoute() update_route;
 
     Counter<bit<64>, bit<8>>(STATS, CounterType_t.PACKETS) stats;
 
@@ -158,6 +160,10 @@ control Ingress(
                 } else {
                     pass = pass_t.FAST;
                 }
+            } else if (hdr.update.isValid()) {
+                pass = pass_t.UPDATE;
+            } else if (hdr.update_ack.isValid()) {
+                pass = pass_t.UPDATE_ACK;
             } else {
                 pass = pass_t.TO_CPU;
             }
@@ -168,13 +174,17 @@ control Ingress(
             ig_md.round = hdr.hot.round;
             job_id = hdr.zebra.job;
             with_worker = true;
+        } else if (pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
+            ig_md.round = 0;
+            job_id = hdr.zebra.job;
         } else {
             ig_md.round = hdr.ctl.round;
             job_id = hdr.ctl.job;
         }
         if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT
                 || pass == pass_t.READOUT || pass == pass_t.CLOSE
-                || pass == pass_t.FLUSH || pass == pass_t.RELEASE) {
+                || pass == pass_t.FLUSH || pass == pass_t.RELEASE
+                || pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
             job_check.apply(hdr, ig_md, job_id, with_worker);
         }
 
@@ -288,7 +298,12 @@ control Ingress(
 #endif
         accumulators.apply(hdr, ig_md.acc_op, ig_md.round);
 
-        /* 9. Where the packet goes. */
+        /* 9. Where the packet goes. UPDATE and UPDATE_ACK: to the workers or
+         * the server (replicate.p4); a HOT packet: whether its worker moved. */
+        if (pass == pass_t.FAST || pass == pass_t.CHECK
+                || pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
+            update_route.apply(hdr, ig_md, ig_intr_md, ig_dprsr_md, ig_tm_md, pass);
+        }
         if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT) {
             cover_bit.apply(hdr.hot.seq, cover_mask);
         }
@@ -314,6 +329,13 @@ control Ingress(
                 start_continuation.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
             } else {
                 drop();
+            }
+            /* Answered for a worker of the job (as the model learns) from an
+             * address its entry does not hold: tell the controller. */
+            if (ig_md.moved && ig_md.worker_known
+                    && (ig_md.verdict == verdict_t.ANSWER || ig_md.verdict == verdict_t.ADD
+                        || ig_md.verdict == verdict_t.CONTINUE)) {
+                ig_dprsr_md.digest_type = DIGEST_WORKER;
             }
         } else if (pass == pass_t.CONT) {
             next_continuation.apply(hdr, ig_md, ig_tm_md);
@@ -382,14 +404,17 @@ control Egress(
     ReadoutOut() readout_out;
     CompletionOut() completion_out;
     Answer() answer;
+    UpdateCopy() update_copy;
 
     Counter<bit<64>, bit<8>>(STATS, CounterType_t.PACKETS) stats;
 
     acc_op_t progress_op;
     bool complete;
     bit<8> stat;
+    bool counted;
 
     apply {
+        counted = false;
         if (hdr.bridge.isValid()) {
             mirror_sessions.apply(eg_md);
             stat = (bit<8>)stat_t.PACKETS;
@@ -428,8 +453,14 @@ control Egress(
                 }
             }
 
-            stats.count(stat);
+            counted = true;
             hdr.bridge.setInvalid();
+        } else if (hdr.replica.isValid()) {
+            update_copy.apply(hdr, eg_intr_md, eg_dprsr_md, stat);
+            counted = true;
+        }
+        if (counted) {
+            stats.count(stat);
         }
     }
 }

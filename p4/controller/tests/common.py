@@ -13,6 +13,18 @@ def data(name):
     return os.path.join(DATA, name)
 
 
+def two_server_jobs(tmp, extra=""):
+    """tests/data/tofino.conf with a hot-keys file (in `tmp`) whose keys two
+    PS-lite servers own: switch jobs 7 and 8, as the shim makes them."""
+    from zebra_ctl.settings import Settings
+
+    with open(os.path.join(tmp, "two.keys"), "w") as f:
+        f.write("1 32\n9223372036854775808 16\n2 8\n")
+    with open(data("tofino.conf"), encoding="utf-8") as f:
+        text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\n" + extra)
+    return Settings.parse(text, os.path.join(tmp, "two.conf")).build()
+
+
 def p4_source(name):
     with open(os.path.join(P4, name), encoding="utf-8") as f:
         return strip_comments(f.read())
@@ -26,7 +38,7 @@ def strip_comments(text):
 def p4_all():
     names = [
         "configuration.p4", "types.p4", "headers.p4", "parsers.p4", "forward.p4", "worker_check.p4",
-        "round_state.p4", "accumulate.p4", "recirculate.p4", "ack.p4", "mirror_cpu.p4", "zebra.p4", "lns/lns.p4",
+        "round_state.p4", "accumulate.p4", "recirculate.p4", "ack.p4", "mirror_cpu.p4", "replicate.p4", "zebra.p4", "lns/lns.p4",
     ]
     return {n: p4_source(n) for n in names}
 

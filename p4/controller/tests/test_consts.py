@@ -29,6 +29,7 @@ class AgainstRust(unittest.TestCase):
         for name in [
             "MAGIC", "VERSION", "DEFAULT_UDP_PORT", "HOT_HEADER_LEN", "HOT_DENSE_HEADER_LEN", "RESPONSE_LEN",
             "AGGREGATE_HEADER_LEN", "COVERAGE_HEADER_LEN", "AGGREGATE_ACK_LEN", "REGISTER_LEN", "PAIR_LEN",
+            "UPDATE_HEADER_LEN", "UPDATE_ACK_LEN", "UPDATE_TARGET_ALL",
             "VALUE_LEN", "RUN_HEADER_LEN", "DEFAULT_PACKET_SIZE", "MIN_PACKET_SIZE", "MAX_PACKET_SIZE", "MAX_PAIRS_PER_PACKET",
             "MAX_WORKERS", "MAX_REGISTERS", "MAX_REGISTER_ENTRIES", "MAX_COPIES", "MAX_SEQS", "COVER_WORD_BITS",
             "DEFAULT_REGISTERS", "DEFAULT_SLOTS", "DEFAULT_COPIES", "DEFAULT_MAX_SEQS",
@@ -61,10 +62,11 @@ class AgainstP4(unittest.TestCase):
         for name in [
             "REGISTERS", "REGISTER_BITS", "INGRESS_REGISTERS", "REGISTER_ENTRIES", "SLOT_BITS", "PAIRS_PER_PASS",
             "MAX_WORKERS", "WORKER_BITS", "MAX_COPIES", "COPY_BITS", "MAX_JOBS", "RECORD_ENTRIES", "COVER_ENTRIES",
-            "ROUND_BITS", "STATS",
+            "ROUND_BITS", "STATS", "MAX_SERVERS", "UPDATE_SERVER_ENTRIES", "UPDATE_WORKER_ENTRIES",
         ]:
             self.assertEqual(getattr(consts, "P4_" + name), p4[name], name)
-        for name in ["ROUND_FREE", "ROUND_DRAINING", "ROUND_FLAGS", "ROUND_BUSY", "SLOT_UNTOUCHED", "CTL_FLAG_FLUSHED", "CTL_FLAG_CLOSED"]:
+        for name in ["ROUND_FREE", "ROUND_DRAINING", "ROUND_FLAGS", "ROUND_BUSY", "SLOT_UNTOUCHED", "CTL_FLAG_FLUSHED", "CTL_FLAG_CLOSED",
+                     "UPDATE_HEADER_LEN", "UPDATE_ACK_LEN", "UPDATE_TARGET_ALL"]:
             self.assertEqual(getattr(consts, name), p4[name], name)
         self.assertEqual(consts.MAGIC, p4["ZEBRA_MAGIC"])
 

@@ -3,7 +3,6 @@ zebra-proto's Switch::poll does, parts built as Switch::close builds them,
 rounds flushed and read out, registrations; then the whole loop through the
 controller and a FakeBackend standing in for the pipeline."""
 
-import os
 import shutil
 import struct
 import tempfile
@@ -11,7 +10,7 @@ import unittest
 
 from zebra_ctl.config import Config
 
-from tests.common import data
+from tests.common import data, two_server_jobs
 from zebra_ctl import consts
 from zebra_ctl import program as P
 from zebra_ctl.backend import FakeBackend
@@ -395,13 +394,9 @@ class TwoServerJobs(unittest.TestCase):
 
     def setUp(self):
         self.tmp = tempfile.mkdtemp()
-        with open(os.path.join(self.tmp, "two.keys"), "w") as f:
-            f.write("1 32\n9223372036854775808 16\n2 8\n")
-        with open(data("tofino.conf"), encoding="utf-8") as f:
-            text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\n")
         self.b = FakeBackend(P.REGISTER_SIZES)
         self.c = Controller(self.b, grace_us=1_000)
-        self.c.load(Settings.parse(text, os.path.join(self.tmp, "two.conf")).build(), PortsConfig.load(data("ports.conf")))
+        self.c.load(two_server_jobs(self.tmp), PortsConfig.load(data("ports.conf")))
 
     def tearDown(self):
         shutil.rmtree(self.tmp)
@@ -419,9 +414,7 @@ class TwoServerJobs(unittest.TestCase):
         self.assertEqual(len(self.b.entries(P.ADDRESSES)), 1)
 
     def test_the_jobs_must_fit_together(self):
-        with open(data("tofino.conf"), encoding="utf-8") as f:
-            text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\nmax_seqs = 10000\n")
-        hotpath = Settings.parse(text, os.path.join(self.tmp, "two.conf")).build()
+        hotpath = two_server_jobs(self.tmp, "max_seqs = 10000\n")
         with self.assertRaises(PlanError) as cm:
             self.c.load(hotpath, PortsConfig.load(data("ports.conf")))
         self.assertEqual(cm.exception.problems, [

@@ -43,6 +43,7 @@ class SampleJob(unittest.TestCase):
         self.assertEqual(d, {
             "index": 0, "workers": 4, "hot_keys": 1000, "max_udp_len": 200, "max_seqs": 4096, "fixed": 1,
             "copy_mask": 1, "region_base": 0, "readout_rows": 32, "lns_profile": 0, "lns_saturate": 0,
+            "servers": 2, "max_update_len": 8 + 1472,
         })
 
     def test_copies_and_workers(self):
@@ -151,6 +152,7 @@ class Refusals(unittest.TestCase):
             ({"number": "f32"}, "Tofino has no float adder"),
             ({"workers": 32, "max_seqs": 4096, "copies": 2}, "keeps 131072 records (RECORD_ENTRIES)"),
             ({"switch": "0.0.0.0:9950"}, "needs the switch's own IPv4 address"),
+            ({"servers": 65}, "update acknowledgements to 64 servers a job (MAX_SERVERS)"),
         ]
         for overrides, want in cases:
             self.assertIn(want, self.problems(sample(**overrides)), overrides)

@@ -90,6 +90,9 @@ def main(argv=None):
         print(f"  {name:<24} {ingress:>12} {egress:>12}")
     print(f"  parts {ctl.store.parts} sent, {ctl.store.retransmits} resent, {ctl.store.acked} acked, "
           f"{len(ctl.store.pending)} pending, {ctl.store.abandoned} abandoned, {ctl.unroutable} unroutable")
+    r = ctl.replicate
+    print(f"  pull half: {r.learned} workers learned, {r.moved} moved, {r.repeated} repeated digests, "
+          f"{r.refused + ctl.bad_digests} refused, {r.unroutable} servers without a route")
     return 0
 
 

@@ -1,7 +1,8 @@
 """Every hardware call of the controller goes through `BfrtBackend`.
 
-`FakeBackend` keeps the tables, registers, counters, mirror sessions and the
-CPU port's packets in memory (the tests and `--backend fake` use it);
+`FakeBackend` keeps the tables, registers, counters, mirror sessions,
+multicast groups and nodes, digests and the CPU port's packets in memory
+(the tests and `--backend fake` use it);
 `grpc_backend.GrpcBackend` talks to bf_switchd through the BfRt gRPC client
 of the Barefoot SDE. Table keys are dicts of field name to an int, or to a
 (value, mask) pair for ternary fields; register values are dicts of field
@@ -23,6 +24,14 @@ class BfrtBackend(ABC):
     @abstractmethod
     def table_add(self, table, key, action, data):
         """Add one entry; `action` None for a parser value set."""
+
+    @abstractmethod
+    def table_modify(self, table, key, action, data):
+        """Replace the action data of an existing entry."""
+
+    @abstractmethod
+    def table_delete(self, table, key):
+        """Delete one existing entry."""
 
     @abstractmethod
     def table_set_default(self, table, action, data):
@@ -53,6 +62,30 @@ class BfrtBackend(ABC):
         """Configure an E2E mirror session; max_len 0 for whole packets."""
 
     @abstractmethod
+    def mcast_node_set(self, node, rid, ports):
+        """Create or replace a PRE (level 1) node: one copy per port, egress_rid `rid`."""
+
+    @abstractmethod
+    def mcast_node_delete(self, node):
+        """Delete a node no group holds."""
+
+    @abstractmethod
+    def mcast_group_set(self, group, nodes):
+        """Create a multicast group, or replace its nodes."""
+
+    @abstractmethod
+    def mcast_group_delete(self, group):
+        """Delete a multicast group (not its nodes)."""
+
+    @abstractmethod
+    def mcast_clear(self):
+        """Delete every multicast group, then every node."""
+
+    @abstractmethod
+    def receive_digests(self, digest):
+        """Digests of `digest` since the last call: dicts of field name to int."""
+
+    @abstractmethod
     def send_packet(self, frame):
         """Inject a frame into the pipeline through the CPU port."""
 
@@ -73,6 +106,9 @@ class FakeBackend(BfrtBackend):
         self.register_sizes = dict(register_sizes or {})
         self.counters = {}
         self.sessions = {}
+        self.groups = {}
+        self.nodes = {}
+        self.digests = {}
         self.sent = []
         self.inbox = []
         self.calls = []
@@ -96,6 +132,19 @@ class FakeBackend(BfrtBackend):
         if k in entries:
             raise BackendError(f"{table}: entry {key} already exists")
         entries[k] = (action, dict(data))
+
+    def table_modify(self, table, key, action, data):
+        self._log("table_modify", table)
+        entries = self.tables.get(table, {})
+        k = self._key(key)
+        if k not in entries:
+            raise BackendError(f"{table}: no entry {key} to modify")
+        entries[k] = (action, dict(data))
+
+    def table_delete(self, table, key):
+        self._log("table_delete", table)
+        if self.tables.get(table, {}).pop(self._key(key), None) is None:
+            raise BackendError(f"{table}: no entry {key} to delete")
 
     def table_set_default(self, table, action, data):
         self._log("table_set_default", table)
@@ -140,6 +189,49 @@ class FakeBackend(BfrtBackend):
     def mirror_session(self, session, egress_port, max_len):
         self._log("mirror_session", session)
         self.sessions[session] = (egress_port, max_len)
+
+    def mcast_node_set(self, node, rid, ports):
+        self._log("mcast_node_set", node)
+        self.nodes[node] = (rid, list(ports))
+
+    def mcast_node_delete(self, node):
+        self._log("mcast_node_delete", node)
+        if any(node in nodes for nodes in self.groups.values()):
+            raise BackendError(f"node {node} is in a multicast group")
+        if self.nodes.pop(node, None) is None:
+            raise BackendError(f"no node {node}")
+
+    def mcast_group_set(self, group, nodes):
+        self._log("mcast_group_set", group)
+        missing = [n for n in nodes if n not in self.nodes]
+        if missing:
+            raise BackendError(f"group {group}: no nodes {missing}")
+        self.groups[group] = list(nodes)
+
+    def mcast_group_delete(self, group):
+        self._log("mcast_group_delete", group)
+        if self.groups.pop(group, None) is None:
+            raise BackendError(f"no multicast group {group}")
+
+    def mcast_clear(self):
+        self._log("mcast_clear")
+        self.groups = {}
+        self.nodes = {}
+
+    def replicas(self, group):
+        """Test helper: (egress_rid, port) of every copy the PRE makes for `group`."""
+        out = []
+        for node in self.groups.get(group, []):
+            rid, ports = self.nodes[node]
+            out += [(rid, port) for port in ports]
+        return sorted(out)
+
+    def digest(self, digest, **fields):
+        """Test helper: what the data plane would send."""
+        self.digests.setdefault(digest, []).append(dict(fields))
+
+    def receive_digests(self, digest):
+        return self.digests.pop(digest, [])
 
     def send_packet(self, frame):
         self.sent.append(bytes(frame))

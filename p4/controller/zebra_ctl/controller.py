@@ -1,11 +1,13 @@
 """The controller: loads the jobs of a settings file into the switch (one per
 PS-lite server that owns a hot key, as the shim makes them), resets it
 between loads, reads its counters, and runs the switch CPU's part (cpu.py)
-over the CPU port.
+over the CPU port. The pull half (replicate.p4) needs no CPU part: the
+controller writes where workers are from the pipeline's digests and where
+servers are from their REGISTERs.
 
     c = Controller(backend)
     c.load(settings, ports, build="fixed")    # clears everything, then installs the jobs
-    c.step(now_us)                             # call often: CPU port, round timers, resends
+    c.step(now_us)                             # call often: CPU port, digests, round timers, resends
     c.counters(); c.hot_key_hits()
     c.reset()                                  # between jobs
 """
@@ -15,7 +17,7 @@ import logging
 
 from . import consts
 from . import program as P
-from .controls import Accumulate, RoundState, Stats, all_controls
+from .controls import Accumulate, Peer, Replicate, RoundState, Stats, all_controls
 from .cpu import (
     AggregateStore,
     ReadoutAssembler,
@@ -55,10 +57,16 @@ class Controller:
         self.plan = None
         self.plans = {}
         self.bad_frames = 0
+        self.bad_digests = 0
         self.unroutable = 0
 
     def _control(self, cls):
         return next(c for c in self.controls if isinstance(c, cls))
+
+    @property
+    def replicate(self):
+        """The pull half's control (workers and servers it knows, its counts)."""
+        return self._control(Replicate)
 
     def reset(self):
         """Every table, register and counter back to its empty state; no job."""
@@ -92,6 +100,11 @@ class Controller:
         self.timers = {p.job.id: RoundTimer(p, proto.round_timeout_us, self.grace_us, retry,
                                             cap_us=proto.round_timeout_cap_us()) for p in plans}
         self.switch_ip = int(ipaddress.ip_address(hotpath.switch.host))
+        replicate = self.replicate
+        for p in plans:
+            for index, a in sorted(self.servers[p.job.id].addresses.items()):
+                if a.mac is not None:
+                    replicate.set_server(p, index, a)
         return plans[0]
 
     def counters(self):
@@ -110,6 +123,8 @@ class Controller:
             return
         for frame in self.backend.receive_packets():
             self._on_frame(now, frame)
+        for d in self.backend.receive_digests(P.WORKER_DIGEST):
+            self._on_worker_digest(d)
         rs = self._control(RoundState)
         for job, plan in self.plans.items():
             timer, assembler = self.timers[job], self.assemblers[job]
@@ -139,6 +154,15 @@ class Controller:
             self.bad_frames += 1
             log.debug("CPU port: bad frame (%s)", e)
 
+    def _on_worker_digest(self, d):
+        plan = self.plans.get(d["job"])
+        if plan is None:
+            self.bad_digests += 1
+            log.debug("worker digest for job %d, not loaded", d["job"])
+            return
+        peer = Peer(d["port"], d["mac"], d["ip"], d["udp_port"])
+        self.replicate.learn_worker(plan, d["worker"], peer)
+
     def _on_datagram(self, now, f):
         msg = parse_datagram(f.payload)
         if isinstance(msg, AggregateAck):
@@ -152,6 +176,7 @@ class Controller:
             if reply is None:
                 log.warning("REGISTER for job %d server %d refused", msg.job, msg.server)
                 return
+            self.replicate.set_server(self.plans[msg.job], msg.server, directory.addresses[msg.server])
             self._frame_to(f.src_mac, f.src_ip, f.src_port, reply)
 
     def _timer(self, job):

@@ -9,15 +9,20 @@ them, and how to clear them.
     recirculate.p4   Recirculate   the popcount tables of the conflict check
     mirror_cpu.p4    MirrorCpu     CPU and recirculation ports, mirror sessions
     forward.p4       Forward       L2 routes
+    replicate.p4     Replicate     where workers and servers are; the jobs' multicast groups
     lns/lns.p4       Lns           the float-to-fixed tables (ZEBRA_LNS build)
     zebra.p4         Stats         the ingress and egress statistics
 """
 
 import ipaddress
+import logging
+from dataclasses import dataclass
 
 from . import consts
 from . import program as P
 from .lns import lns_tables
+
+log = logging.getLogger("zebra_ctl")
 
 
 class Control:
@@ -92,6 +97,8 @@ class WorkerCheck(Control):
                 "readout_rows": plan.readout_rows,
                 "lns_profile": 0,
                 "lns_saturate": saturate,
+                "servers": job.servers,
+                "max_update_len": 8 + proto.aggregate_size,
             },
         ))
         for w in range(job.workers):
@@ -206,6 +213,131 @@ class Forward(Control):
                 for mac, port in sorted(plan.ports.routes.items())]
 
 
+@dataclass(frozen=True)
+class Peer:
+    """Where a worker or a server is (replicate.p4's peer_t)."""
+
+    port: int
+    mac: int
+    ip: int
+    udp_port: int
+
+    def data(self):
+        return {"port": self.port, "mac": self.mac, "ip": self.ip, "udp_port": self.udp_port}
+
+    def __str__(self):
+        return f"{ipaddress.IPv4Address(self.ip)}:{self.udp_port} (port {self.port})"
+
+
+class Replicate(Control):
+    """The pull half's routes. A worker is learned from a DIGEST_WORKER (the
+    pipeline saw it at an address its entry does not hold): its (job, worker)
+    entries in ingress (targeted updates) and egress (multicast copies, by
+    egress_rid = rank), its PRE node, its place in the job's multicast group,
+    and the group's table entry once the group has a node. A worker seen
+    elsewhere replaces its entries and its node's port. A server's (job,
+    server) entry is written when it registers or is pinned. Nothing is kept
+    per update."""
+
+    tables = tuple(P.UPDATE_TABLES)
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.workers = {}        # job id -> {rank: Peer}
+        self.servers = {}        # job id -> {server: Peer}
+        self.learned = 0         # workers added
+        self.moved = 0           # workers seen at a new address
+        self.repeated = 0        # digests of an address already written
+        self.refused = 0         # digests of a rank the job does not have
+        self.unroutable = 0      # servers without a MAC or an L2 route
+
+    def clear(self):
+        """Every job's: the tables, and every group and node (also those a
+        controller that stopped left behind)."""
+        super().clear()
+        self.backend.mcast_clear()
+        self.workers = {}
+        self.servers = {}
+
+    def learn_worker(self, plan, rank, peer):
+        """A DIGEST_WORKER of `plan`'s job; True if the worker's entries changed."""
+        job = plan.job.id
+        if rank >= plan.job.workers:
+            self.refused += 1
+            return False
+        known = self.workers.setdefault(job, {})
+        old = known.get(rank)
+        if old == peer:
+            self.repeated += 1
+            return False
+        ingress = (P.UPDATE_WORKERS, {"hdr.zebra.job": job, "ig_md.peer_worker": rank}, "peer_at", peer.data())
+        egress = (P.UPDATE_COPIES, {"hdr.replica.job": job, "eg_intr_md.egress_rid": rank}, "copy_to",
+                  {"mac": peer.mac, "ip": peer.ip, "udp_port": peer.udp_port})
+        node = P.mcast_node(plan.job_index, rank)
+        if old is None:
+            # Egress first: no copy reaches egress before its destination is there.
+            self.backend.table_add(*egress)
+            self.backend.table_add(*ingress)
+            self.backend.mcast_node_set(node, rank, [peer.port])
+            known[rank] = peer
+            group = P.mcast_group(plan.job_index)
+            self.backend.mcast_group_set(group, [P.mcast_node(plan.job_index, r) for r in sorted(known)])
+            if len(known) == 1:
+                self.backend.table_add(P.UPDATE_GROUPS, {"hdr.zebra.job": job}, "to_group", {"group": group})
+            self.learned += 1
+            log.info("job %d worker %d at %s", job, rank, peer)
+        else:
+            self.backend.table_modify(*egress)
+            self.backend.table_modify(*ingress)
+            if peer.port != old.port:
+                self.backend.mcast_node_set(node, rank, [peer.port])
+            known[rank] = peer
+            self.moved += 1
+            log.info("job %d worker %d at %s (was %s)", job, rank, peer, old)
+        return True
+
+    def set_server(self, plan, server, address):
+        """A server's address (cpu.ServerAddress: ip, UDP port, MAC) as its
+        REGISTER or the settings give it; reached through its MAC's L2 route,
+        as the CPU's frames to it are. True if its entry changed."""
+        job = plan.job.id
+        port = None if address.mac is None else plan.ports.routes.get(address.mac)
+        if port is None:
+            self.unroutable += 1
+            log.warning("job %d server %d: no L2 route to its MAC; its update acknowledgements are dropped", job, server)
+            return False
+        peer = Peer(port, address.mac, address.ip, address.port)
+        known = self.servers.setdefault(job, {})
+        old = known.get(server)
+        if old == peer:
+            return False
+        entry = (P.UPDATE_SERVERS, {"hdr.zebra.job": job, "hdr.update_ack.server": server}, "peer_at", peer.data())
+        if old is None:
+            self.backend.table_add(*entry)
+        else:
+            self.backend.table_modify(*entry)
+        known[server] = peer
+        return True
+
+    def remove_job(self, plan):
+        """Everything of `plan`'s job: its group, nodes and entries."""
+        job = plan.job.id
+        self._remove_workers(job, plan.job_index)
+        for server in self.servers.pop(job, {}):
+            self.backend.table_delete(P.UPDATE_SERVERS, {"hdr.zebra.job": job, "hdr.update_ack.server": server})
+
+    def _remove_workers(self, job, job_index):
+        known = self.workers.pop(job, {})
+        if not known:
+            return
+        self.backend.table_delete(P.UPDATE_GROUPS, {"hdr.zebra.job": job})
+        self.backend.mcast_group_delete(P.mcast_group(job_index))
+        for rank in known:
+            self.backend.mcast_node_delete(P.mcast_node(job_index, rank))
+            self.backend.table_delete(P.UPDATE_WORKERS, {"hdr.zebra.job": job, "ig_md.peer_worker": rank})
+            self.backend.table_delete(P.UPDATE_COPIES, {"hdr.replica.job": job, "eg_intr_md.egress_rid": rank})
+
+
 class Lns(Control):
     tables = tuple(P.LNS_TABLES)
 
@@ -249,6 +381,7 @@ def all_controls(backend):
         Recirculate(backend),
         MirrorCpu(backend),
         Forward(backend),
+        Replicate(backend),
         Lns(backend),
         Stats(backend),
     ]

@@ -13,6 +13,8 @@ import socket
 from .backend import BackendError, BfrtBackend
 
 ETH_P_ALL = 0x0003
+# How long receive_digests waits for the next digest message.
+DIGEST_WAIT_S = 0.001
 
 
 class GrpcBackend(BfrtBackend):
@@ -65,6 +67,14 @@ class GrpcBackend(BfrtBackend):
     def table_add(self, name, key, action, data):
         t = self._table(name)
         t.entry_add(self.target, [self._key(t, key)], [self._data(t, data, action)])
+
+    def table_modify(self, name, key, action, data):
+        t = self._table(name)
+        t.entry_mod(self.target, [self._key(t, key)], [self._data(t, data, action)])
+
+    def table_delete(self, name, key):
+        t = self._table(name)
+        t.entry_del(self.target, [self._key(t, key)])
 
     def table_set_default(self, name, action, data):
         t = self._table(name)
@@ -119,6 +129,57 @@ class GrpcBackend(BfrtBackend):
         except Exception:
             pass
         t.entry_add(self.target, [key], [data])
+
+    # The packet replication engine's tables, as SwitchML's controller
+    # (pre.py) writes them.
+
+    def _set(self, t, key, data):
+        try:
+            t.entry_add(self.target, [key], [data])
+        except self.gc.BfruntimeRpcException:
+            t.entry_mod(self.target, [key], [data])
+
+    def mcast_node_set(self, node, rid, ports):
+        t = self._table("$pre.node")
+        key = t.make_key([self.gc.KeyTuple("$MULTICAST_NODE_ID", node)])
+        data = t.make_data([
+            self.gc.DataTuple("$MULTICAST_RID", rid),
+            self.gc.DataTuple("$MULTICAST_LAG_ID", int_arr_val=[]),
+            self.gc.DataTuple("$DEV_PORT", int_arr_val=list(ports)),
+        ])
+        self._set(t, key, data)
+
+    def mcast_node_delete(self, node):
+        t = self._table("$pre.node")
+        t.entry_del(self.target, [t.make_key([self.gc.KeyTuple("$MULTICAST_NODE_ID", node)])])
+
+    def mcast_group_set(self, group, nodes):
+        t = self._table("$pre.mgid")
+        key = t.make_key([self.gc.KeyTuple("$MGID", group)])
+        data = t.make_data([
+            self.gc.DataTuple("$MULTICAST_NODE_ID", int_arr_val=list(nodes)),
+            self.gc.DataTuple("$MULTICAST_NODE_L1_XID_VALID", bool_arr_val=[False] * len(nodes)),
+            self.gc.DataTuple("$MULTICAST_NODE_L1_XID", int_arr_val=[0] * len(nodes)),
+        ])
+        self._set(t, key, data)
+
+    def mcast_group_delete(self, group):
+        t = self._table("$pre.mgid")
+        t.entry_del(self.target, [t.make_key([self.gc.KeyTuple("$MGID", group)])])
+
+    def mcast_clear(self):
+        for name in ("$pre.mgid", "$pre.node"):
+            t = self._table(name)
+            for _, key in t.entry_get(self.target, flags={"from_hw": False}):
+                t.entry_del(self.target, [key])
+
+    def receive_digests(self, name):
+        learn = self.bfrt_info.learn_get(name)
+        out = []
+        for msg in self.interface.digest_get_iterator(timeout=DIGEST_WAIT_S):
+            for data in learn.make_data_list(msg):
+                out.append({k: v[0] if isinstance(v, list) else v for k, v in data.to_dict().items()})
+        return out
 
     def send_packet(self, frame):
         if self.sock is None:

@@ -127,6 +127,11 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
                 add(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
         if job.workers > consts.P4_MAX_WORKERS:
             add(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
+        if job.servers > consts.P4_MAX_SERVERS:
+            add(
+                f"servers = {job.servers}: the P4 program routes update acknowledgements to "
+                f"{consts.P4_MAX_SERVERS} servers a job (MAX_SERVERS)"
+            )
         records = job.workers * proto.copies * proto.max_seqs
         if records > consts.P4_RECORD_ENTRIES:
             add(

@@ -22,6 +22,10 @@ PORTS = "pipe.Ingress.switch_ports.ports"
 SESSIONS = "pipe.Egress.mirror_sessions.sessions"
 POPCOUNT = [f"pipe.Ingress.conflict_check.popcount{i}" for i in range(4)]
 L2 = "pipe.Ingress.forward.l2"
+UPDATE_WORKERS = "pipe.Ingress.update_route.workers"
+UPDATE_SERVERS = "pipe.Ingress.update_route.servers"
+UPDATE_GROUPS = "pipe.Ingress.update_route.groups"
+UPDATE_COPIES = "pipe.Egress.update_copy.copies"
 
 # Parser value sets.
 UDP_PORTS = "pipe.IngressParser.zebra_udp_ports"
@@ -51,6 +55,10 @@ def lns_lo(register):
     return f"pipe.Ingress.lns_values.lns{register:02d}.to_fixed_lo"
 
 
+# Digests, and the fields of each (worker_digest_t).
+WORKER_DIGEST = "pipe.IngressDeparser.worker_digest"
+WORKER_DIGEST_FIELDS = ("job", "worker", "port", "mac", "ip", "udp_port")
+
 # Counters.
 INGRESS_STATS = "pipe.Ingress.stats"
 EGRESS_STATS = "pipe.Egress.stats"
@@ -69,7 +77,8 @@ for _k in range(R):
 # The round state of a free copy that never held a round.
 ROUND_STATE_INITIAL = {"lo": 0, "hi": consts.ROUND_FREE}
 
-TABLES = [JOBS, COPY_OFFSETS, WORKERS, ADDRESSES, L2, UDP_PORTS, INTERNAL_PORTS] + POPCOUNT
+UPDATE_TABLES = [UPDATE_WORKERS, UPDATE_SERVERS, UPDATE_GROUPS, UPDATE_COPIES]
+TABLES = [JOBS, COPY_OFFSETS, WORKERS, ADDRESSES, L2, UDP_PORTS, INTERNAL_PORTS] + POPCOUNT + UPDATE_TABLES
 LNS_TABLES = [t for k in range(R) for t in (lns_hi(k), lns_lo(k))]
 COUNTERS = [INGRESS_STATS, EGRESS_STATS] + [hits(k) for k in range(R)]
 
@@ -80,3 +89,13 @@ def round_state_index(job_index, copy):
 
 def progress_index(job_index, copy, worker):
     return (round_state_index(job_index, copy) << consts.P4_WORKER_BITS) | worker
+
+
+def mcast_group(job_index):
+    """The job's multicast group (0 means no multicast to the traffic manager)."""
+    return 1 + job_index
+
+
+def mcast_node(job_index, worker):
+    """The PRE node of a worker of the job; its replication id is the rank."""
+    return (job_index << consts.P4_WORKER_BITS) | worker

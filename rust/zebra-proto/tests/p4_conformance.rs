@@ -379,6 +379,7 @@ fn program() -> P4 {
         "headers.p4",
         "parsers.p4",
         "accumulate.p4",
+        "replicate.p4",
     ];
     let files: Vec<PathBuf> = order.iter().map(|f| dir.join(f)).collect();
     for f in &files {
@@ -590,6 +591,58 @@ fn server_headers_match_the_wire() {
             &[range("server", g::SERVER)],
             consts::REGISTER_LEN,
         );
+    }
+}
+
+#[test]
+fn update_headers_match_the_wire() {
+    // The parser extracts an UPDATE through its target and an UPDATE_ACK
+    // through its worker (what the switch routes by); the rest is payload.
+    let p4 = program();
+    {
+        use wire::update::field as u;
+        assert_layout(
+            &p4,
+            "zebra_update_h",
+            6,
+            &[
+                range("server", u::SERVER),
+                range("seq", u::SEQ),
+                range("round", u::ROUND),
+                range("part", u::PART),
+                range("parts", u::PARTS),
+                range("target", u::TARGET),
+            ],
+            u::TARGET.end,
+        );
+    }
+    {
+        use wire::update_ack::field as k;
+        assert_layout(
+            &p4,
+            "zebra_update_ack_h",
+            6,
+            &[
+                range("server", k::SERVER),
+                range("seq", k::SEQ),
+                range("part", k::PART),
+                range("worker", k::WORKER),
+            ],
+            k::WORKER.end,
+        );
+    }
+    // UPDATE_WORKER_ENTRIES: a (job, worker) address for every rank of every job.
+    let want = [
+        ("UPDATE_TARGET_ALL", usize::from(consts::UPDATE_TARGET_ALL)),
+        ("UPDATE_HEADER_LEN", consts::UPDATE_HEADER_LEN),
+        ("UPDATE_ACK_LEN", consts::UPDATE_ACK_LEN),
+        (
+            "UPDATE_WORKER_ENTRIES",
+            p4.konst("MAX_JOBS") as usize * consts::MAX_WORKERS,
+        ),
+    ];
+    for (name, want) in want {
+        assert_eq!(p4.konst(name) as usize, want, "{name}");
     }
 }
 
