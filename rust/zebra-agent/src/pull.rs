@@ -115,8 +115,9 @@ pub enum PullPlan {
         fill: Fill,
     },
     /// The update of the worker's last round may still come: ask again
-    /// when it does, or at `until` at the latest.
-    Wait { until: Timestamp },
+    /// when it does, or at `until` at the latest. `held`: the positions of
+    /// the hot keys the copy holds now (answered here once it is current).
+    Wait { until: Timestamp, held: Vec<usize> },
 }
 
 /// Counters of the pull half on a worker.
@@ -336,7 +337,11 @@ impl WorkerPulls {
             Ok(_) => {}
             Err(Miss::NotCurrent) if copy.running() && now < until => {
                 self.stats.waits += 1;
-                return PullPlan::Wait { until };
+                let held = hot
+                    .into_iter()
+                    .filter(|&i| copy.rows.contains_key(&keys[i]))
+                    .collect();
+                return PullPlan::Wait { until, held };
             }
             Err(why) => return self.miss(why, hot.len() as u64, None),
         }
@@ -367,6 +372,32 @@ impl WorkerPulls {
             remote,
             fill,
         }
+    }
+
+    /// For a pull that waited ([`PullPlan::Wait`]) with the rest of it
+    /// sent to the server: the values of `keys` (position, key) once the
+    /// copy is current and holds them all (counted as hits), else `None`.
+    pub fn current_rows(
+        &mut self,
+        server: u16,
+        keys: &[(usize, u64)],
+    ) -> Option<Vec<(usize, Vec<u8>)>> {
+        let copy = self.copies.get(&server)?;
+        copy.current().ok()?;
+        let rows: Option<Vec<(usize, Vec<u8>)>> = keys
+            .iter()
+            .map(|&(i, k)| copy.rows.get(&k).map(|b| (i, b.clone())))
+            .collect();
+        if rows.is_some() {
+            self.stats.hits += keys.len() as u64;
+        }
+        rows
+    }
+
+    /// A waiting pull whose update did not come in time: its held keys are
+    /// asked of the server after all.
+    pub fn gave_up(&mut self, keys: u64) {
+        *self.stats.misses.entry(Miss::NotCurrent).or_default() += keys;
     }
 
     fn miss(&mut self, why: Miss, hot_keys: u64, fill: Option<Fill>) -> PullPlan {
@@ -522,12 +553,18 @@ mod tests {
         slow.push_answered(t(0), 0, 2);
         assert_eq!(
             slow.plan(t(1), t(1), 0, &[3], hot),
-            PullPlan::Wait { until: t(6) }
+            PullPlan::Wait {
+                until: t(6),
+                held: vec![0]
+            }
         );
         // Round 1's update came as its push was answered: twice that, plus 1 ms.
         assert_eq!(
             p.plan(t(1), t(1), 0, &[3], hot),
-            PullPlan::Wait { until: t(2) }
+            PullPlan::Wait {
+                until: t(2),
+                held: vec![0]
+            }
         );
         assert!(matches!(
             p.plan(t(2), t(1), 0, &[3], hot),

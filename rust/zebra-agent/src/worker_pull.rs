@@ -40,7 +40,19 @@ pub enum PullSend {
     /// Ask again when an update arrives, or at this time at the latest
     /// (same `since`).
     Wait(Timestamp),
+    /// Send these frames to `server` (the pull without its held hot keys);
+    /// the app's answer comes later, from [`PullAgent::on_recv`],
+    /// [`PullAgent::on_update`] or [`PullAgent::poll`], once the update of
+    /// the worker's round is in (or, if it does not come in time, the
+    /// server has answered for those keys too).
+    SendHold { server: u16, frames: Frames },
 }
+
+/// Timestamps of the pulls the library itself sends (for keys a held pull
+/// waited for in vain): far above the counters of PS-lite's customers,
+/// below the servers' read-back pulls.
+const FOLLOW_TS_BASE: i32 = 0x7D00_0000;
+const FOLLOW_TS_SPAN: u32 = 0x0100_0000;
 
 /// Counters of the message level.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -56,6 +68,12 @@ pub struct PullAgentStats {
     /// Pulls not handled because the server's answer shape is not known
     /// yet (no answer of that server seen).
     pub unknown_shape: u64,
+    /// Pulls whose cold part went to the server at once while their hot
+    /// part waited for the update.
+    pub held: u64,
+    /// Of which the update did not come in time (their hot keys were asked
+    /// of the server after all).
+    pub followed: u64,
 }
 
 /// A pull sent to a server, waiting for its answer.
@@ -72,6 +90,24 @@ struct Pending {
     local: Vec<(usize, Vec<u8>)>,
     /// A check: what the copy would have answered, by position.
     expect: Vec<(usize, Vec<u8>)>,
+    /// Its hot part waits for the update (the rest was sent).
+    awaiting: Option<Awaiting>,
+    /// The request's value type and lens frame (for the pulls made from it).
+    request_shape: Option<(DataType, bool)>,
+}
+
+/// The hot part of a pull waiting for the update of the worker's round.
+#[derive(Debug)]
+struct Awaiting {
+    /// The keys to answer from the copy, by position.
+    held: Vec<(usize, u64)>,
+    until: Timestamp,
+    /// The server's answer for the rest, once in.
+    remote: Option<Vec<(u64, Vec<u8>)>>,
+    /// The timestamp of the pull that asked the server for `held` (the
+    /// update did not come in time), and its answer once in.
+    follow: Option<i32>,
+    followed: Option<Vec<(u64, Vec<u8>)>>,
 }
 
 /// The shape of a server's pull answers.
@@ -93,6 +129,9 @@ pub struct PullAgent {
     shapes: HashMap<u16, Shape>,
     verify: u32,
     off: Option<String>,
+    /// Follow-up pulls sent: their timestamp → the app's pull they serve.
+    follows: HashMap<i32, i32>,
+    next_follow: u32,
     stats: PullAgentStats,
 }
 
@@ -118,6 +157,8 @@ impl PullAgent {
             shapes: HashMap::new(),
             verify,
             off: None,
+            follows: HashMap::new(),
+            next_follow: 0,
             stats: PullAgentStats::default(),
         }
     }
@@ -137,9 +178,102 @@ impl PullAgent {
         self.off.as_deref()
     }
 
-    /// An update of `server` (in chain order).
-    pub fn on_update(&mut self, now: Timestamp, server: u16, update: RowUpdate) {
+    /// An update of `server` (in chain order): the answers of held pulls
+    /// it completes, for the app (`[server identity, meta, data...]`).
+    pub fn on_update(&mut self, now: Timestamp, server: u16, update: RowUpdate) -> Vec<Frames> {
         self.pulls.on_update(now, server, update);
+        let ready: Vec<i32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| p.server == server && p.awaiting.is_some())
+            .map(|(&ts, _)| ts)
+            .collect();
+        ready
+            .into_iter()
+            .filter_map(|ts| self.complete(ts))
+            .collect()
+    }
+
+    /// When [`poll`](Self::poll) next has work, if ever.
+    pub fn poll_at(&self) -> Option<Timestamp> {
+        self.pending
+            .values()
+            .filter_map(|p| p.awaiting.as_ref())
+            .filter(|a| a.follow.is_none())
+            .map(|a| a.until)
+            .min()
+    }
+
+    /// Held pulls whose update did not come in time: the pulls that ask
+    /// their servers for the held keys, `(server, [meta, data...])`.
+    pub fn poll(&mut self, now: Timestamp) -> Vec<(u16, Frames)> {
+        let due: Vec<i32> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| {
+                p.awaiting
+                    .as_ref()
+                    .is_some_and(|a| a.follow.is_none() && a.until <= now)
+            })
+            .map(|(&ts, _)| ts)
+            .collect();
+        let mut out = Vec::new();
+        for ts in due {
+            let follow = FOLLOW_TS_BASE + (self.next_follow % FOLLOW_TS_SPAN) as i32;
+            self.next_follow = self.next_follow.wrapping_add(1);
+            let Some(p) = self.pending.get_mut(&ts) else {
+                continue;
+            };
+            let Some(a) = &mut p.awaiting else {
+                continue;
+            };
+            let positions: Vec<usize> = a.held.iter().map(|&(i, _)| i).collect();
+            let mut request = p.request.clone();
+            request.timestamp = follow;
+            let Some(frames) = reduced(&request, p.format, &p.keys, &positions, p.request_shape)
+            else {
+                continue;
+            };
+            a.follow = Some(follow);
+            self.pulls.gave_up(positions.len() as u64);
+            self.stats.followed += 1;
+            self.follows.insert(follow, ts);
+            out.push((p.server, frames));
+        }
+        out
+    }
+
+    /// The app's answer to held pull `ts` if everything it needs is in.
+    fn complete(&mut self, ts: i32) -> Option<Frames> {
+        let p = self.pending.get(&ts)?;
+        let a = p.awaiting.as_ref()?;
+        a.remote.as_ref()?;
+        let local = match &a.followed {
+            Some(entries) => a
+                .held
+                .iter()
+                .map(|&(i, k)| entries.iter().find(|e| e.0 == k).map(|e| (i, e.1.clone())))
+                .collect::<Option<Vec<_>>>()?,
+            None if a.follow.is_none() => {
+                let (server, held) = (p.server, a.held.clone());
+                self.pulls.current_rows(server, &held)?
+            }
+            None => return None,
+        };
+        let p = self.pending.remove(&ts)?;
+        let shape = self.shapes.get(&p.server).copied()?;
+        let remote: Vec<(u64, &[u8])> = p
+            .awaiting
+            .as_ref()?
+            .remote
+            .as_ref()?
+            .iter()
+            .map(|(k, b)| (*k, &b[..]))
+            .collect();
+        let mut local = local;
+        local.sort_by_key(|e| e.0);
+        self.stats.merged += 1;
+        answer(&p, shape, &local, Some(&remote))
     }
 
     /// Updates of `server` lost for good.
@@ -208,8 +342,39 @@ impl PullAgent {
             .pulls
             .plan(now, since, server, &keys, |k| is_hot(server, k));
         let mut pending = Pending::new(server, msg.meta.clone(), format, keys, None);
+        pending.request_shape = msg
+            .kv()
+            .ok()
+            .flatten()
+            .map(|v| (v.val_type(), v.has_lens()));
         let out = match plan {
-            PullPlan::Wait { until } => return PullSend::Wait(until),
+            PullPlan::Wait { until, held } => {
+                let rest: Vec<usize> = (0..pending.keys.len())
+                    .filter(|i| !held.contains(i))
+                    .collect();
+                if held.is_empty() || rest.is_empty() || self.verify > 0 {
+                    return PullSend::Wait(until);
+                }
+                let Some(frames) = reduced(
+                    &msg.meta,
+                    format,
+                    &pending.keys,
+                    &rest,
+                    pending.request_shape,
+                ) else {
+                    return PullSend::Wait(until);
+                };
+                pending.awaiting = Some(Awaiting {
+                    held: held.iter().map(|&i| (i, pending.keys[i])).collect(),
+                    until,
+                    remote: None,
+                    follow: None,
+                    followed: None,
+                });
+                self.stats.held += 1;
+                self.pending.insert(meta.timestamp, pending);
+                return PullSend::SendHold { server, frames };
+            }
             PullPlan::Server { fill, .. } => {
                 pending.fill = fill;
                 PullSend::Unchanged
@@ -238,21 +403,13 @@ impl PullAgent {
                 remote,
                 fill,
             } => {
-                let kv = KvData {
-                    keys: remote.iter().map(|&i| pending.keys[i]).collect(),
-                    vals: Vec::new(),
-                    lens: msg
-                        .kv()
-                        .ok()
-                        .flatten()
-                        .and_then(|v| v.has_lens().then(Vec::new)),
-                    val_type: msg
-                        .kv()
-                        .ok()
-                        .flatten()
-                        .map_or(shape.val_type, |v| v.val_type()),
-                };
-                let Ok(frames) = with_kv(&msg.meta, &kv).and_then(|m| m.to_frames(format)) else {
+                let Some(frames) = reduced(
+                    &msg.meta,
+                    format,
+                    &pending.keys,
+                    &remote,
+                    pending.request_shape,
+                ) else {
                     return PullSend::Unchanged;
                 };
                 pending.local = local;
@@ -272,14 +429,14 @@ impl PullAgent {
         now: Timestamp,
         frames: Frames,
         is_hot: impl Fn(u16, u64) -> bool,
-    ) -> Frames {
+    ) -> Option<Frames> {
         let Some(server) = frames
             .first()
             .and_then(|f| node_id(f))
             .filter(|&id| role_of(id) == Role::Server)
             .and_then(|id| u16::try_from(rank_of(id)).ok())
         else {
-            return frames;
+            return Some(frames);
         };
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
         let Some(format) = refs
@@ -287,30 +444,41 @@ impl PullAgent {
             .and_then(|m| self.detector.parse(m).ok())
             .map(|p| p.0)
         else {
-            return frames;
+            return Some(frames);
         };
         let Ok(env) = Message::parse_frames(format, Route::DealerRecv, &refs) else {
-            return frames;
+            return Some(frames);
         };
         let meta = &env.message.meta;
         if meta.request || !meta.is_data() {
-            return frames;
+            return Some(frames);
         }
         if meta.push {
             self.pulls.push_answered(now, server, meta.timestamp);
-            return frames;
+            return Some(frames);
         }
-        let Some(p) = self.pending.remove(&meta.timestamp) else {
-            return frames;
+        let ts = meta.timestamp;
+        if let Some(orig) = self.follows.remove(&ts) {
+            let entries = owned_entries(&env.message)?;
+            let a = self.pending.get_mut(&orig)?.awaiting.as_mut()?;
+            a.followed = Some(entries);
+            return self.complete(orig);
+        }
+        if let Some(a) = self.pending.get_mut(&ts).and_then(|p| p.awaiting.as_mut()) {
+            a.remote = Some(owned_entries(&env.message)?);
+            return self.complete(ts);
+        }
+        let Some(p) = self.pending.remove(&ts) else {
+            return Some(frames);
         };
         let Ok(Some(kv)) = env.message.kv() else {
-            return frames;
+            return Some(frames);
         };
         let Ok(entries) = kv
             .entries()
             .map(|e| e.map(|(k, b, _)| (k, b)).collect::<Vec<_>>())
         else {
-            return frames;
+            return Some(frames);
         };
         let shape = Shape {
             val_type: kv.val_type(),
@@ -326,15 +494,15 @@ impl PullAgent {
         }
         if !p.expect.is_empty() {
             self.check(server, &p, &entries);
-            return frames;
+            return Some(frames);
         }
         if p.local.is_empty() {
-            return frames;
+            return Some(frames);
         }
         match answer(&p, shape, &p.local, Some(&entries)) {
             Some(whole) => {
                 self.stats.merged += 1;
-                whole
+                Some(whole)
             }
             None => {
                 log::error!(
@@ -344,7 +512,7 @@ impl PullAgent {
                 self.off = Some(format!(
                     "server {server} answered a split pull with other keys"
                 ));
-                frames
+                Some(frames)
             }
         }
     }
@@ -392,8 +560,35 @@ impl Pending {
             fill,
             local: Vec::new(),
             expect: Vec::new(),
+            awaiting: None,
+            request_shape: None,
         }
     }
+}
+
+/// The entries of a pull answer, owned (`None` if it holds no KV data).
+fn owned_entries(m: &Message) -> Option<Vec<(u64, Vec<u8>)>> {
+    let kv = m.kv().ok()??;
+    let entries = kv.entries().ok()?;
+    Some(entries.map(|(k, b, _)| (k, b.to_vec())).collect())
+}
+
+/// The app's request reduced to the keys at `positions`, as frames.
+fn reduced(
+    request: &Meta,
+    format: Format,
+    keys: &[u64],
+    positions: &[usize],
+    shape: Option<(DataType, bool)>,
+) -> Option<Frames> {
+    let (val_type, lens) = shape?;
+    let kv = KvData {
+        keys: positions.iter().map(|&i| keys[i]).collect(),
+        vals: Vec::new(),
+        lens: lens.then(Vec::new),
+        val_type,
+    };
+    with_kv(request, &kv).and_then(|m| m.to_frames(format)).ok()
 }
 
 /// The server's answer to `p`'s request, built from `local` values (by
@@ -522,7 +717,7 @@ mod tests {
             PullSend::Unchanged
         );
         let ans = server_answer(0, &push, round);
-        assert_eq!(a.on_recv(t(), ans.clone(), hot), ans);
+        assert_eq!(a.on_recv(t(), ans.clone(), hot), Some(ans));
     }
 
     fn update(seq: u32, round: u32, keys: &[u64]) -> RowUpdate {
@@ -546,7 +741,7 @@ mod tests {
             PullSend::Unchanged
         );
         let ans = server_answer(0, &pull, 1);
-        assert_eq!(a.on_recv(t(), ans.clone(), hot), ans);
+        assert_eq!(a.on_recv(t(), ans.clone(), hot), Some(ans));
         let pull = request(3, false, &[1, 2]);
         assert_eq!(
             a.on_send(t(), t(), &refs(&pull), None, hot),
@@ -568,7 +763,7 @@ mod tests {
             panic!("expected a reduced pull");
         };
         let got = a.on_recv(t(), server_answer(0, &reduced, 1), hot);
-        assert_eq!(got, server_answer(0, &pull, 1));
+        assert_eq!(got, Some(server_answer(0, &pull, 1)));
         assert_eq!(a.stats().merged, 1);
     }
 
@@ -642,5 +837,72 @@ mod tests {
                 want
             })
         );
+    }
+
+    /// The answer of server 0 to `pull` with each key's value of its round.
+    fn answer_with(pull: &Frames, values: &[(u64, u32)]) -> Frames {
+        let refs: Vec<&[u8]> = pull[1..].iter().map(|f| &f[..]).collect();
+        let req = Message::parse(FORMAT, &pull[0], &refs).unwrap();
+        let mut kv = KvData::empty(DataType::Float, false);
+        for &(k, round) in values {
+            kv.push_entry(k, &value(k, round));
+        }
+        let mut f = vec![identity(server_id(0))];
+        f.extend(
+            response(&req.meta, Some(&kv))
+                .unwrap()
+                .to_frames(FORMAT)
+                .unwrap(),
+        );
+        f
+    }
+
+    /// A worker whose copy is at round 1 and whose push of round 2 is answered.
+    fn awaiting_round_2() -> PullAgent {
+        let mut a = agent(0);
+        push_round(&mut a, 1, 1);
+        a.on_update(t(), 0, update(1, 1, &[1, 2]));
+        let first = request(2, false, &[1]);
+        a.on_send(t(), t(), &refs(&first), None, hot);
+        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        push_round(&mut a, 3, 2);
+        a
+    }
+
+    #[test]
+    fn the_cold_part_goes_at_once_and_the_hot_part_waits_for_the_update() {
+        let mut a = awaiting_round_2();
+        let pull = request(4, false, &[1, 2, 50]);
+        let PullSend::SendHold { server: 0, frames } = a.on_send(t(), t(), &refs(&pull), None, hot)
+        else {
+            panic!("expected the cold part sent, the hot part held");
+        };
+        assert_eq!(a.on_recv(t(), server_answer(0, &frames, 2), hot), None);
+        let done = a.on_update(t(), 0, update(2, 2, &[1]));
+        assert_eq!(done, vec![answer_with(&pull, &[(1, 2), (2, 1), (50, 2)])]);
+        assert_eq!((a.stats().held, a.stats().followed), (1, 0));
+    }
+
+    #[test]
+    fn a_held_pull_whose_update_does_not_come_asks_the_server() {
+        let mut a = awaiting_round_2();
+        let pull = request(4, false, &[1, 2, 50]);
+        let PullSend::SendHold { frames, .. } = a.on_send(t(), t(), &refs(&pull), None, hot) else {
+            panic!("expected a held pull");
+        };
+        let until = a.poll_at().expect("a deadline");
+        assert!(a.poll(t()).is_empty() || until <= t());
+        let follow = a.poll(until);
+        assert_eq!(follow.len(), 1);
+        let (server, ask) = &follow[0];
+        assert_eq!(*server, 0);
+        // The server's answers, in either order; the update comes too late to matter.
+        assert_eq!(a.on_recv(t(), server_answer(0, ask, 2), hot), None);
+        a.on_update(t(), 0, update(2, 2, &[1]));
+        assert_eq!(
+            a.on_recv(t(), server_answer(0, &frames, 2), hot),
+            Some(answer_with(&pull, &[(1, 2), (2, 2), (50, 2)]))
+        );
+        assert_eq!(a.stats().followed, 1);
     }
 }

@@ -525,7 +525,9 @@ impl DealerHook {
             more = part.more;
             frames.push(part.data.to_vec());
         }
-        keep_message(&mut st.kept, s.on_recv(frames));
+        if let Some(frames) = s.on_recv(frames) {
+            keep_message(&mut st.kept, frames);
+        }
         Ok(())
     }
 
@@ -839,6 +841,13 @@ impl Splitter {
                 dealer.inject(answer);
                 return Ok(());
             }
+            PullSend::SendHold { server, frames } => {
+                lock(&self.dealers).insert(server, Arc::downgrade(dealer));
+                return send_all(
+                    &dealer.socket,
+                    frames.into_iter().map(Bytes::from).collect(),
+                );
+            }
             PullSend::Wait(_) => unreachable!("pull() waits itself"),
         }
         let split = match outgoing {
@@ -910,10 +919,12 @@ impl Splitter {
         }
     }
 
-    /// The pull half: a message the DEALER received, through the pull agent.
-    fn on_recv(&self, frames: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    /// The pull half: a message the DEALER received, through the pull
+    /// agent (`None`: the answer to a held pull, kept until its hot part is
+    /// in).
+    fn on_recv(&self, frames: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
         let Some(pulls) = &self.pulls else {
-            return frames;
+            return Some(frames);
         };
         let now = self.clock.now();
         let agent = lock(&self.agent);
@@ -927,7 +938,7 @@ impl Splitter {
             return;
         };
         let mut p = lock(pulls);
-        match update {
+        let answers = match update {
             Some(u) => p.on_update(
                 self.clock.now(),
                 server,
@@ -938,10 +949,54 @@ impl Splitter {
                     entries: u.entries,
                 },
             ),
-            None => p.on_gap(server),
-        }
+            None => {
+                p.on_gap(server);
+                Vec::new()
+            }
+        };
         drop(p);
         self.updated.notify_all();
+        self.to_dealer(server, answers, DealerHook::inject);
+    }
+
+    /// The pull half: held pulls whose update did not come in time ask
+    /// their servers for the held keys.
+    fn poll_pulls(&self) {
+        let Some(pulls) = &self.pulls else {
+            return;
+        };
+        let now = self.clock.now();
+        let due = {
+            let mut p = lock(pulls);
+            if p.poll_at().is_none_or(|at| at > now) {
+                return;
+            }
+            p.poll(now)
+        };
+        for (server, frames) in due {
+            self.to_dealer(server, vec![frames], |d, f| {
+                if let Err(e) = d.send_whole(f) {
+                    log::error!("zebra: a pull to server {server} not sent: {e}");
+                }
+            });
+        }
+    }
+
+    /// Hands each message to `f` with the DEALER that carries this
+    /// worker's messages to `server`.
+    fn to_dealer(
+        &self,
+        server: u16,
+        messages: Vec<Vec<Vec<u8>>>,
+        f: impl Fn(&DealerHook, Vec<Vec<u8>>),
+    ) {
+        if messages.is_empty() {
+            return;
+        }
+        match lock(&self.dealers).get(&server).and_then(Weak::upgrade) {
+            Some(d) => messages.into_iter().for_each(|m| f(&d, m)),
+            None => log::error!("zebra: no DEALER to server {server} for the pull half's messages"),
+        }
     }
 
     fn events(&self, job: u16) {
@@ -949,7 +1004,13 @@ impl Splitter {
             return;
         };
         loop {
-            let Some(event) = link.recv_timeout(EVENT_WAIT) else {
+            self.poll_pulls();
+            let wait = self
+                .pulls
+                .as_ref()
+                .and_then(|p| lock(p).poll_at())
+                .map_or(EVENT_WAIT, |at| self.clock.until(at).min(EVENT_WAIT));
+            let Some(event) = link.recv_timeout(wait) else {
                 continue;
             };
             let event = match event {
