@@ -66,8 +66,8 @@
 //! UPDATE_ACKs: it checks the job, the server and the target or worker
 //! exist, and hands the bytes on unchanged ([`SwitchAction::Update`] to
 //! every worker of the job or the one targeted, [`SwitchAction::UpdateAck`]
-//! to the server). On Tofino that is the replication engine's work, not
-//! written yet (`docs/PULL.md`).
+//! to the server). On Tofino that is the replication engine's work
+//! (`p4/replicate.p4`, written, never compiled: `docs/P4.md`).
 
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
