@@ -10,8 +10,10 @@
 #   scripts/demo.sh [--workers N] [--shape ingress|both] [--rate RATE] [--repeats K]
 #
 #   --workers N   workers (default 4)
-#   --shape S     ingress (default): only what the server receives is shaped (the pushes,
-#                 the direction Zebra aggregates); both: each direction of its link
+#   --shape S     both (default): each direction of the server's link, as a real
+#                 full-duplex link is (the pushes Zebra sums, the pulls its pull half
+#                 answers from the switch's copies: docs/PULL.md); ingress: only what the
+#                 server receives (the favourable case: pulls free)
 #   --rate RATE   the server link's rate, tc units (default 4mbit)
 #   --repeats K   runs of each configuration, alternating (default 1)
 #
@@ -19,7 +21,7 @@
 # and says so. Everything is installed by scripts/setup.sh --clients first (idempotent).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-workers=4 shape=ingress rate=4mbit repeats=1
+workers=4 shape=both rate=4mbit repeats=1
 while [ $# -gt 0 ]; do
   case $1 in
     --workers) workers=$2; shift 2 ;;
