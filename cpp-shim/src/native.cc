@@ -230,7 +230,9 @@ int recv(Msg &m, Socket *s, int flags) {
   rust::Slice<const uint8_t> bytes = bridge::part_data(*part);
   m.size = bytes.size();
   m.more = bridge::part_more(*part) ? 1 : 0;
-  if (m.size <= kInline) {
+  // libzmq's decoder keeps a received part inside the message only below 33 bytes
+  // (one byte fewer than zmq_msg_init_size): a copy of a 33-byte part is shared.
+  if (m.size < kInline) {
     if (m.size != 0) std::memcpy(m.inline_data, bytes.data(), m.size);
     m.kind = Kind::kInline;
   } else {

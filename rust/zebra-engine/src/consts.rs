@@ -6,6 +6,8 @@
 pub const ZMQ_HAUSNUMERO: i32 = 156_384_712;
 /// The context was terminated.
 pub const ETERM: i32 = ZMQ_HAUSNUMERO + 53;
+/// The transport does not go with the socket type.
+pub const ENOCOMPATPROTO: i32 = ZMQ_HAUSNUMERO + 52;
 
 /// Socket type `ZMQ_PAIR`.
 pub const ZMQ_PAIR: i32 = 0;

@@ -1,5 +1,6 @@
 //! Endpoint strings (`tcp://host:port`, `ipc:///path`, `inproc://name`):
-//! syntax checks with libzmq's errno classes, and address resolution.
+//! syntax checks with libzmq's errno classes, and address resolution, as
+//! libzmq 4.3 does them (`zmq_tcp(7)`, `zmq_ipc(7)`, `zmq_inproc(7)`).
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, ToSocketAddrs};
 
@@ -11,8 +12,14 @@ const MAX_IPC_PATH: usize = 107;
 /// A parsed endpoint.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Endpoint {
-    /// `tcp://host:port`; `port` is `None` for `*` (bind to an ephemeral port).
-    Tcp { host: String, port: Option<u16> },
+    /// `tcp://[source;]host:port`; `port` is `None` for `*` or `0` (bind to
+    /// an ephemeral port); `source` (connect only) is the local
+    /// `host:port` to connect from.
+    Tcp {
+        host: String,
+        port: Option<u16>,
+        source: Option<String>,
+    },
     /// `ipc://path`; `*` asks bind for a fresh path.
     Ipc { path: String },
     /// `inproc://name`.
@@ -49,9 +56,6 @@ pub(crate) fn parse(endpoint: &str, role: Role) -> Result<Endpoint> {
             if address.is_empty() || address == "@" {
                 return Err(invalid(endpoint, "empty path"));
             }
-            if address == "*" && role == Role::Connect {
-                return Err(invalid(endpoint, "cannot connect to a wildcard path"));
-            }
             if address.len() > MAX_IPC_PATH {
                 return Err(Error::Io(std::io::Error::from_raw_os_error(
                     libc::ENAMETOOLONG,
@@ -69,66 +73,130 @@ pub(crate) fn parse(endpoint: &str, role: Role) -> Result<Endpoint> {
                 name: address.to_owned(),
             })
         }
-        "pgm" | "epgm" | "norm" | "udp" | "tipc" | "vmci" | "ws" | "wss" => Err(
-            Error::ProtocolNotSupported(format!("{protocol}:// is not implemented by zebra")),
-        ),
+        "pgm" | "epgm" | "norm" => Err(Error::NoCompatProto(format!(
+            "{protocol}:// is for PUB/SUB sockets"
+        ))),
+        "udp" => Err(Error::NoCompatProto(
+            "udp:// is for RADIO/DISH sockets".to_owned(),
+        )),
+        "tipc" | "vmci" | "ws" | "wss" => Err(Error::ProtocolNotSupported(format!(
+            "{protocol}:// is not implemented by zebra"
+        ))),
         _ => Err(Error::ProtocolNotSupported(format!(
             "unknown transport {protocol:?} in {endpoint:?}"
         ))),
     }
 }
 
-fn parse_tcp(endpoint: &str, address: &str, role: Role) -> Result<Endpoint> {
-    if address.contains(';') {
-        return Err(invalid(endpoint, "source addresses are not supported"));
+/// A port as libzmq reads it: decimal digits taken modulo 65536 (`strtoul`
+/// then a 16-bit port), `None` if it is not all digits.
+fn port_number(text: &str) -> Option<u16> {
+    if text.is_empty() || !text.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
     }
+    let n = text.bytes().fold(0u64, |n, d| {
+        n.saturating_mul(10).saturating_add(u64::from(d - b'0'))
+    });
+    Some((n % 65536) as u16)
+}
+
+/// Splits `host:port` (the host may be empty or `[an IPv6 address]`).
+fn host_port<'a>(endpoint: &str, address: &'a str) -> Result<(&'a str, &'a str)> {
     let Some((host, port)) = address.rsplit_once(':') else {
         return Err(invalid(endpoint, "expected host:port"));
     };
-    if !host_chars_ok(host) {
+    if !host.is_empty() && !host_chars_ok(host) {
         return Err(invalid(endpoint, "bad host"));
     }
     let host = host
         .strip_prefix('[')
         .and_then(|h| h.strip_suffix(']'))
         .unwrap_or(host);
-    if host.is_empty() {
-        return Err(invalid(endpoint, "empty host"));
-    }
-    let port = match (port, role) {
+    Ok((host, port))
+}
+
+/// `tcp://` as libzmq 4.3 reads it: `[source;]host:port`. A bind takes `*`
+/// or `0` for an ephemeral port (another port that comes to 0 modulo 65536
+/// is `EINVAL`) and ignores a source; a connect takes any port, 0 too (the
+/// connection then fails, and is retried, in the background), and a source
+/// address to connect from. An empty host is the bind's `ENODEV`, and a
+/// connect that never succeeds.
+fn parse_tcp(endpoint: &str, address: &str, role: Role) -> Result<Endpoint> {
+    let (source, address) = match address.split_once(';') {
+        Some((source, destination)) => (Some(source), destination),
+        None => (None, address),
+    };
+    let (host, port_text) = host_port(endpoint, address)?;
+    let port = match (port_text, role) {
         ("*", Role::Bind) => None,
-        (p, _) if !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()) => {
-            let n: u16 = p
-                .parse()
-                .map_err(|_| invalid(endpoint, "port out of range"))?;
-            match (n, role) {
-                (0, Role::Bind) => None,
-                (0, Role::Connect) => return Err(invalid(endpoint, "port 0")),
-                (n, _) => Some(n),
-            }
-        }
-        _ => return Err(invalid(endpoint, "bad port")),
+        ("0", Role::Bind) => None,
+        (p, _) => match (port_number(p), role) {
+            (None, _) => return Err(invalid(endpoint, "bad port")),
+            (Some(0), Role::Bind) => return Err(invalid(endpoint, "port 0")),
+            (Some(n), _) => Some(n),
+        },
     };
     if host == "*" && role == Role::Connect {
         return Err(invalid(endpoint, "cannot connect to a wildcard host"));
     }
+    let source = match (source, role) {
+        (Some(s), Role::Connect) => {
+            let (_, p) = host_port(endpoint, s)?;
+            if p != "*" && port_number(p).is_none() {
+                return Err(invalid(endpoint, "bad source port"));
+            }
+            Some(s.to_owned())
+        }
+        _ => None,
+    };
     Ok(Endpoint::Tcp {
         host: host.to_owned(),
         port,
+        source,
     })
 }
 
-/// The local address to bind for `tcp://host:port` (`*`: every IPv4
-/// interface, as libzmq without `ZMQ_IPV6`).
-pub(crate) fn resolve_bind(host: &str, port: Option<u16>) -> Result<SocketAddr> {
+/// The local address to bind for `tcp://host:port`, as libzmq resolves it:
+/// `*` (every IPv4 interface, or every interface with `ZMQ_IPV6`), a
+/// numeric address (IPv6 only with `ZMQ_IPV6`), or an interface's name;
+/// host names are not looked up (`ENODEV`).
+pub(crate) fn resolve_bind(host: &str, port: Option<u16>, ipv6: bool) -> Result<SocketAddr> {
     let port = port.unwrap_or(0);
-    if host == "*" {
+    let ip =
+        match host.parse::<IpAddr>() {
+            _ if host == "*" && ipv6 => IpAddr::V6(std::net::Ipv6Addr::UNSPECIFIED),
+            _ if host == "*" => IpAddr::V4(Ipv4Addr::UNSPECIFIED),
+            Ok(IpAddr::V6(_)) if !ipv6 => {
+                return Err(Error::NoDevice(format!(
+                    "{host} is IPv6 and ZMQ_IPV6 is off"
+                )))
+            }
+            Ok(ip) => ip,
+            Err(_) => IpAddr::V4(zebra_net::sys::interface_ipv4(host).ok_or_else(|| {
+                Error::NoDevice(format!("{host:?} is no interface or address here"))
+            })?),
+        };
+    Ok(SocketAddr::new(ip, port))
+}
+
+/// The local address to connect from, for `tcp://source;host:port`.
+pub(crate) fn resolve_source(source: &str) -> std::io::Result<SocketAddr> {
+    let (host, port) = source
+        .rsplit_once(':')
+        .ok_or_else(|| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    let port = if port == "*" {
+        0
+    } else {
+        port_number(port).unwrap_or(0)
+    };
+    let host = host
+        .strip_prefix('[')
+        .and_then(|h| h.strip_suffix(']'))
+        .unwrap_or(host);
+    if host.is_empty() || host == "*" {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), port));
     }
-    if let Ok(ip) = host.parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, port));
-    }
-    lookup(host, port).ok_or_else(|| Error::NoDevice(format!("cannot resolve {host:?}")))
+    resolve_bind(host, Some(port), true).map_err(|e| std::io::Error::other(e.to_string()))
 }
 
 /// The remote address for `tcp://host:port`, resolved at each attempt
@@ -167,7 +235,61 @@ mod tests {
         Endpoint::Tcp {
             host: host.into(),
             port,
+            source: None,
         }
+    }
+
+    #[test]
+    fn tcp_forms_as_libzmq() {
+        let bind = |e| parse(e, Role::Bind);
+        let connect = |e| parse(e, Role::Connect);
+        assert_eq!(bind("tcp://127.0.0.1:0").unwrap(), tcp("127.0.0.1", None));
+        assert_eq!(
+            connect("tcp://127.0.0.1:0").unwrap(),
+            tcp("127.0.0.1", Some(0))
+        );
+        assert_eq!(connect("tcp://h:99999").unwrap(), tcp("h", Some(34463)));
+        assert!(bind("tcp://h:65536").is_err(), "0 by the modulo is not 0");
+        assert_eq!(connect("tcp://h:65536").unwrap(), tcp("h", Some(0)));
+        assert_eq!(connect("tcp://:5555").unwrap(), tcp("", Some(5555)));
+        assert_eq!(
+            connect("tcp://10.0.0.1:0;10.0.0.2:80").unwrap(),
+            Endpoint::Tcp {
+                host: "10.0.0.2".into(),
+                port: Some(80),
+                source: Some("10.0.0.1:0".into()),
+            }
+        );
+        assert_eq!(
+            bind("tcp://10.0.0.1:0;127.0.0.1:*").unwrap(),
+            tcp("127.0.0.1", None)
+        );
+        assert!(connect("tcp://10.0.0.1:x;10.0.0.2:80").is_err());
+        assert_eq!(
+            parse("udp://127.0.0.1:5555", Role::Bind)
+                .unwrap_err()
+                .errno(),
+            crate::consts::ENOCOMPATPROTO
+        );
+    }
+
+    #[test]
+    fn bind_takes_addresses_and_interfaces_not_host_names() {
+        assert!(resolve_bind("lo", None, false).unwrap().ip().is_loopback());
+        for (host, ipv6) in [("localhost", false), ("", false), ("::1", false)] {
+            assert!(
+                matches!(resolve_bind(host, None, ipv6), Err(Error::NoDevice(_))),
+                "{host}"
+            );
+        }
+        assert_eq!(
+            resolve_bind("::1", Some(5), true).unwrap(),
+            "[::1]:5".parse::<SocketAddr>().unwrap()
+        );
+        assert_eq!(
+            resolve_bind("*", Some(5), true).unwrap(),
+            "[::]:5".parse::<SocketAddr>().unwrap()
+        );
     }
 
     #[test]
@@ -214,9 +336,8 @@ mod tests {
             "tcp://127.0.0.1",
             "tcp://127.0.0.1:",
             "tcp://127.0.0.1:abc",
-            "tcp://127.0.0.1:70000",
-            "tcp://:5555",
-            "tcp://[]:5555",
+            "tcp://127.0.0.1:-1",
+            "tcp://a b:5",
             "tcp://a b:5",
             "inproc://",
             "ipc://",
@@ -237,7 +358,11 @@ mod tests {
         ));
         assert!(matches!(
             parse("pgm://eth0;239.1.1.1:5555", Role::Connect),
-            Err(Error::ProtocolNotSupported(_))
+            Err(Error::NoCompatProto(_))
+        ));
+        assert!(matches!(
+            parse("ipc://@", Role::Bind),
+            Err(Error::Invalid(_))
         ));
         assert!(matches!(
             parse("carrier-pigeon://x", Role::Bind),
@@ -266,8 +391,8 @@ mod tests {
                 .collect();
             let s = String::from_utf8_lossy(&bytes);
             for role in [Role::Bind, Role::Connect] {
-                if let Ok(Endpoint::Tcp { host, .. }) = parse(&s, role) {
-                    assert!(!host.is_empty());
+                if let Ok(Endpoint::Tcp { port, .. }) = parse(&s, role) {
+                    assert!(role == Role::Bind || port.is_some());
                 }
             }
         }
@@ -276,19 +401,15 @@ mod tests {
     #[test]
     fn resolution() {
         assert_eq!(
-            resolve_bind("*", Some(5)).unwrap(),
+            resolve_bind("*", Some(5), false).unwrap(),
             "0.0.0.0:5".parse::<SocketAddr>().unwrap()
         );
         assert_eq!(
-            resolve_bind("127.0.0.1", None).unwrap(),
+            resolve_bind("127.0.0.1", None, false).unwrap(),
             "127.0.0.1:0".parse::<SocketAddr>().unwrap()
         );
-        assert!(resolve_bind("localhost", Some(1))
-            .unwrap()
-            .ip()
-            .is_loopback());
         assert!(matches!(
-            resolve_bind("no-such-host.invalid", Some(1)),
+            resolve_bind("no-such-host.invalid", Some(1), false),
             Err(Error::NoDevice(_))
         ));
         assert_eq!(

@@ -2,7 +2,7 @@
 
 use thiserror::Error;
 
-use crate::consts::ETERM;
+use crate::consts::{ENOCOMPATPROTO, ETERM};
 
 /// A failed context or socket call. [`Error::errno`] gives the value that
 /// libzmq leaves in `errno` for the same failure.
@@ -34,6 +34,10 @@ pub enum Error {
     /// `ZMQ_MAX_SOCKETS` sockets are already open (`EMFILE`).
     #[error("too many open sockets")]
     TooManySockets,
+    /// The transport of an endpoint needs other socket types (multicast,
+    /// UDP: `ENOCOMPATPROTO`).
+    #[error("protocol not compatible with the socket type: {0}")]
+    NoCompatProto(String),
     /// The transport of an endpoint is unknown or not implemented
     /// (`EPROTONOSUPPORT`).
     #[error("protocol not supported: {0}")]
@@ -66,6 +70,7 @@ impl Error {
             Error::Terminated => ETERM,
             Error::TooManySockets => libc::EMFILE,
             Error::ProtocolNotSupported(_) => libc::EPROTONOSUPPORT,
+            Error::NoCompatProto(_) => ENOCOMPATPROTO,
             Error::NoDevice(_) => libc::ENODEV,
             Error::NotFound(_) => libc::ENOENT,
             Error::NotSocket => libc::ENOTSOCK,

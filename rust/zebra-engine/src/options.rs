@@ -17,9 +17,6 @@ use crate::error::{Error, Result};
 use crate::filters::{AddrMask, IpcFilter};
 use crate::options_table::{self as table, default_of, Engine, Kind, Spec};
 
-/// Largest routing id (ZMTP carries its length in one byte).
-pub const MAX_ROUTING_ID: usize = 255;
-
 /// Longest string option libzmq takes.
 const MAX_STR: usize = 255;
 
@@ -47,8 +44,11 @@ pub(crate) struct SocketOptions {
     pub router_mandatory: bool,
     /// `ZMQ_ROUTER_HANDOVER`.
     pub router_handover: bool,
-    /// `ZMQ_PROBE_ROUTER`: an empty message to each new peer.
+    /// `ZMQ_PROBE_ROUTER`: an empty message to each peer connected to.
     pub probe_router: bool,
+    /// `ZMQ_CONNECT_ROUTING_ID`: the routing id a ROUTER gives the peer of
+    /// its next `zmq_connect` (taken by it).
+    pub connect_routing_id: Option<Bytes>,
     /// `ZMQ_HANDSHAKE_IVL` in ms; 0 no limit.
     pub handshake_ivl: i32,
     /// `ZMQ_TCP_ACCEPT_FILTER`: the addresses a TCP listener accepts
@@ -106,7 +106,7 @@ fn type_bit(t: SocketType) -> u8 {
 /// (strings with their NUL).
 pub(crate) fn fit(option: i32, capacity: usize, value: Vec<u8>) -> Result<Vec<u8>> {
     let exact = table::spec(option).is_some_and(|s| match s.kind {
-        Kind::Int { .. } | Kind::Int64 => true,
+        Kind::Int { .. } | Kind::Flag | Kind::Int64 => true,
         Kind::State { exact } => exact,
         _ => false,
     });
@@ -141,6 +141,7 @@ impl SocketOptions {
             router_mandatory: false,
             router_handover: false,
             probe_router: false,
+            connect_routing_id: None,
             handshake_ivl: d(opt::HANDSHAKE_IVL),
             tcp_accept_filters: Vec::new(),
             ipc_filter: IpcFilter::default(),
@@ -194,6 +195,10 @@ impl SocketOptions {
                 }
                 self.set_int(spec, v)
             }
+            Kind::Flag => {
+                let v = int(spec, value)?;
+                self.keep(spec, i64::from(v != 0))
+            }
             Kind::Int64 => {
                 let v = int64(spec, value)?;
                 match option {
@@ -202,20 +207,19 @@ impl SocketOptions {
                 }
                 Ok(())
             }
-            Kind::Id => {
-                if value.is_empty() || value.len() > MAX_ROUTING_ID {
+            Kind::Id { max } => {
+                if value.is_empty() || value.len() > max {
                     return Err(invalid(
                         spec,
-                        format!("takes 1 to 255 bytes, got {}", value.len()),
+                        format!("takes 1 to {max} bytes, got {}", value.len()),
                     ));
                 }
-                match spec.engine {
-                    Engine::OffOnly(why) | Engine::Kept(why) => Err(Self::refuse(spec, why)),
-                    _ => {
-                        self.routing_id = Bytes::copy_from_slice(value);
-                        Ok(())
-                    }
+                let id = Bytes::copy_from_slice(value);
+                match option {
+                    opt::ROUTING_ID => self.routing_id = id,
+                    _ => self.connect_routing_id = Some(id),
                 }
+                Ok(())
             }
             Kind::Str { empty, .. } => {
                 if value.len() > MAX_STR || (value.is_empty() && !empty) {
@@ -316,7 +320,7 @@ impl SocketOptions {
             return Err(invalid(spec, why));
         }
         let v = match spec.kind {
-            Kind::Id => return Ok(Some(self.routing_id.to_vec())),
+            Kind::Id { .. } => return Ok(Some(self.routing_id.to_vec())),
             Kind::Str { .. } => return Ok(Some(vec![0])),
             Kind::State { .. } => {
                 return Ok(match option {

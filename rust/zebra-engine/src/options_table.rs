@@ -18,11 +18,13 @@ pub(crate) enum Kind {
     /// A C `int`: exactly 4 bytes, within `min..=max`; read back into
     /// exactly 4 bytes.
     Int { min: i32, max: i32 },
+    /// A C `int` taken as a yes/no: any value, read back as 0 or 1.
+    Flag,
     /// An `int64_t`/`uint64_t`: exactly 8 bytes, in and out.
     Int64,
-    /// Binary, 1 to 255 bytes (routing ids); read back into a buffer at
+    /// Binary, 1 to `max` bytes (routing ids); read back into a buffer at
     /// least as long.
-    Id,
+    Id { max: usize },
     /// Text of at most 255 bytes, read back with a terminating NUL;
     /// `null`: `NULL`/0 resets it, `empty`: a non-NULL value of length 0
     /// is taken (else both are `EINVAL`).
@@ -147,7 +149,7 @@ const OFF_SOCKS: Engine = Engine::OffOnly("SOCKS proxies are not implemented by 
 /// The options, by number.
 pub(crate) const SPECS: &[Spec] = &[
     rw(AFFINITY, "ZMQ_AFFINITY", Kind::Int64, 0, Engine::Kept("the engine gives each connection to its least loaded I/O thread")),
-    rw(ROUTING_ID, "ZMQ_ROUTING_ID", Kind::Id, 0, Engine::Acts),
+    rw(ROUTING_ID, "ZMQ_ROUTING_ID", Kind::Id { max: 255 }, 0, Engine::Acts),
     rw(RATE, "ZMQ_RATE", POSITIVE, 100, MULTICAST),
     rw(RECOVERY_IVL, "ZMQ_RECOVERY_IVL", NONNEG, 10_000, MULTICAST),
     rw(SNDBUF, "ZMQ_SNDBUF", FROM_MINUS1, -1, Engine::Kept("kernel buffer sizes are left to the kernel")),
@@ -193,14 +195,14 @@ pub(crate) const SPECS: &[Spec] = &[
     wo(IPC_FILTER_PID, "ZMQ_IPC_FILTER_PID", Kind::IntSet, ALL, Engine::Acts),
     wo(IPC_FILTER_UID, "ZMQ_IPC_FILTER_UID", Kind::IntSet, ALL, Engine::Acts),
     wo(IPC_FILTER_GID, "ZMQ_IPC_FILTER_GID", Kind::IntSet, ALL, Engine::Acts),
-    wo(CONNECT_ROUTING_ID, "ZMQ_CONNECT_ROUTING_ID", Kind::Id, ROUTER, Engine::OffOnly("ZMQ_CONNECT_ROUTING_ID is not implemented by Zebra's engine")),
+    wo(CONNECT_ROUTING_ID, "ZMQ_CONNECT_ROUTING_ID", Kind::Id { max: usize::MAX }, ROUTER, Engine::Acts),
     rw(GSSAPI_SERVER, "ZMQ_GSSAPI_SERVER", BOOL, 0, OFF_SECURITY),
     rw(GSSAPI_PRINCIPAL, "ZMQ_GSSAPI_PRINCIPAL", STR, 0, OFF_SECURITY),
     rw(GSSAPI_SERVICE_PRINCIPAL, "ZMQ_GSSAPI_SERVICE_PRINCIPAL", STR, 0, OFF_SECURITY),
     rw(GSSAPI_PLAINTEXT, "ZMQ_GSSAPI_PLAINTEXT", BOOL, 0, OFF_SECURITY),
     rw(HANDSHAKE_IVL, "ZMQ_HANDSHAKE_IVL", NONNEG, 30_000, Engine::Acts),
     rw(SOCKS_PROXY, "ZMQ_SOCKS_PROXY", STR_NULL, 0, OFF_SOCKS),
-    rw(INVERT_MATCHING, "ZMQ_INVERT_MATCHING", ANY, 0, Engine::Kept("PUB/SUB only, in libzmq too")),
+    rw(INVERT_MATCHING, "ZMQ_INVERT_MATCHING", Kind::Flag, 0, Engine::Kept("PUB/SUB only, in libzmq too")),
     rw(HEARTBEAT_IVL, "ZMQ_HEARTBEAT_IVL", NONNEG, 0, Engine::Kept("no ZMTP heartbeats are sent: a dead peer is noticed by TCP")),
     rw(HEARTBEAT_TTL, "ZMQ_HEARTBEAT_TTL", int(-99, 6_553_599), 0, Engine::Kept("no ZMTP heartbeats are sent: a dead peer is noticed by TCP")),
     rw(HEARTBEAT_TIMEOUT, "ZMQ_HEARTBEAT_TIMEOUT", NONNEG, -1, Engine::Kept("no ZMTP heartbeats are sent: a dead peer is noticed by TCP")),
@@ -212,9 +214,9 @@ pub(crate) const SPECS: &[Spec] = &[
     rw(GSSAPI_PRINCIPAL_NAMETYPE, "ZMQ_GSSAPI_PRINCIPAL_NAMETYPE", int(0, 2), 0, Engine::Kept("GSSAPI only")),
     rw(GSSAPI_SERVICE_PRINCIPAL_NAMETYPE, "ZMQ_GSSAPI_SERVICE_PRINCIPAL_NAMETYPE", int(0, 2), 0, Engine::Kept("GSSAPI only")),
     rw(BINDTODEVICE, "ZMQ_BINDTODEVICE", STR_NULL, 0, Engine::OffOnly("ZMQ_BINDTODEVICE is not implemented by Zebra's engine")),
-    rw(ZAP_ENFORCE_DOMAIN, "ZMQ_ZAP_ENFORCE_DOMAIN", ANY, 0, Engine::Kept("ZAP only (not implemented)")),
-    rw(LOOPBACK_FASTPATH, "ZMQ_LOOPBACK_FASTPATH", ANY, 0, Engine::Kept("Windows only, in libzmq too")),
-    rw(MULTICAST_LOOP, "ZMQ_MULTICAST_LOOP", ANY, 1, MULTICAST),
+    rw(ZAP_ENFORCE_DOMAIN, "ZMQ_ZAP_ENFORCE_DOMAIN", Kind::Flag, 0, Engine::Kept("ZAP only (not implemented)")),
+    rw(LOOPBACK_FASTPATH, "ZMQ_LOOPBACK_FASTPATH", Kind::Flag, 0, Engine::Kept("Windows only, in libzmq too")),
+    rw(MULTICAST_LOOP, "ZMQ_MULTICAST_LOOP", Kind::Flag, 1, MULTICAST),
     rw(SOCKS_USERNAME, "ZMQ_SOCKS_USERNAME", STR_ANY, 0, OFF_SOCKS),
     rw(SOCKS_PASSWORD, "ZMQ_SOCKS_PASSWORD", STR_ANY, 0, OFF_SOCKS),
     rw(RECONNECT_STOP, "ZMQ_RECONNECT_STOP", ANY, 0, Engine::OffOnly("ZMQ_RECONNECT_STOP is a draft option (ZMQ_BUILD_DRAFT_API), not implemented by Zebra's engine")),
@@ -238,8 +240,10 @@ fn describe_kind(s: &Spec) -> String {
             (min, i32::MAX) => format!("int ≥ {min}"),
             (min, max) => format!("int {min}..{max}"),
         },
+        Kind::Flag => "int (0 or not)".to_owned(),
         Kind::Int64 => "int64".to_owned(),
-        Kind::Id => "binary, 1-255 bytes".to_owned(),
+        Kind::Id { max: 255 } => "binary, 1-255 bytes".to_owned(),
+        Kind::Id { .. } => "binary, 1 byte or more".to_owned(),
         Kind::Str { .. } => "string".to_owned(),
         Kind::IntSet => "int (adds to a set; NULL clears)".to_owned(),
         Kind::Cidr => "address[/bits] (adds; NULL clears)".to_owned(),

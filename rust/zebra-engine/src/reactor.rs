@@ -469,7 +469,11 @@ impl Reactor {
             Endpoint::Tcp {
                 host,
                 port: Some(port),
-            } => endpoint::resolve_connect(host, *port).and_then(crate::transport::connect),
+                source,
+            } => endpoint::resolve_connect(host, *port).and_then(|addr| match source {
+                Some(s) => crate::transport::connect_from(endpoint::resolve_source(s)?, addr),
+                None => crate::transport::connect(addr),
+            }),
             Endpoint::Ipc { path } => crate::transport::connect_ipc(path),
             _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
         };

@@ -210,8 +210,9 @@ impl SocketCore {
                 *lock(&self.last_endpoint) = uri.to_owned();
                 return Ok(());
             }
-            Endpoint::Tcp { host, port } => {
-                let addr = endpoint::resolve_bind(&host, port)?;
+            Endpoint::Tcp { host, port, .. } => {
+                let ipv6 = lock(&self.options).ipv6();
+                let addr = endpoint::resolve_bind(&host, port, ipv6)?;
                 let (l, local) = crate::transport::bind(addr, uri)?;
                 (l, endpoint::tcp_uri(local), None)
             }
@@ -259,8 +260,10 @@ impl SocketCore {
         }
     }
 
-    /// `ZMQ_PROBE_ROUTER`: a new pipe starts with an empty message, sent
-    /// once its connection is up.
+    /// `ZMQ_PROBE_ROUTER`: a pipe of `zmq_connect` starts with an empty
+    /// message, sent once its connection is up. (`zmq_setsockopt(3)` says
+    /// "made or accepted", but libzmq 4.3 probes only the peers it connects
+    /// to; so does the engine.)
     fn probe(&self, pipe: &Arc<Pipe>) {
         if lock(&self.options).probe_router {
             let mut msg = Msg::new();
@@ -312,10 +315,23 @@ impl SocketCore {
     /// Registers a new connecting pipe; DEALER and PAIR take it as a send
     /// target at once (messages queue until the peer is there), a ROUTER
     /// after the handshake tells it the peer's routing id.
+    /// A ROUTER with `ZMQ_CONNECT_ROUTING_ID` set names the peer with it
+    /// and routes to it at once (messages queue until the peer is there),
+    /// as libzmq.
     fn adopt_connecter(&self, pipe: &Arc<Pipe>) -> bool {
         let mut routing = lock(&self.routing);
         if self.is_router() {
-            routing.register(pipe);
+            let preset = lock(&self.options).connect_routing_id.take();
+            match preset {
+                Some(id) => {
+                    let handover = lock(&self.options).router_handover;
+                    if let Err(refused) = routing.attach(pipe, &id, handover) {
+                        log::info!("zebra-engine: connect ignored: {}", refused.reason());
+                        return false;
+                    }
+                }
+                None => routing.register(pipe),
+            }
             return true;
         }
         match routing.attach(pipe, &Bytes::new(), false) {
@@ -435,8 +451,6 @@ impl SocketCore {
             return None;
         }
         routing.register(&pipe);
-        drop(routing);
-        self.probe(&pipe);
         Some(pipe)
     }
 
@@ -451,8 +465,6 @@ impl SocketCore {
             return None;
         }
         routing.register(&pipe);
-        drop(routing);
-        self.probe(&pipe);
         Some(pipe)
     }
 

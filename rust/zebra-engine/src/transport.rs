@@ -124,6 +124,23 @@ pub(crate) fn bind_ipc(path: &str, uri: &str) -> Result<(Listener, Option<IpcFil
     Ok((Listener::Unix(l), file))
 }
 
+/// Starts connecting to `addr` from the local address `source` (`tcp://
+/// source;host:port`), as libzmq: the socket is bound to it, with
+/// `SO_REUSEADDR`, before it connects. Kernel sockets only.
+pub(crate) fn connect_from(source: SocketAddr, addr: SocketAddr) -> io::Result<Stream> {
+    use socket2::{Domain, Protocol, Socket, Type};
+    let socket = Socket::new(Domain::for_address(addr), Type::STREAM, Some(Protocol::TCP))?;
+    socket.set_nonblocking(true)?;
+    socket.set_reuse_address(true)?;
+    socket.bind(&source.into())?;
+    match socket.connect(&addr.into()) {
+        Ok(()) => {}
+        Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {}
+        Err(e) => return Err(e),
+    }
+    Ok(mio::net::TcpStream::from_std(socket.into()).into())
+}
+
 /// Starts connecting to `addr`.
 pub(crate) fn connect(addr: SocketAddr) -> io::Result<Stream> {
     match (stack()?, addr) {

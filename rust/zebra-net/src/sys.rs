@@ -205,6 +205,29 @@ fn ifreq_for(iface: &str) -> io::Result<libc::ifreq> {
     Ok(req)
 }
 
+/// The IPv4 address of the interface named `iface` (`SIOCGIFADDR`), if it has one.
+pub fn interface_ipv4(iface: &str) -> Option<std::net::Ipv4Addr> {
+    let mut req = ifreq_for(iface).ok()?;
+    // SAFETY: socket takes no pointers; a non-negative return is a new descriptor, owned
+    // from here on.
+    let fd = unsafe {
+        let raw = check(libc::socket(
+            libc::AF_INET,
+            libc::SOCK_DGRAM | libc::SOCK_CLOEXEC,
+            0,
+        ))
+        .ok()?;
+        OwnedFd::from_raw_fd(raw)
+    };
+    // SAFETY: `req` is a valid ifreq naming the interface and outlives the call; the
+    // kernel writes the address into it.
+    unsafe { check(libc::ioctl(fd.as_raw_fd(), libc::SIOCGIFADDR, &mut req)).ok()? };
+    // SAFETY: after SIOCGIFADDR succeeded on an AF_INET socket, the union holds a
+    // sockaddr_in, which fits in a sockaddr.
+    let addr: libc::sockaddr_in = unsafe { std::mem::transmute(req.ifr_ifru.ifru_addr) };
+    Some(std::net::Ipv4Addr::from(u32::from_be(addr.sin_addr.s_addr)))
+}
+
 impl PacketSocket {
     pub fn open(iface: &str) -> io::Result<PacketSocket> {
         let mut req = ifreq_for(iface)?;
