@@ -154,6 +154,8 @@ rust_tests
 run_part lint lint
 run_part test-lib "$root/tests/lib/selftest.sh"
 run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
+# PAIR/DEALER/ROUTER as libzmq 4.3 documents them, on the real libzmq and on the engine.
+run_part zmq-conformance "$root/tests/zmq-conformance/run.sh" "$root/dist"
 run_part fuzz fuzz
 run_part p4-control-plane "$root/p4/run_tests.sh"
 run_part netns-stack netns_stack

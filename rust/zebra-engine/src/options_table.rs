@@ -304,6 +304,22 @@ mod tests {
     }
 
     #[test]
+    fn docs_show_this_table() {
+        let doc = include_str!("../../../docs/ZMQ.md");
+        assert!(
+            doc.contains(&markdown()),
+            "docs/ZMQ.md does not hold the option table; print it with \
+             `cargo test -p zebra-engine --lib print_option_table -- --ignored --nocapture`"
+        );
+    }
+
+    #[test]
+    #[ignore = "prints the table for docs/ZMQ.md"]
+    fn print_option_table() {
+        print!("{}", markdown());
+    }
+
+    #[test]
     fn write_only_and_read_only_have_no_default() {
         for s in SPECS.iter().filter(|s| !s.get || !s.set) {
             assert_eq!(s.default, 0, "{}", s.name);

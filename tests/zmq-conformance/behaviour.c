@@ -1,0 +1,329 @@
+// What options do to PAIR, DEALER and ROUTER sockets at work: high-water marks (how
+// many messages a sender keeps in memory), ZMQ_RECONNECT_IVL -1/0, ZMQ_PROBE_ROUTER,
+// the accept filters, ZMQ_ROUTER_MANDATORY, ZMQ_ROUTER_HANDOVER, ZMQ_EVENTS.
+#include <dirent.h>
+#include <errno.h>
+#include <linux/sockios.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "conformance.h"
+
+// The local (or, with `peer`, remote) TCP port of descriptor `fd`; -1 if none.
+static int port_of(int fd, int peer) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int rc = peer ? getpeername(fd, (struct sockaddr *)&a, &len) : getsockname(fd, (struct sockaddr *)&a, &len);
+  return rc == 0 && a.sin_family == AF_INET ? ntohs(a.sin_port) : -1;
+}
+
+// Bytes the kernel holds for the TCP connections of this process to or from `port`:
+// unsent in send queues and unread in receive queues. What a library holds for a peer
+// beyond that is its own memory, the part the high-water marks bound.
+static long kernel_bytes(int port) {
+  long total = 0;
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  while (d != NULL && (e = readdir(d)) != NULL) {
+    int fd = atoi(e->d_name);
+    if (fd <= 2 || (port_of(fd, 0) != port && port_of(fd, 1) != port) || port_of(fd, 1) < 0) continue;
+    int n = 0;
+    if (ioctl(fd, SIOCOUTQ, &n) == 0) total += n;
+    if (ioctl(fd, SIOCINQ, &n) == 0) total += n;
+  }
+  if (d != NULL) closedir(d);
+  return total;
+}
+
+// A ROUTER (ZMQ_SNDHWM, mandatory routing) sends `size`-byte messages with ZMQ_DONTWAIT
+// to a DEALER (ZMQ_RCVHWM) that does not read, until sends have been refused for
+// 200 ms. Returns how many messages the two libraries hold in memory (what was
+// accepted less what the kernel holds).
+static double held_in_memory(const char *endpoint, int sndhwm, int rcvhwm, size_t size, int *accepted) {
+  void *router = sock(ZMQ_ROUTER, 0), *dealer = sock(ZMQ_DEALER, 0);
+  set_int(router, ZMQ_SNDHWM, sndhwm);
+  set_int(router, ZMQ_ROUTER_MANDATORY, 1);
+  set_int(dealer, ZMQ_RCVHWM, rcvhwm);
+  zmq_setsockopt(dealer, ZMQ_ROUTING_ID, "peer", 4);
+  zmq_bind(router, endpoint);
+  const char *ep = last_endpoint(router);
+  const char *colon = strrchr(ep, ':');
+  int port = strncmp(ep, "tcp://", 6) == 0 && colon != NULL ? atoi(colon + 1) : -1;
+  zmq_connect(dealer, ep);
+  static char body[1 << 20];
+  int sent = 0, refused_ms = 0;
+  while (refused_ms < 200) {
+    int rc = zmq_send(router, "peer", 4, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+    if (rc >= 0) rc = zmq_send(router, body, size, ZMQ_DONTWAIT);
+    if (rc >= 0) {
+      sent++;
+      refused_ms = 0;
+    } else {
+      pause_ms(1);
+      refused_ms++;
+    }
+  }
+  long wire = (long)size + (size > 255 ? 9 : 2);
+  double held = sent - (port > 0 ? (double)kernel_bytes(port) / (double)wire : 0);
+  zmq_close(router);
+  zmq_close(dealer);
+  *accepted = sent;
+  return held;
+}
+
+static void high_water_marks(void) {
+  static const struct {
+    int sndhwm, rcvhwm;
+    size_t size;
+  } cases[] = {{1, 1, 65536}, {10, 10, 65536}, {100, 100, 4096}};
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int accepted;
+    double held = held_in_memory("tcp://127.0.0.1:*", cases[i].sndhwm, cases[i].rcvhwm, cases[i].size, &accepted);
+    // libzmq holds up to SNDHWM messages in the sender's pipe and RCVHWM in the
+    // receiver's, plus one in each side's encoder or decoder.
+    double bound = cases[i].sndhwm + cases[i].rcvhwm + 2;
+    char name[160];
+    snprintf(name, sizeof name,
+             "behaviour: tcp, SNDHWM %d, RCVHWM %d, %zu-byte messages: at most SNDHWM + RCVHWM + 2 held in memory",
+             cases[i].sndhwm, cases[i].rcvhwm, cases[i].size);
+    check(name, accepted > 0 && held <= bound, "%d accepted, %.2f held beyond the kernel's buffers", accepted, held);
+  }
+  // inproc: one queue of SNDHWM + RCVHWM messages (zmq_setsockopt(3), ZMQ_SNDHWM).
+  int accepted;
+  held_in_memory("inproc://hwm", 10, 10, 1000, &accepted);
+  check("behaviour: inproc, SNDHWM 10, RCVHWM 10: exactly 20 messages queue", accepted == 20, "%d", accepted);
+}
+
+// A DEALER with ZMQ_RECONNECT_IVL `ivl` connected to a ROUTER that goes away; another
+// ROUTER binds the same endpoint. Returns 1 if a message the DEALER sends then arrives.
+static int reconnects(int ivl, int *send_errno, int *disconnect_errno) {
+  void *router = sock(ZMQ_ROUTER, 300), *dealer = sock(ZMQ_DEALER, 300);
+  set_int(dealer, ZMQ_RECONNECT_IVL, ivl);
+  zmq_bind(router, "tcp://127.0.0.1:*");
+  char ep[64];
+  snprintf(ep, sizeof ep, "%s", last_endpoint(router));
+  zmq_connect(dealer, ep);
+  char got[16];
+  zmq_send(dealer, "a", 1, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_close(router);
+  pause_ms(300);
+  router = sock(ZMQ_ROUTER, 500);
+  zmq_bind(router, ep);
+  pause_ms(300);
+  *send_errno = zmq_send(dealer, "b", 1, ZMQ_DONTWAIT) == 1 ? 0 : errno;
+  int arrived = zmq_recv(router, got, sizeof got, 0) >= 0 && zmq_recv(router, got, sizeof got, 0) == 1;
+  *disconnect_errno = zmq_disconnect(dealer, ep) == 0 ? 0 : errno;
+  zmq_close(router);
+  zmq_close(dealer);
+  return arrived;
+}
+
+static void reconnection(void) {
+  int send_errno, disconnect_errno;
+  int arrived = reconnects(100, &send_errno, &disconnect_errno);
+  check("behaviour: ZMQ_RECONNECT_IVL 100: a DEALER reconnects to a new peer at the endpoint",
+        arrived && send_errno == 0 && disconnect_errno == 0, "arrived %d, send %s, disconnect %s", arrived,
+        errno_name(send_errno), errno_name(disconnect_errno));
+  const int never[] = {-1, 0};
+  for (int i = 0; i < 2; i++) {
+    arrived = reconnects(never[i], &send_errno, &disconnect_errno);
+    char name[160];
+    snprintf(name, sizeof name,
+             "behaviour: ZMQ_RECONNECT_IVL %d: a lost connection ends the endpoint (send EAGAIN, disconnect ENOENT)",
+             never[i]);
+    check(name, !arrived && send_errno == EAGAIN && disconnect_errno == ENOENT, "arrived %d, send %s, disconnect %s",
+          arrived, errno_name(send_errno), errno_name(disconnect_errno));
+  }
+  // A connect that never succeeded is not retried, and keeps its queue.
+  void *probe = sock(ZMQ_ROUTER, 100);
+  zmq_bind(probe, "tcp://127.0.0.1:*");
+  char ep[64];
+  snprintf(ep, sizeof ep, "%s", last_endpoint(probe));
+  zmq_close(probe);
+  void *dealer = sock(ZMQ_DEALER, 300);
+  set_int(dealer, ZMQ_RECONNECT_IVL, -1);
+  zmq_connect(dealer, ep);
+  pause_ms(200);
+  int queued = zmq_send(dealer, "x", 1, ZMQ_DONTWAIT) == 1;
+  void *router = sock(ZMQ_ROUTER, 400);
+  zmq_bind(router, ep);
+  char got[16];
+  int arrived_late = zmq_recv(router, got, sizeof got, 0) >= 0;
+  int disconnect_ok = zmq_disconnect(dealer, ep) == 0;
+  check("behaviour: ZMQ_RECONNECT_IVL -1: a refused connect is not retried but keeps its queue",
+        queued && !arrived_late && disconnect_ok, "queued %d, arrived %d, disconnect ok %d", queued, arrived_late,
+        disconnect_ok);
+  zmq_close(router);
+  zmq_close(dealer);
+}
+
+// Receives one whole message into `parts` (at most 4 parts of 64 bytes); the number
+// of parts, or -1.
+static int recv_parts(void *s, char parts[4][64], int sizes[4]) {
+  int n = 0, more = 1;
+  while (more && n < 4) {
+    sizes[n] = zmq_recv(s, parts[n], 64, 0);
+    if (sizes[n] < 0) return -1;
+    more = get_int(s, ZMQ_RCVMORE);
+    n++;
+  }
+  return n;
+}
+
+static void probe_router(void) {
+  char parts[4][64];
+  int sizes[4];
+  void *router = sock(ZMQ_ROUTER, 1000), *dealer = sock(ZMQ_DEALER, 1000);
+  set_int(dealer, ZMQ_PROBE_ROUTER, 1);
+  zmq_setsockopt(dealer, ZMQ_ROUTING_ID, "d1", 2);
+  zmq_bind(router, "tcp://127.0.0.1:*");
+  zmq_connect(dealer, last_endpoint(router));
+  int n = recv_parts(router, parts, sizes);
+  check("behaviour: ZMQ_PROBE_ROUTER on a connecting DEALER: the ROUTER receives [id, \"\"] first",
+        n == 2 && sizes[0] == 2 && memcmp(parts[0], "d1", 2) == 0 && sizes[1] == 0, "%d parts", n);
+  zmq_close(dealer);
+  zmq_close(router);
+
+  // zmq_setsockopt(3) says "made or accepted", but libzmq 4.3 probes only from
+  // zmq_connect: the peers a bound ROUTER accepts receive nothing.
+  router = sock(ZMQ_ROUTER, 1000);
+  dealer = sock(ZMQ_DEALER, 1000);
+  set_int(router, ZMQ_PROBE_ROUTER, 1);
+  zmq_bind(router, "tcp://127.0.0.1:*");
+  zmq_connect(dealer, last_endpoint(router));
+  set_int(dealer, ZMQ_RCVTIMEO, 300);
+  n = recv_parts(dealer, parts, sizes);
+  check("behaviour: ZMQ_PROBE_ROUTER on a bound ROUTER: the peers it accepts receive nothing", n == -1,
+        "%d parts", n);
+  zmq_close(dealer);
+  zmq_close(router);
+}
+
+// A DEALER connects to a ROUTER bound to `endpoint` after `filter(router)`; returns 1
+// if its message arrives.
+static int accepted_with(const char *endpoint, void (*filter)(void *), int after_bind) {
+  void *router = sock(ZMQ_ROUTER, 300), *dealer = sock(ZMQ_DEALER, 300);
+  if (!after_bind) filter(router);
+  zmq_bind(router, endpoint);
+  if (after_bind) filter(router);
+  zmq_connect(dealer, last_endpoint(router));
+  zmq_send(dealer, "x", 1, 0);
+  char got[16];
+  int ok = zmq_recv(router, got, sizeof got, 0) >= 0;
+  zmq_close(router);
+  zmq_close(dealer);
+  return ok;
+}
+
+static void tcp_self(void *s) { zmq_setsockopt(s, ZMQ_TCP_ACCEPT_FILTER, "127.0.0.0/8", 11); }
+static void tcp_other(void *s) { zmq_setsockopt(s, ZMQ_TCP_ACCEPT_FILTER, "127.0.0.2", 9); }
+static void tcp_cleared(void *s) {
+  tcp_other(s);
+  zmq_setsockopt(s, ZMQ_TCP_ACCEPT_FILTER, NULL, 0);
+}
+static void set_filter(void *s, int option, int value) { zmq_setsockopt(s, option, &value, sizeof value); }
+static void uid_self(void *s) { set_filter(s, ZMQ_IPC_FILTER_UID, (int)getuid()); }
+static void uid_other(void *s) { set_filter(s, ZMQ_IPC_FILTER_UID, (int)getuid() + 4242); }
+static void gid_self(void *s) { set_filter(s, ZMQ_IPC_FILTER_GID, (int)getgid()); }
+static void gid_other(void *s) { set_filter(s, ZMQ_IPC_FILTER_GID, (int)getgid() + 4242); }
+static void pid_self(void *s) { set_filter(s, ZMQ_IPC_FILTER_PID, (int)getpid()); }
+static void pid_other(void *s) { set_filter(s, ZMQ_IPC_FILTER_PID, 1); }
+static void pid_cleared(void *s) {
+  pid_other(s);
+  zmq_setsockopt(s, ZMQ_IPC_FILTER_PID, NULL, 0);
+}
+
+static void accept_filters(void) {
+  static const struct {
+    const char *what;
+    int ipc;
+    void (*filter)(void *);
+    int after_bind, want;
+  } cases[] = {
+      {"ZMQ_TCP_ACCEPT_FILTER 127.0.0.0/8 lets 127.0.0.1 in", 0, tcp_self, 0, 1},
+      {"ZMQ_TCP_ACCEPT_FILTER 127.0.0.2 keeps 127.0.0.1 out", 0, tcp_other, 0, 0},
+      {"ZMQ_TCP_ACCEPT_FILTER emptied by NULL lets every peer in", 0, tcp_cleared, 0, 1},
+      {"ZMQ_TCP_ACCEPT_FILTER set after the bind does not apply to it", 0, tcp_other, 1, 1},
+      {"ZMQ_TCP_ACCEPT_FILTER does not apply to ipc", 1, tcp_other, 0, 1},
+      {"ZMQ_IPC_FILTER_UID of this user lets it in", 1, uid_self, 0, 1},
+      {"ZMQ_IPC_FILTER_UID of another user keeps it out", 1, uid_other, 0, 0},
+      {"ZMQ_IPC_FILTER_GID of this group lets it in", 1, gid_self, 0, 1},
+      {"ZMQ_IPC_FILTER_GID of another group keeps it out", 1, gid_other, 0, 0},
+      {"ZMQ_IPC_FILTER_PID of this process lets it in", 1, pid_self, 0, 1},
+      {"ZMQ_IPC_FILTER_PID of another process keeps it out", 1, pid_other, 0, 0},
+      {"ZMQ_IPC_FILTER_PID emptied by NULL lets every peer in", 1, pid_cleared, 0, 1},
+      {"ZMQ_IPC_FILTER_PID set after the bind does not apply to it", 1, pid_other, 1, 1},
+      {"ZMQ_IPC_FILTER_PID does not apply to tcp", 0, pid_other, 0, 1},
+  };
+  char ipc[96];
+  snprintf(ipc, sizeof ipc, "ipc:///tmp/zmq-conformance-filter-%d.ipc", (int)getpid());
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    int got = accepted_with(cases[i].ipc ? ipc : "tcp://127.0.0.1:*", cases[i].filter, cases[i].after_bind);
+    char name[160];
+    snprintf(name, sizeof name, "behaviour: %s", cases[i].what);
+    check(name, got == cases[i].want, "the message %s", got ? "arrived" : "did not arrive");
+  }
+  unlink(ipc + strlen("ipc://"));
+}
+
+static void routing(void) {
+  void *router = sock(ZMQ_ROUTER, 1000);
+  int events = get_int(router, ZMQ_EVENTS);
+  int dropped = zmq_send(router, "nobody", 6, ZMQ_SNDMORE) == 6 && zmq_send(router, "x", 1, 0) == 1;
+  set_int(router, ZMQ_ROUTER_MANDATORY, 1);
+  int mandatory_events = get_int(router, ZMQ_EVENTS);
+  int rc = zmq_send(router, "nobody", 6, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+  check("behaviour: a ROUTER drops a message to an unknown peer; with ZMQ_ROUTER_MANDATORY, EHOSTUNREACH",
+        dropped && rc == -1 && errno == EHOSTUNREACH, "dropped %d, mandatory send %d %s", dropped, rc,
+        errno_name(errno));
+  check("behaviour: ZMQ_EVENTS of a ROUTER without peers is ZMQ_POLLOUT, and 0 with ZMQ_ROUTER_MANDATORY",
+        events == ZMQ_POLLOUT && mandatory_events == 0, "%d, %d", events, mandatory_events);
+  zmq_close(router);
+
+  void *dealer = sock(ZMQ_DEALER, 0);
+  events = get_int(dealer, ZMQ_EVENTS);
+  rc = zmq_send(dealer, "x", 1, ZMQ_DONTWAIT);
+  check("behaviour: a DEALER without peers has no ZMQ_EVENTS and cannot send (EAGAIN)",
+        events == 0 && rc == -1 && errno == EAGAIN, "events %d, send %d %s", events, rc, errno_name(errno));
+  zmq_close(dealer);
+
+  // ZMQ_ROUTER_HANDOVER: a second peer with the same routing id takes it over.
+  router = sock(ZMQ_ROUTER, 1000);
+  set_int(router, ZMQ_ROUTER_HANDOVER, 1);
+  zmq_bind(router, "tcp://127.0.0.1:*");
+  void *first = sock(ZMQ_DEALER, 1000), *second = sock(ZMQ_DEALER, 1000);
+  zmq_setsockopt(first, ZMQ_ROUTING_ID, "same", 4);
+  zmq_setsockopt(second, ZMQ_ROUTING_ID, "same", 4);
+  char got[16];
+  zmq_connect(first, last_endpoint(router));
+  zmq_send(first, "1", 1, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_connect(second, last_endpoint(router));
+  zmq_send(second, "2", 1, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_send(router, "same", 4, ZMQ_SNDMORE);
+  zmq_send(router, "to-second", 9, 0);
+  int to_second = zmq_recv(second, got, sizeof got, 0) == 9;
+  check("behaviour: ZMQ_ROUTER_HANDOVER: a second peer with a routing id in use takes it over", to_second,
+        "the second peer got nothing");
+  zmq_close(first);
+  zmq_close(second);
+  zmq_close(router);
+}
+
+void check_behaviour(void) {
+  high_water_marks();
+  reconnection();
+  probe_router();
+  accept_filters();
+  routing();
+}
