@@ -729,6 +729,18 @@ mod tests {
         }
     }
 
+    /// A worker whose copy holds keys 1 and 2 at round 1, its push of round 1
+    /// answered, server 0's answer shape learned from a pull of key 1.
+    fn copy_at_round_1(verify: u32) -> PullAgent {
+        let mut a = agent(verify);
+        push_round(&mut a, 1, 1);
+        a.on_update(t(), 0, update(1, 1, &[1, 2]));
+        let first = request(2, false, &[1]);
+        a.on_send(t(), t(), &refs(&first), None, hot);
+        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        a
+    }
+
     #[test]
     fn answers_as_the_server_would_after_learning_its_shape() {
         let mut a = agent(0);
@@ -752,12 +764,7 @@ mod tests {
 
     #[test]
     fn a_split_pull_is_merged_byte_for_byte() {
-        let mut a = agent(0);
-        push_round(&mut a, 1, 1);
-        a.on_update(t(), 0, update(1, 1, &[1, 2]));
-        let first = request(2, false, &[1]);
-        a.on_send(t(), t(), &refs(&first), None, hot);
-        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        let mut a = copy_at_round_1(0);
         let pull = request(3, false, &[1, 2, 50, 60]);
         let PullSend::Send(reduced) = a.on_send(t(), t(), &refs(&pull), None, hot) else {
             panic!("expected a reduced pull");
@@ -769,12 +776,7 @@ mod tests {
 
     #[test]
     fn a_check_that_differs_turns_the_pull_half_off() {
-        let mut a = agent(2);
-        push_round(&mut a, 1, 1);
-        a.on_update(t(), 0, update(1, 1, &[1, 2]));
-        let first = request(2, false, &[1]);
-        a.on_send(t(), t(), &refs(&first), None, hot);
-        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        let mut a = copy_at_round_1(2);
         // Checked: the server agrees.
         let pull = request(3, false, &[1, 2]);
         assert_eq!(
@@ -801,12 +803,7 @@ mod tests {
 
     #[test]
     fn a_push_in_flight_sends_the_pull_to_the_server() {
-        let mut a = agent(0);
-        push_round(&mut a, 1, 1);
-        a.on_update(t(), 0, update(1, 1, &[1, 2]));
-        let first = request(2, false, &[1]);
-        a.on_send(t(), t(), &refs(&first), None, hot);
-        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        let mut a = copy_at_round_1(0);
         let push = request(3, true, &[1, 2]);
         a.on_send(t(), t(), &refs(&push), Some((0, 2)), hot);
         let pull = request(4, false, &[1, 2]);
@@ -859,12 +856,7 @@ mod tests {
 
     /// A worker whose copy is at round 1 and whose push of round 2 is answered.
     fn awaiting_round_2() -> PullAgent {
-        let mut a = agent(0);
-        push_round(&mut a, 1, 1);
-        a.on_update(t(), 0, update(1, 1, &[1, 2]));
-        let first = request(2, false, &[1]);
-        a.on_send(t(), t(), &refs(&first), None, hot);
-        a.on_recv(t(), server_answer(0, &first, 1), hot);
+        let mut a = copy_at_round_1(0);
         push_round(&mut a, 3, 2);
         a
     }
