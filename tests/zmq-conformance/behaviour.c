@@ -5,6 +5,8 @@
 #include <errno.h>
 #include <linux/sockios.h>
 #include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,6 +40,20 @@ static long kernel_bytes(int port) {
   }
   if (d != NULL) closedir(d);
   return total;
+}
+
+// The descriptor of this process's TCP connection whose local (or, with `peer`,
+// remote) port is `port`; -1 if there is none.
+static int connection_fd(int port, int peer) {
+  int found = -1;
+  DIR *d = opendir("/proc/self/fd");
+  struct dirent *e;
+  while (d != NULL && found < 0 && (e = readdir(d)) != NULL) {
+    int fd = atoi(e->d_name);
+    if (fd > 2 && port_of(fd, 1) > 0 && port_of(fd, peer) == port) found = fd;
+  }
+  if (d != NULL) closedir(d);
+  return found;
 }
 
 // A ROUTER (ZMQ_SNDHWM, mandatory routing) sends `size`-byte messages with ZMQ_DONTWAIT
@@ -99,10 +115,22 @@ static void high_water_marks(void) {
   check("behaviour: inproc, SNDHWM 10, RCVHWM 10: exactly 20 messages queue", accepted == 20, "%d", accepted);
 }
 
+// A TCP endpoint on loopback nobody listens on, below the kernel's ephemeral ports (a
+// connect to a free ephemeral port can meet itself: TCP's simultaneous open).
+static void closed_endpoint(char *ep, size_t size) {
+  for (int tries = 0; tries < 100; tries++) {
+    snprintf(ep, size, "tcp://127.0.0.1:%d", 20000 + rand() % 10000);
+    void *probe = sock(ZMQ_ROUTER, 100);
+    int free_port = zmq_bind(probe, ep) == 0;
+    zmq_close(probe);
+    if (free_port) return;
+  }
+}
+
 // A DEALER with ZMQ_RECONNECT_IVL `ivl` connected to a ROUTER that goes away; another
 // ROUTER binds the same endpoint. Returns 1 if a message the DEALER sends then arrives.
 static int reconnects(int ivl, int *send_errno, int *disconnect_errno) {
-  void *router = sock(ZMQ_ROUTER, 300), *dealer = sock(ZMQ_DEALER, 300);
+  void *router = sock(ZMQ_ROUTER, 1000), *dealer = sock(ZMQ_DEALER, 1000);
   set_int(dealer, ZMQ_RECONNECT_IVL, ivl);
   zmq_bind(router, "tcp://127.0.0.1:*");
   char ep[64];
@@ -114,7 +142,7 @@ static int reconnects(int ivl, int *send_errno, int *disconnect_errno) {
   zmq_recv(router, got, sizeof got, 0);
   zmq_close(router);
   pause_ms(300);
-  router = sock(ZMQ_ROUTER, 500);
+  router = sock(ZMQ_ROUTER, ivl > 0 ? 1000 : 300);
   zmq_bind(router, ep);
   pause_ms(300);
   *send_errno = zmq_send(dealer, "b", 1, ZMQ_DONTWAIT) == 1 ? 0 : errno;
@@ -142,11 +170,8 @@ static void reconnection(void) {
           arrived, errno_name(send_errno), errno_name(disconnect_errno));
   }
   // A connect that never succeeded is not retried, and keeps its queue.
-  void *probe = sock(ZMQ_ROUTER, 100);
-  zmq_bind(probe, "tcp://127.0.0.1:*");
   char ep[64];
-  snprintf(ep, sizeof ep, "%s", last_endpoint(probe));
-  zmq_close(probe);
+  closed_endpoint(ep, sizeof ep);
   void *dealer = sock(ZMQ_DEALER, 300);
   set_int(dealer, ZMQ_RECONNECT_IVL, -1);
   zmq_connect(dealer, ep);
@@ -162,6 +187,83 @@ static void reconnection(void) {
         disconnect_ok);
   zmq_close(router);
   zmq_close(dealer);
+}
+
+// The intervals of the first `n` reconnects of a DEALER (ZMQ_RECONNECT_IVL 50,
+// ZMQ_RECONNECT_IVL_MAX `max`) to a port nobody listens on, from its monitor's
+// ZMQ_EVENT_CONNECT_RETRIED events. Returns how many it saw.
+static int retried_intervals(int max, int *intervals, int n) {
+  char ep[64];
+  closed_endpoint(ep, sizeof ep);
+  void *dealer = sock(ZMQ_DEALER, 100);
+  set_int(dealer, ZMQ_RECONNECT_IVL, 50);
+  set_int(dealer, ZMQ_RECONNECT_IVL_MAX, max);
+  zmq_socket_monitor(dealer, "inproc://retried", ZMQ_EVENT_CONNECT_RETRIED);
+  void *events = sock(ZMQ_PAIR, 2000);
+  zmq_connect(events, "inproc://retried");
+  zmq_connect(dealer, ep);
+  int seen = 0;
+  while (seen < n) {
+    unsigned char frame[64];
+    if (zmq_recv(events, frame, sizeof frame, 0) < 6) break;
+    memcpy(&intervals[seen++], frame + 2, 4);
+    zmq_recv(events, frame, sizeof frame, 0);
+  }
+  zmq_socket_monitor(dealer, NULL, 0);
+  zmq_close(dealer);
+  zmq_close(events);
+  return seen;
+}
+
+static void reconnect_schedule(void) {
+  // Each interval is the current one plus a jitter below ZMQ_RECONNECT_IVL; with
+  // ZMQ_RECONNECT_IVL_MAX the current one doubles up to it.
+  const int backoff[5] = {50, 100, 200, 400, 400}, flat[5] = {50, 50, 50, 50, 50};
+  const int maxes[2] = {400, 0};
+  for (int m = 0; m < 2; m++) {
+    const int *want = maxes[m] ? backoff : flat;
+    int got[5] = {0}, ok = retried_intervals(maxes[m], got, 5) == 5;
+    for (int i = 0; i < 5; i++) ok = ok && got[i] >= want[i] && got[i] < want[i] + 50;
+    char name[160];
+    snprintf(name, sizeof name,
+             "behaviour: ZMQ_RECONNECT_IVL 50, ZMQ_RECONNECT_IVL_MAX %d: reconnects after %d, %d, %d, %d, %d ms "
+             "plus under 50 ms",
+             maxes[m], want[0], want[1], want[2], want[3], want[4]);
+    check(name, ok, "retried after %d, %d, %d, %d, %d ms", got[0], got[1], got[2], got[3], got[4]);
+  }
+}
+
+// ZMQ_IMMEDIATE: a DEALER queues messages only for peers it is connected to.
+static void immediate(void) {
+  const int modes[2] = {0, 1};
+  for (int m = 0; m < 2; m++) {
+    char ep[64];
+    closed_endpoint(ep, sizeof ep);
+    void *dealer = sock(ZMQ_DEALER, 1000);
+    set_int(dealer, ZMQ_IMMEDIATE, modes[m]);
+    set_int(dealer, ZMQ_RECONNECT_IVL, 20);
+    zmq_connect(dealer, ep);
+    pause_ms(100);
+    int queued = zmq_send(dealer, "early", 5, ZMQ_DONTWAIT) == 5;
+    void *router = sock(ZMQ_ROUTER, 1000);
+    zmq_bind(router, ep);
+    char got[16];
+    int late = 0;
+    for (int i = 0; i < 100 && !late; i++) {
+      pause_ms(10);
+      late = zmq_send(dealer, "late", 4, ZMQ_DONTWAIT) == 4;
+    }
+    int n = zmq_recv(router, got, sizeof got, 0);
+    n = zmq_recv(router, got, sizeof got, 0);
+    char name[160];
+    snprintf(name, sizeof name, "behaviour: ZMQ_IMMEDIATE %d: a DEALER %s a message before it is connected", modes[m],
+             modes[m] ? "refuses (EAGAIN)" : "queues");
+    int first_ok = modes[m] ? n == 4 && memcmp(got, "late", 4) == 0 : n == 5 && memcmp(got, "early", 5) == 0;
+    check(name, queued == !modes[m] && late && first_ok, "queued before %d, sent once connected %d, first received %d bytes",
+          queued, late, n);
+    zmq_close(router);
+    zmq_close(dealer);
+  }
 }
 
 // Receives one whole message into `parts` (at most 4 parts of 64 bytes); the number
@@ -208,8 +310,8 @@ static void probe_router(void) {
 
 // A DEALER connects to a ROUTER bound to `endpoint` after `filter(router)`; returns 1
 // if its message arrives.
-static int accepted_with(const char *endpoint, void (*filter)(void *), int after_bind) {
-  void *router = sock(ZMQ_ROUTER, 300), *dealer = sock(ZMQ_DEALER, 300);
+static int accepted_with(const char *endpoint, void (*filter)(void *), int after_bind, int wait_ms) {
+  void *router = sock(ZMQ_ROUTER, wait_ms), *dealer = sock(ZMQ_DEALER, wait_ms);
   if (!after_bind) filter(router);
   zmq_bind(router, endpoint);
   if (after_bind) filter(router);
@@ -265,7 +367,9 @@ static void accept_filters(void) {
   char ipc[96];
   snprintf(ipc, sizeof ipc, "ipc:///tmp/zmq-conformance-filter-%d.ipc", (int)getpid());
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    int got = accepted_with(cases[i].ipc ? ipc : "tcp://127.0.0.1:*", cases[i].filter, cases[i].after_bind);
+    // A message that should arrive gets a second; one kept out, 300 ms.
+    int got = accepted_with(cases[i].ipc ? ipc : "tcp://127.0.0.1:*", cases[i].filter, cases[i].after_bind,
+                            cases[i].want ? 1000 : 300);
     char name[160];
     snprintf(name, sizeof name, "behaviour: %s", cases[i].what);
     check(name, got == cases[i].want, "the message %s", got ? "arrived" : "did not arrive");
@@ -320,10 +424,65 @@ static void routing(void) {
   zmq_close(router);
 }
 
+static int sockopt(int fd, int level, int name) {
+  int v = -1;
+  socklen_t len = sizeof v;
+  return getsockopt(fd, level, name, &v, &len) == 0 ? v : -1;
+}
+
+// The kernel settings zmq_setsockopt(3) documents, on a connection a socket makes
+// (set before it connects) and on one a socket accepts (set on its listener).
+static void kernel_settings(void) {
+  void *router = sock(ZMQ_ROUTER, 1000), *dealer = sock(ZMQ_DEALER, 1000);
+  void *both[2] = {router, dealer};
+  for (int i = 0; i < 2; i++) {
+    set_int(both[i], ZMQ_SNDBUF, 50000);
+    set_int(both[i], ZMQ_RCVBUF, 60000);
+    set_int(both[i], ZMQ_TOS, 0x20);
+    set_int(both[i], ZMQ_TCP_KEEPALIVE, 1);
+    set_int(both[i], ZMQ_TCP_KEEPALIVE_CNT, 3);
+    set_int(both[i], ZMQ_TCP_KEEPALIVE_IDLE, 30);
+    set_int(both[i], ZMQ_TCP_KEEPALIVE_INTVL, 7);
+    set_int(both[i], ZMQ_TCP_MAXRT, 9000);
+  }
+  zmq_bind(router, "tcp://127.0.0.1:*");
+  int port = atoi(strrchr(last_endpoint(router), ':') + 1);
+  zmq_connect(dealer, last_endpoint(router));
+  char got[16];
+  zmq_send(dealer, "x", 1, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  zmq_recv(router, got, sizeof got, 0);
+  const char *sides[2] = {"an accepted", "a connected"};
+  for (int peer = 0; peer < 2; peer++) {
+    int fd = connection_fd(port, peer);
+    int sndbuf = sockopt(fd, SOL_SOCKET, SO_SNDBUF), rcvbuf = sockopt(fd, SOL_SOCKET, SO_RCVBUF);
+    int tos = sockopt(fd, IPPROTO_IP, IP_TOS), keepalive = sockopt(fd, SOL_SOCKET, SO_KEEPALIVE);
+    int cnt = sockopt(fd, IPPROTO_TCP, TCP_KEEPCNT), idle = sockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE);
+    int intvl = sockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL), maxrt = sockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT);
+    char name[200];
+    snprintf(name, sizeof name,
+             "behaviour: ZMQ_SNDBUF, ZMQ_RCVBUF, ZMQ_TOS, ZMQ_TCP_KEEPALIVE*, ZMQ_TCP_MAXRT set on %s connection",
+             sides[peer]);
+    // Linux doubles the buffer sizes it is given.
+    check(name,
+          fd >= 0 && sndbuf == 100000 && rcvbuf == 120000 && tos == 0x20 && keepalive == 1 && cnt == 3 &&
+              idle == 30 && intvl == 7 && maxrt == 9000,
+          "fd %d: SO_SNDBUF %d, SO_RCVBUF %d, IP_TOS %d, SO_KEEPALIVE %d, TCP_KEEPCNT %d, TCP_KEEPIDLE %d, "
+          "TCP_KEEPINTVL %d, TCP_USER_TIMEOUT %d",
+          fd, sndbuf, rcvbuf, tos, keepalive, cnt, idle, intvl, maxrt);
+  }
+  zmq_close(router);
+  zmq_close(dealer);
+}
+
 void check_behaviour(void) {
+  srand((unsigned)getpid());
   high_water_marks();
   reconnection();
+  reconnect_schedule();
+  immediate();
   probe_router();
   accept_filters();
   routing();
+  kernel_settings();
 }

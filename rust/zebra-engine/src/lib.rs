@@ -58,6 +58,7 @@ mod error;
 mod filters;
 mod inbound;
 mod inproc;
+mod ipc;
 mod monitor;
 mod net;
 mod options;
@@ -69,6 +70,7 @@ mod routing;
 mod signal;
 mod socket;
 mod transport;
+mod tuning;
 
 pub use bytes::Bytes;
 pub use context::Context;

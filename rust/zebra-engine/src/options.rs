@@ -16,6 +16,7 @@ use crate::consts::opt;
 use crate::error::{Error, Result};
 use crate::filters::{AddrMask, IpcFilter};
 use crate::options_table::{self as table, default_of, Engine, Kind, Spec};
+use crate::tuning::TcpTuning;
 
 /// Longest string option libzmq takes.
 const MAX_STR: usize = 255;
@@ -348,6 +349,34 @@ impl SocketOptions {
             },
         };
         Ok(Some(int_bytes(v)))
+    }
+
+    /// `ZMQ_IMMEDIATE`.
+    pub fn immediate(&self) -> bool {
+        self.kept.get(&opt::IMMEDIATE).is_some_and(|&v| v != 0)
+    }
+
+    /// `ZMQ_RECONNECT_IVL_MAX`.
+    pub fn reconnect_ivl_max(&self) -> i32 {
+        self.kept
+            .get(&opt::RECONNECT_IVL_MAX)
+            .map_or(0, |&v| v as i32)
+    }
+
+    /// The kernel settings of this socket's TCP connections and listeners.
+    pub fn tcp_tuning(&self) -> TcpTuning {
+        let k = |id| self.kept.get(&id).copied().unwrap_or(default_of(id)) as i32;
+        TcpTuning {
+            sndbuf: k(opt::SNDBUF),
+            rcvbuf: k(opt::RCVBUF),
+            backlog: k(opt::BACKLOG),
+            tos: k(opt::TOS),
+            keepalive: k(opt::TCP_KEEPALIVE),
+            keepalive_cnt: k(opt::TCP_KEEPALIVE_CNT),
+            keepalive_idle: k(opt::TCP_KEEPALIVE_IDLE),
+            keepalive_intvl: k(opt::TCP_KEEPALIVE_INTVL),
+            maxrt: k(opt::TCP_MAXRT),
+        }
     }
 
     /// The ZMTP configuration for a new connection of this socket.

@@ -10,7 +10,7 @@
 //! before only leaf locks (a receiving socket's queue, a reactor's command
 //! list), never the other way round.
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, Weak};
 use std::time::{Duration, Instant};
 
@@ -22,6 +22,7 @@ use crate::endpoint::Endpoint;
 use crate::net::{msg_len, Failure, Msg, NetConn, OutQueue, Parts, ReadBuf, Turn};
 use crate::reactor::{Command, ReactorHandle};
 use crate::socket::SocketCore;
+use crate::tuning::TcpTuning;
 
 /// Where a pipe came from.
 #[derive(Debug, Clone)]
@@ -54,7 +55,14 @@ pub(crate) struct PipeOptions {
     /// `ZMQ_RCVHWM` (0: no limit).
     pub rcvhwm: usize,
     pub reconnect_ivl: i32,
+    /// `ZMQ_RECONNECT_IVL_MAX` (0: no back-off).
+    pub reconnect_ivl_max: i32,
+    /// `ZMQ_IMMEDIATE`: a connecting DEALER or PAIR pipe takes messages only
+    /// while connected.
+    pub immediate: bool,
     pub handshake_ivl: i32,
+    /// Kernel settings of a connecting pipe's TCP sockets.
+    pub tcp: TcpTuning,
 }
 
 /// What carries a pipe's messages.
@@ -140,6 +148,9 @@ pub(crate) struct Pipe {
     pub in_limit: AtomicUsize,
     /// Reading stopped at `in_limit`; the receiver resumes it.
     pub read_paused: AtomicBool,
+    /// The reconnect interval without its jitter (see
+    /// [`Pipe::next_reconnect_interval`]).
+    reconnect_current: AtomicI32,
     /// [`PipeState::queued`], for [`Pipe::can_write`] without the lock.
     queued: AtomicUsize,
     state: Mutex<PipeState>,
@@ -188,6 +199,7 @@ impl Pipe {
         reactor: Option<Arc<ReactorHandle>>,
     ) -> Arc<Pipe> {
         let in_limit = options.rcvhwm;
+        let reconnect_ivl = options.reconnect_ivl;
         Arc::new(Pipe {
             id: owner.ctx.next_id(),
             owner: Arc::downgrade(owner),
@@ -198,6 +210,7 @@ impl Pipe {
             identity: OnceLock::new(),
             in_flight: AtomicUsize::new(0),
             in_limit: AtomicUsize::new(in_limit),
+            reconnect_current: AtomicI32::new(reconnect_ivl),
             read_paused: AtomicBool::new(false),
             queued: AtomicUsize::new(0),
             state: Mutex::new(PipeState {
@@ -213,6 +226,42 @@ impl Pipe {
             }),
             write_done: Condvar::new(),
         })
+    }
+
+    /// How long to wait before the next connect attempt, as libzmq: the
+    /// current interval plus a jitter below `ZMQ_RECONNECT_IVL` (from
+    /// `random`); with `ZMQ_RECONNECT_IVL_MAX` above `ZMQ_RECONNECT_IVL`,
+    /// the current interval then doubles, up to it.
+    pub fn next_reconnect_interval(&self, random: u64) -> i32 {
+        let ivl = self.options.reconnect_ivl.max(1);
+        let max = self.options.reconnect_ivl_max;
+        let current = self.reconnect_current.load(Ordering::Relaxed);
+        let jitter = (random % ivl as u64) as i32;
+        if max > ivl {
+            let next = if current < i32::MAX / 2 {
+                (current * 2).min(max)
+            } else {
+                max
+            };
+            self.reconnect_current.store(next, Ordering::Relaxed);
+        }
+        current.saturating_add(jitter)
+    }
+
+    /// A connection was made: the next lost one is retried after
+    /// `ZMQ_RECONNECT_IVL` again.
+    pub fn reset_reconnect_interval(&self) {
+        self.reconnect_current
+            .store(self.options.reconnect_ivl, Ordering::Relaxed);
+    }
+
+    /// Drops the messages queued for the peer (a connection with
+    /// `ZMQ_IMMEDIATE` was lost: libzmq ends its pipe).
+    pub fn drop_queue(&self) {
+        let mut st = self.lock();
+        st.out.clear();
+        st.settle_encoding();
+        self.queued.store(st.queued(), Ordering::Release);
     }
 
     /// Locks the pipe's state.

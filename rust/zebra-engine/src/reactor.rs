@@ -22,10 +22,11 @@ use zebra_zmtp::Connection;
 use crate::consts::event;
 use crate::endpoint::{self, Endpoint};
 use crate::filters::AcceptFilter;
+use crate::ipc::IpcFile;
 use crate::net::{Failure, Listener, NetConn, Parts, ReadBuf, Stream};
 use crate::pipe::{Origin, Pipe};
 use crate::socket::SocketCore;
-use crate::transport::IpcFile;
+use crate::tuning::TcpTuning;
 
 /// Bytes read from one connection before others get a turn.
 const READ_BUDGET: usize = 4 << 20;
@@ -47,6 +48,8 @@ pub(crate) struct ListenerEntry {
     pub unlink: Option<IpcFile>,
     /// The connections it keeps (the socket's accept filters at bind).
     pub filter: AcceptFilter,
+    /// Kernel settings of the connections it accepts (the socket's at bind).
+    pub tuning: TcpTuning,
 }
 
 /// Work for an I/O thread.
@@ -178,7 +181,7 @@ impl Reactors {
 
 #[derive(Debug)]
 enum Entry {
-    Listener(ListenerEntry),
+    Listener(Box<ListenerEntry>),
     Conn(Arc<Pipe>),
 }
 
@@ -240,6 +243,8 @@ struct Reactor {
     /// Parts received in one turn, on their way to the socket's queue.
     parts: Parts,
     stopping: bool,
+    /// xorshift state for the reconnect jitter.
+    rng: u64,
 }
 
 impl Reactor {
@@ -256,6 +261,10 @@ impl Reactor {
             buf: ReadBuf::default(),
             parts: Parts::new(),
             stopping: false,
+            rng: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0x9E37_79B9_7F4A_7C15, |d| d.as_nanos() as u64)
+                | 1,
         }
     }
 
@@ -373,6 +382,9 @@ impl Reactor {
                         continue;
                     }
                     stream.set_nodelay();
+                    if let Stream::Tcp(s) = &stream {
+                        l.tuning.accepted(s);
+                    }
                     let target = self.all.assign();
                     let Some(pipe) = socket.new_accepted_pipe(id, &uri, target.clone()) else {
                         target.unassign();
@@ -471,10 +483,14 @@ impl Reactor {
                 port: Some(port),
                 source,
             } => endpoint::resolve_connect(host, *port).and_then(|addr| match source {
-                Some(s) => crate::transport::connect_from(endpoint::resolve_source(s)?, addr),
-                None => crate::transport::connect(addr),
+                Some(s) => crate::transport::connect(
+                    addr,
+                    Some(endpoint::resolve_source(s)?),
+                    &pipe.options.tcp,
+                ),
+                None => crate::transport::connect(addr, None, &pipe.options.tcp),
             }),
-            Endpoint::Ipc { path } => crate::transport::connect_ipc(path),
+            Endpoint::Ipc { path } => crate::ipc::connect_ipc(path),
             _ => Err(io::Error::from(io::ErrorKind::InvalidInput)),
         };
         match stream {
@@ -504,10 +520,14 @@ impl Reactor {
             }
             return;
         }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let interval = pipe.next_reconnect_interval(self.rng);
         if let Some(owner) = pipe.owner.upgrade() {
-            owner.monitor_event(event::CONNECT_RETRIED, ivl, pipe.origin.uri());
+            owner.monitor_event(event::CONNECT_RETRIED, interval, pipe.origin.uri());
         }
-        self.add_timer(ms(ivl), TimerKind::Reconnect(pipe.clone()));
+        self.add_timer(ms(interval), TimerKind::Reconnect(pipe.clone()));
     }
 
     fn conn_turn(&mut self, pipe: &Arc<Pipe>, token: Token, writable: bool) {
@@ -520,6 +540,7 @@ impl Reactor {
         let owner = pipe.owner.upgrade();
         let uri = pipe.origin.uri();
         if turn.connected_now {
+            pipe.reset_reconnect_interval();
             self.handshake_timer(pipe, token);
             if let Some(o) = &owner {
                 o.monitor_event(event::CONNECTED, fd, uri);
@@ -614,6 +635,11 @@ impl Reactor {
                 if (closing && !pending) || ends {
                     self.finish(pipe);
                 } else {
+                    if was_connected {
+                        if let Some(o) = pipe.owner.upgrade() {
+                            o.connection_lost(pipe);
+                        }
+                    }
                     self.retry(pipe);
                 }
             }
@@ -635,7 +661,7 @@ impl Reactor {
             match c {
                 Command::Listen(l) => {
                     let uri = l.uri.clone();
-                    let token = self.alloc(Entry::Listener(l));
+                    let token = self.alloc(Entry::Listener(Box::new(l)));
                     let registry = &self.handle.registry;
                     if let Some(Slot {
                         entry: Some(Entry::Listener(l)),
@@ -690,7 +716,7 @@ impl Reactor {
         }
     }
 
-    fn close_listener(&self, mut l: ListenerEntry) {
+    fn close_listener(&self, mut l: Box<ListenerEntry>) {
         if let Err(e) = l.listener.deregister(&self.handle.registry) {
             log::debug!("zebra-engine: deregister listener: {e}");
         }
@@ -783,7 +809,7 @@ impl Reactor {
                 | Command::Close(p, _) => {
                     p.finish(None);
                 }
-                Command::Listen(l) => self.close_listener(l),
+                Command::Listen(l) => self.close_listener(Box::new(l)),
                 Command::StopListener(_, Some(ack)) => {
                     let _ = ack.send(());
                 }

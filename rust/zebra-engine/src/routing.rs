@@ -130,8 +130,14 @@ impl Routing {
 
     /// Forgets the pipe entirely.
     pub fn remove(&mut self, pipe: &Pipe) {
-        self.changed();
         self.pipes.remove(&pipe.id);
+        self.detach(pipe);
+    }
+
+    /// Takes a pipe out of the send targets, keeping it registered (a
+    /// connecting pipe with `ZMQ_IMMEDIATE` whose connection was lost).
+    pub fn detach(&mut self, pipe: &Pipe) {
+        self.changed();
         match &mut self.policy {
             Policy::Pair(slot) => {
                 if slot.as_ref().is_some_and(|p| p.id == pipe.id) {

@@ -160,7 +160,10 @@ impl SocketCore {
             sndhwm: usize::try_from(o.sndhwm).unwrap_or(0),
             rcvhwm: usize::try_from(o.rcvhwm).unwrap_or(0),
             reconnect_ivl: o.reconnect_ivl,
+            reconnect_ivl_max: o.reconnect_ivl_max(),
+            immediate: o.immediate(),
             handshake_ivl: o.handshake_ivl,
+            tcp: o.tcp_tuning(),
         }
     }
 
@@ -213,7 +216,8 @@ impl SocketCore {
             Endpoint::Tcp { host, port, .. } => {
                 let ipv6 = lock(&self.options).ipv6();
                 let addr = endpoint::resolve_bind(&host, port, ipv6)?;
-                let (l, local) = crate::transport::bind(addr, uri)?;
+                let tuning = lock(&self.options).tcp_tuning();
+                let (l, local) = crate::transport::bind(addr, uri, &tuning)?;
                 (l, endpoint::tcp_uri(local), None)
             }
             Endpoint::Ipc { path } => {
@@ -222,11 +226,12 @@ impl SocketCore {
                 } else {
                     path
                 };
-                let (l, unlink) = crate::transport::bind_ipc(&path, uri)?;
+                let (l, unlink) = crate::ipc::bind_ipc(&path, uri)?;
                 (l, format!("ipc://{path}"), unlink)
             }
         };
         let filter = self.accept_filter(ipc);
+        let tuning = lock(&self.options).tcp_tuning();
         let reactor = self.ctx.reactors()?.pick();
         let id = self.ctx.next_id();
         self.monitor_event(event::LISTENING, listener.fd(), &resolved);
@@ -237,6 +242,7 @@ impl SocketCore {
             uri: resolved.clone(),
             unlink,
             filter,
+            tuning,
         }));
         lock(&self.endpoints).push(EndpointEntry::Listener {
             keys: vec![uri.to_owned(), resolved.clone()],
@@ -313,8 +319,9 @@ impl SocketCore {
     }
 
     /// Registers a new connecting pipe; DEALER and PAIR take it as a send
-    /// target at once (messages queue until the peer is there), a ROUTER
-    /// after the handshake tells it the peer's routing id.
+    /// target at once (messages queue until the peer is there), or with
+    /// `ZMQ_IMMEDIATE` after the handshake, as a ROUTER does, when it knows
+    /// the peer's routing id.
     /// A ROUTER with `ZMQ_CONNECT_ROUTING_ID` set names the peer with it
     /// and routes to it at once (messages queue until the peer is there),
     /// as libzmq.
@@ -332,6 +339,10 @@ impl SocketCore {
                 }
                 None => routing.register(pipe),
             }
+            return true;
+        }
+        if pipe.options.immediate {
+            routing.register(pipe);
             return true;
         }
         match routing.attach(pipe, &Bytes::new(), false) {
@@ -522,6 +533,17 @@ impl SocketCore {
         pipe.in_flight.fetch_add(messages, Ordering::SeqCst);
         self.inbound.push_batch(prefix, parts, messages, pipe);
         self.changed();
+    }
+
+    /// A connecting pipe lost its connection and will reconnect: with
+    /// `ZMQ_IMMEDIATE` it stops being a send target and drops its queue
+    /// until the next handshake, as libzmq ends the pipe and makes another.
+    pub fn connection_lost(&self, pipe: &Pipe) {
+        if pipe.options.immediate && !self.is_router() {
+            lock(&self.routing).detach(pipe);
+            pipe.drop_queue();
+            self.changed();
+        }
     }
 
     /// Forgets a pipe that ended, and the endpoint it was connecting.
