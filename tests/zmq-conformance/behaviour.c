@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -475,6 +476,60 @@ static void kernel_settings(void) {
   zmq_close(dealer);
 }
 
+// ZMQ_BINDTODEVICE binds listeners and connections to an interface; one that does
+// not exist fails the bind (ENODEV).
+static void bind_to_device(void) {
+  void *router = sock(ZMQ_ROUTER, 1000), *dealer = sock(ZMQ_DEALER, 1000);
+  zmq_setsockopt(router, ZMQ_BINDTODEVICE, "lo", 2);
+  zmq_setsockopt(dealer, ZMQ_BINDTODEVICE, "lo", 2);
+  zmq_bind(router, "tcp://127.0.0.1:*");
+  int port = atoi(strrchr(last_endpoint(router), ':') + 1);
+  zmq_connect(dealer, last_endpoint(router));
+  zmq_send(dealer, "x", 1, 0);
+  char got[16];
+  int arrived = zmq_recv(router, got, sizeof got, 0) >= 0;
+  char devices[2][16] = {"", ""};
+  for (int peer = 0; peer < 2; peer++) {
+    socklen_t len = sizeof devices[peer];
+    getsockopt(connection_fd(port, peer), SOL_SOCKET, SO_BINDTODEVICE, devices[peer], &len);
+  }
+  check("behaviour: ZMQ_BINDTODEVICE \"lo\": connections made and accepted are bound to lo",
+        arrived && strcmp(devices[0], "lo") == 0 && strcmp(devices[1], "lo") == 0,
+        "arrived %d, accepted on \"%s\", connected on \"%s\"", arrived, devices[0], devices[1]);
+  zmq_close(router);
+  zmq_close(dealer);
+  router = sock(ZMQ_ROUTER, 100);
+  zmq_setsockopt(router, ZMQ_BINDTODEVICE, "nosuchdev0", 10);
+  int rc = zmq_bind(router, "tcp://127.0.0.1:*");
+  check("behaviour: ZMQ_BINDTODEVICE naming no interface: the bind fails with ENODEV", rc == -1 && errno == ENODEV,
+        "%d %s", rc, errno_name(errno));
+  zmq_close(router);
+}
+
+// ZMQ_FD, as zmq_getsockopt(3) documents its use: after ZMQ_EVENTS was read, the
+// descriptor turns readable when a message comes, and ZMQ_EVENTS then has ZMQ_POLLIN.
+static void events_descriptor(void) {
+  void *in = sock(ZMQ_PAIR, 1000), *out = sock(ZMQ_PAIR, 1000);
+  zmq_bind(in, "tcp://127.0.0.1:*");
+  zmq_connect(out, last_endpoint(in));
+  int fd = -1;
+  size_t len = sizeof fd;
+  zmq_getsockopt(in, ZMQ_FD, &fd, &len);
+  int before = get_int(in, ZMQ_EVENTS);
+  zmq_send(out, "x", 1, 0);
+  struct pollfd p = {fd, POLLIN, 0};
+  int ready = 0, events = 0;
+  for (int i = 0; i < 20 && !(events & ZMQ_POLLIN); i++) {
+    ready |= poll(&p, 1, 100) == 1;
+    events = get_int(in, ZMQ_EVENTS);
+  }
+  check("behaviour: ZMQ_FD turns readable when a message comes, and ZMQ_EVENTS then has ZMQ_POLLIN",
+        fd >= 0 && !(before & ZMQ_POLLIN) && ready && (events & ZMQ_POLLIN), "fd %d, events before %d, readable %d, events %d",
+        fd, before, ready, events);
+  zmq_close(in);
+  zmq_close(out);
+}
+
 void check_behaviour(void) {
   srand((unsigned)getpid());
   high_water_marks();
@@ -485,4 +540,6 @@ void check_behaviour(void) {
   accept_filters();
   routing();
   kernel_settings();
+  bind_to_device();
+  events_descriptor();
 }

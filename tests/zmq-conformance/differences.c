@@ -14,7 +14,6 @@ static const struct {
   const char *check;
   const char *reason;
 } differences[] = {
-    {"option ZMQ_FD (14)", "there is no descriptor that signals a socket's events (EINVAL); zmq_poll works"},
     {"option ZMQ_ROUTER_RAW (41)", "raw TCP on a ROUTER is not implemented: taken while 0, EINVAL otherwise"},
     {"option ZMQ_PLAIN_SERVER (44)", SECURITY},
     {"option ZMQ_PLAIN_USERNAME (45)", SECURITY},
@@ -31,7 +30,6 @@ static const struct {
     {"option ZMQ_GSSAPI_PLAINTEXT (65)", SECURITY},
     {"option ZMQ_SOCKS_PROXY (68)", SOCKS},
     {"option ZMQ_USE_FD (89)", "listeners made by the application are not implemented: taken while -1, EINVAL otherwise"},
-    {"option ZMQ_BINDTODEVICE (92)", "not implemented: taken while empty, EINVAL otherwise"},
     {"option ZMQ_SOCKS_USERNAME (99)", SOCKS},
     {"option ZMQ_SOCKS_PASSWORD (100)", SOCKS},
     {"option ZMQ_RECONNECT_STOP (109)",

@@ -58,6 +58,8 @@ pub(crate) struct SocketOptions {
     /// `ZMQ_IPC_FILTER_PID`, `_UID`, `_GID`: the peers an IPC listener
     /// accepts (empty: any).
     pub ipc_filter: IpcFilter,
+    /// `ZMQ_BINDTODEVICE`.
+    bind_device: Option<String>,
     /// Options kept for `zmq_getsockopt` only: integers, and strings
     /// (which only keep their empty default).
     kept: HashMap<i32, i64>,
@@ -146,6 +148,7 @@ impl SocketOptions {
             handshake_ivl: d(opt::HANDSHAKE_IVL),
             tcp_accept_filters: Vec::new(),
             ipc_filter: IpcFilter::default(),
+            bind_device: None,
             kept: HashMap::new(),
         }
     }
@@ -228,6 +231,11 @@ impl SocketOptions {
                 }
                 match spec.engine {
                     Engine::OffOnly(why) if !value.is_empty() => Err(Self::refuse(spec, why)),
+                    _ if option == opt::BINDTODEVICE => {
+                        let name = String::from_utf8_lossy(value).into_owned();
+                        self.bind_device = Some(name).filter(|n| !n.is_empty());
+                        Ok(())
+                    }
                     _ => Ok(()),
                 }
             }
@@ -257,7 +265,11 @@ impl SocketOptions {
         match spec.kind {
             Kind::IntSet => self.ipc_filter.clear(option),
             Kind::Cidr => self.tcp_accept_filters.clear(),
-            Kind::Str { null: true, .. } => {}
+            Kind::Str { null: true, .. } => {
+                if option == opt::BINDTODEVICE {
+                    self.bind_device = None;
+                }
+            }
             _ => return self.set(option, &[]),
         }
         Ok(())
@@ -322,7 +334,14 @@ impl SocketOptions {
         }
         let v = match spec.kind {
             Kind::Id { .. } => return Ok(Some(self.routing_id.to_vec())),
-            Kind::Str { .. } => return Ok(Some(vec![0])),
+            Kind::Str { .. } => {
+                let mut v = match option {
+                    opt::BINDTODEVICE => self.bind_device.clone().unwrap_or_default().into_bytes(),
+                    _ => Vec::new(),
+                };
+                v.push(0);
+                return Ok(Some(v));
+            }
             Kind::State { .. } => {
                 return Ok(match option {
                     opt::TYPE => Some(int_bytes(self.socket_type.raw())),
@@ -376,6 +395,7 @@ impl SocketOptions {
             keepalive_idle: k(opt::TCP_KEEPALIVE_IDLE),
             keepalive_intvl: k(opt::TCP_KEEPALIVE_INTVL),
             maxrt: k(opt::TCP_MAXRT),
+            device: self.bind_device.clone(),
         }
     }
 

@@ -213,7 +213,7 @@ pub(crate) const SPECS: &[Spec] = &[
     rw(USE_FD, "ZMQ_USE_FD", FROM_MINUS1, -1, Engine::OffOnly("ZMQ_USE_FD (a listener made by the application) is not implemented by Zebra's engine")),
     rw(GSSAPI_PRINCIPAL_NAMETYPE, "ZMQ_GSSAPI_PRINCIPAL_NAMETYPE", int(0, 2), 0, Engine::Kept("GSSAPI only")),
     rw(GSSAPI_SERVICE_PRINCIPAL_NAMETYPE, "ZMQ_GSSAPI_SERVICE_PRINCIPAL_NAMETYPE", int(0, 2), 0, Engine::Kept("GSSAPI only")),
-    rw(BINDTODEVICE, "ZMQ_BINDTODEVICE", STR_NULL, 0, Engine::OffOnly("ZMQ_BINDTODEVICE is not implemented by Zebra's engine")),
+    rw(BINDTODEVICE, "ZMQ_BINDTODEVICE", STR_NULL, 0, Engine::Acts),
     rw(ZAP_ENFORCE_DOMAIN, "ZMQ_ZAP_ENFORCE_DOMAIN", Kind::Flag, 0, Engine::Kept("ZAP only (not implemented)")),
     rw(LOOPBACK_FASTPATH, "ZMQ_LOOPBACK_FASTPATH", Kind::Flag, 0, Engine::Kept("Windows only, in libzmq too")),
     rw(MULTICAST_LOOP, "ZMQ_MULTICAST_LOOP", Kind::Flag, 1, MULTICAST),

@@ -56,7 +56,7 @@ pub(crate) struct ListenerEntry {
 #[derive(Debug)]
 pub(crate) enum Command {
     /// Start accepting on a bound listener.
-    Listen(ListenerEntry),
+    Listen(Box<ListenerEntry>),
     /// Close a listener; the sender, if any, is told when it is closed.
     StopListener(u64, Option<Sender<()>>),
     /// Start connecting a connecting pipe.
@@ -661,7 +661,7 @@ impl Reactor {
             match c {
                 Command::Listen(l) => {
                     let uri = l.uri.clone();
-                    let token = self.alloc(Entry::Listener(Box::new(l)));
+                    let token = self.alloc(Entry::Listener(l));
                     let registry = &self.handle.registry;
                     if let Some(Slot {
                         entry: Some(Entry::Listener(l)),
@@ -809,7 +809,7 @@ impl Reactor {
                 | Command::Close(p, _) => {
                     p.finish(None);
                 }
-                Command::Listen(l) => self.close_listener(Box::new(l)),
+                Command::Listen(l) => self.close_listener(l),
                 Command::StopListener(_, Some(ack)) => {
                     let _ = ack.send(());
                 }

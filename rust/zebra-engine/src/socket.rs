@@ -2,10 +2,11 @@
 //! for multipart messages, high-water marks, timeouts and routing.
 
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
-use std::sync::{mpsc, Arc, Mutex, MutexGuard};
+use std::sync::{mpsc, Arc, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use zebra_net::sys::EventFd;
 use zebra_zmtp::{PeerInfo, SocketType};
 
 use crate::consts::{event, opt, ZMQ_POLLIN, ZMQ_POLLOUT};
@@ -99,6 +100,9 @@ pub(crate) struct SocketCore {
     sending: AtomicBool,
     closed: AtomicBool,
     warned_duplicate: AtomicBool,
+    /// `ZMQ_FD`, made when first asked for: readable after any change of
+    /// the socket until `ZMQ_EVENTS` is next read, as libzmq's.
+    events_fd: OnceLock<EventFd>,
 }
 
 impl SocketCore {
@@ -122,6 +126,7 @@ impl SocketCore {
             sending: AtomicBool::new(false),
             closed: AtomicBool::new(false),
             warned_duplicate: AtomicBool::new(false),
+            events_fd: OnceLock::new(),
         }
     }
 
@@ -129,6 +134,21 @@ impl SocketCore {
     pub fn changed(&self) {
         self.signal.notify();
         ACTIVITY.notify();
+        if let Some(fd) = self.events_fd.get() {
+            fd.notify();
+        }
+    }
+
+    /// `ZMQ_FD`: a descriptor that becomes readable when the socket's
+    /// events may have changed; reading `ZMQ_EVENTS` clears it (an
+    /// application reads `ZMQ_EVENTS` after it wakes, as with libzmq).
+    fn events_fd(&self) -> Result<i32> {
+        if self.events_fd.get().is_none() {
+            let fd = EventFd::new().map_err(Error::Io)?;
+            fd.notify();
+            let _ = self.events_fd.set(fd);
+        }
+        Ok(self.events_fd.get().map_or(-1, EventFd::fd))
     }
 
     pub fn is_router(&self) -> bool {
@@ -187,10 +207,7 @@ impl SocketCore {
                 v.push(0);
                 Ok(v)
             }
-            opt::FD => {
-                log::warn!("zebra-engine: zmq_getsockopt: ZMQ_FD (14) is not supported");
-                Err(Error::Invalid("ZMQ_FD is not supported".into()))
-            }
+            opt::FD => Ok(int_bytes(self.events_fd()?)),
             _ => lock(&self.options)
                 .get(option)?
                 .ok_or_else(|| Error::Invalid(format!("option {option} has no value"))),
@@ -235,7 +252,7 @@ impl SocketCore {
         let reactor = self.ctx.reactors()?.pick();
         let id = self.ctx.next_id();
         self.monitor_event(event::LISTENING, listener.fd(), &resolved);
-        reactor.send(Command::Listen(ListenerEntry {
+        reactor.send(Command::Listen(Box::new(ListenerEntry {
             id,
             listener,
             socket: Arc::downgrade(self),
@@ -243,7 +260,7 @@ impl SocketCore {
             unlink,
             filter,
             tuning,
-        }));
+        })));
         lock(&self.endpoints).push(EndpointEntry::Listener {
             keys: vec![uri.to_owned(), resolved.clone()],
             id,
@@ -703,6 +720,9 @@ impl SocketCore {
     }
 
     pub fn events(&self) -> i32 {
+        if let Some(fd) = self.events_fd.get() {
+            fd.drain();
+        }
         if self.is_closed() || self.inbound.is_terminated() {
             return 0;
         }

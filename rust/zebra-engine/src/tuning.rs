@@ -1,8 +1,9 @@
 //! Kernel TCP sockets set up as libzmq sets them up from a socket's options:
 //! buffer sizes (`ZMQ_SNDBUF`, `ZMQ_RCVBUF`), the listen backlog
 //! (`ZMQ_BACKLOG`), the IP type of service (`ZMQ_TOS`), keep-alives
-//! (`ZMQ_TCP_KEEPALIVE*`) and the retransmission limit (`ZMQ_TCP_MAXRT`), and
-//! a connect's source address (`tcp://source;host:port`).
+//! (`ZMQ_TCP_KEEPALIVE*`), the retransmission limit (`ZMQ_TCP_MAXRT`), the
+//! device (`ZMQ_BINDTODEVICE`), and a connect's source address
+//! (`tcp://source;host:port`).
 
 use std::io;
 use std::net::SocketAddr;
@@ -13,7 +14,7 @@ use socket2::{Domain, Protocol, SockRef, Socket, TcpKeepalive, Type};
 
 /// The kernel settings a socket's options ask for; -1 (0 for `tos` and
 /// `maxrt`) leaves the kernel's own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct TcpTuning {
     pub sndbuf: i32,
     pub rcvbuf: i32,
@@ -26,6 +27,10 @@ pub(crate) struct TcpTuning {
     pub keepalive_intvl: i32,
     /// `TCP_USER_TIMEOUT` in ms.
     pub maxrt: i32,
+    /// `SO_BINDTODEVICE`: the interface listeners and connections are bound
+    /// to (a device that does not exist fails the bind with `ENODEV`, and
+    /// every connect).
+    pub device: Option<String>,
 }
 
 /// Logs a setting the kernel refused; libzmq goes on without it too.
@@ -81,6 +86,13 @@ impl TcpTuning {
         }
     }
 
+    fn device(&self, socket: &Socket) -> io::Result<()> {
+        match &self.device {
+            Some(d) => socket.bind_device(Some(d.as_bytes())),
+            None => Ok(()),
+        }
+    }
+
     /// Sets up a connection a listener accepted (its buffer sizes came
     /// from the listener).
     pub fn accepted(&self, stream: &impl AsFd) {
@@ -97,6 +109,7 @@ impl TcpTuning {
         let s = SockRef::from(&socket);
         self.tos(&s, &addr);
         self.buffers(&s);
+        self.device(&socket)?;
         socket.set_reuse_address(true)?;
         socket.set_nonblocking(true)?;
         socket.bind(&addr.into())?;
@@ -117,6 +130,7 @@ impl TcpTuning {
         self.tos(&s, &addr);
         self.buffers(&s);
         self.connection(&s);
+        self.device(&socket)?;
         if let Some(source) = source {
             socket.set_reuse_address(true)?;
             socket.bind(&source.into())?;
