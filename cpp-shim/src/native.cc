@@ -5,6 +5,12 @@
 // with a tag, so a wrong or already closed handle gives EFAULT/ENOTSOCK instead of
 // undefined behaviour (as far as a tag can tell).
 //
+// Socket types the engine does not have (PUB, SUB, REQ, ...) are carried by a private
+// copy of the real libzmq, opened in a link namespace of its own so that its calls to
+// its own API never reach this shim (real_libzmq.h): such a socket is a `Foreign`
+// handle, its context made beside the engine's, its messages copied in and out of the
+// shim's `Msg`, and zmq_poll takes both kinds.
+//
 // Messages: a zmq_msg_t holds a `Msg` (below). Small contents live inside it; larger
 // ones are either a shim-owned `Block` (zmq_msg_init_size, zmq_msg_init_data), shared by
 // reference count with the engine while it sends them, or a part received from the
@@ -21,9 +27,13 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
+#include "real_libzmq.h"
 #include "zebra-ffi/src/lib.rs.h"
 #include "zebra-ffi/src/native.rs.h"
 
@@ -35,16 +45,55 @@ namespace bridge = zebra::native_ffi;
 constexpr uint32_t kContextTag = 0x5a434f4e;  // "ZCON"
 constexpr uint32_t kSocketTag = 0x5a534f43;   // "ZSOC"
 constexpr uint32_t kClosedTag = 0x5a444541;   // "ZDEA"
+constexpr uint32_t kForeignTag = 0x5a464f52;  // "ZFOR"
 
 struct Context {
+  explicit Context(rust::Box<bridge::ContextHandle> h) : tag(kContextTag), handle(std::move(h)) {}
   uint32_t tag;
   rust::Box<bridge::ContextHandle> handle;
+  // The private libzmq's context for foreign sockets, made on first use; the
+  // zmq_ctx_set calls made on this context, replayed on it.
+  std::mutex foreign_mutex;
+  void *foreign = nullptr;
+  std::vector<std::pair<int, int>> options;
 };
 
 struct Socket {
   uint32_t tag;
   rust::Box<bridge::SocketHandle> handle;
 };
+
+// A socket of a type the engine does not have, carried by the private libzmq.
+struct Foreign {
+  uint32_t tag;
+  void *socket;
+};
+
+Foreign *as_foreign(void *p) {
+  auto *f = static_cast<Foreign *>(p);
+  return f != nullptr && f->tag == kForeignTag ? f : nullptr;
+}
+
+// The private libzmq; only called for foreign sockets, which exist only once it opened.
+const RealLibzmq &lib() { return *private_libzmq(); }
+
+// A foreign call's result: on failure, errno is the private libzmq's (its own libc's,
+// in its own namespace).
+int fwd(int rc) {
+  if (rc < 0) errno = lib().zmq_errno();
+  return rc;
+}
+
+void *foreign_context(Context *c) {
+  std::lock_guard<std::mutex> lock(c->foreign_mutex);
+  if (c->foreign == nullptr) {
+    c->foreign = lib().zmq_ctx_new();
+    if (c->foreign != nullptr) {
+      for (auto [option, value] : c->options) lib().zmq_ctx_set(c->foreign, option, value);
+    }
+  }
+  return c->foreign;
+}
 
 Context *as_context(void *p) {
   auto *c = static_cast<Context *>(p);
@@ -244,6 +293,49 @@ int recv(Msg &m, Socket *s, int flags) {
   return m.size > INT32_MAX ? INT32_MAX : static_cast<int>(m.size);
 }
 
+// A message sent on a foreign socket: copied into one of the private libzmq's.
+int foreign_send(Msg &m, Foreign *f, int flags) {
+  zmq_msg_t out;
+  if (lib().zmq_msg_init_size(&out, m.size) != 0) return fwd(-1);
+  if (m.size != 0) std::memcpy(lib().zmq_msg_data(&out), bytes_of(m), m.size);
+  int rc = lib().zmq_msg_send(&out, f->socket, flags);
+  if (rc < 0) {
+    int e = lib().zmq_errno();
+    lib().zmq_msg_close(&out);
+    errno = e;
+    return -1;
+  }
+  release(m);
+  m.more = 0;
+  return rc;
+}
+
+// A message received on a foreign socket: copied out of the private libzmq's.
+int foreign_recv(Msg &m, Foreign *f, int flags) {
+  zmq_msg_t in;
+  lib().zmq_msg_init(&in);
+  int n = lib().zmq_msg_recv(&in, f->socket, flags);
+  if (n < 0) {
+    int e = lib().zmq_errno();
+    lib().zmq_msg_close(&in);
+    errno = e;
+    return -1;
+  }
+  const size_t size = lib().zmq_msg_size(&in);
+  release(m);
+  int rc = 0;
+  if (size < kInline) {
+    m.kind = Kind::kInline;
+    m.size = size;
+  } else {
+    rc = init_block(m, size, nullptr, nullptr, nullptr);
+  }
+  if (rc == 0 && size != 0) std::memcpy(bytes_of(m), lib().zmq_msg_data(&in), size);
+  m.more = lib().zmq_msg_more(&in) ? 1 : 0;
+  lib().zmq_msg_close(&in);
+  return rc == 0 ? n : -1;
+}
+
 void log_unsupported(const char *what) {
   ffi::log_line(2, std::string(what) + " is not supported by Zebra's engine (ZEBRA_ENABLE=1); returning ENOTSUP");
 }
@@ -256,7 +348,7 @@ void *zmq_ctx_new() {
     return true;
   }();
   (void)hooked;
-  return new Context{kContextTag, bridge::ctx_new()};
+  return new Context(bridge::ctx_new());
 }
 
 void *zmq_init(int io_threads) {
@@ -273,6 +365,10 @@ void *zmq_init(int io_threads) {
 int zmq_ctx_term(void *ctx) {
   Context *c = as_context(ctx);
   if (c == nullptr) return -1;
+  if (c->foreign != nullptr) {
+    if (fwd(lib().zmq_ctx_term(c->foreign)) != 0) return -1;
+    c->foreign = nullptr;
+  }
   if (int rc = bridge::ctx_term(*c->handle); rc != 0) return fail(rc);
   c->tag = kClosedTag;
   delete c;
@@ -285,6 +381,10 @@ int zmq_term(void *ctx) { return native::zmq_ctx_term(ctx); }
 int zmq_ctx_shutdown(void *ctx) {
   Context *c = as_context(ctx);
   if (c == nullptr) return -1;
+  {
+    std::lock_guard<std::mutex> lock(c->foreign_mutex);
+    if (c->foreign != nullptr) lib().zmq_ctx_shutdown(c->foreign);
+  }
   bridge::ctx_shutdown(*c->handle);
   return 0;
 }
@@ -293,7 +393,11 @@ int zmq_ctx_set(void *ctx, int option, int optval) {
   Context *c = as_context(ctx);
   if (c == nullptr) return -1;
   int rc = bridge::ctx_set(*c->handle, option, optval);
-  return rc == 0 ? 0 : fail(rc);
+  if (rc != 0) return fail(rc);
+  std::lock_guard<std::mutex> lock(c->foreign_mutex);
+  c->options.emplace_back(option, optval);
+  if (c->foreign != nullptr) lib().zmq_ctx_set(c->foreign, option, optval);
+  return 0;
 }
 
 int zmq_ctx_get(void *ctx, int option) {
@@ -333,12 +437,14 @@ int zmq_msg_init_data(zmq_msg_t *msg, void *data, size_t size, zmq_free_fn *ffn,
 }
 
 int zmq_msg_send(zmq_msg_t *msg, void *s, int flags) {
+  if (Foreign *f = as_foreign(s)) return foreign_send(as_msg(msg), f, flags);
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   return send(as_msg(msg), sock, flags);
 }
 
 int zmq_msg_recv(zmq_msg_t *msg, void *s, int flags) {
+  if (Foreign *f = as_foreign(s)) return foreign_recv(as_msg(msg), f, flags);
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   return recv(as_msg(msg), sock, flags);
@@ -405,6 +511,15 @@ const char *zmq_msg_gets(const zmq_msg_t *, const char *) {
 void *zmq_socket(void *ctx, int type) {
   Context *c = as_context(ctx);
   if (c == nullptr) return nullptr;
+  if (!bridge::engine_socket_type(type) && private_libzmq() != nullptr) {
+    void *fc = foreign_context(c);
+    void *s = fc != nullptr ? lib().zmq_socket(fc, type) : nullptr;
+    if (s == nullptr) {
+      errno = lib().zmq_errno();
+      return nullptr;
+    }
+    return new Foreign{kForeignTag, s};
+  }
   rust::Box<bridge::SocketHandle> handle = bridge::socket_new(*c->handle, type);
   if (int e = bridge::socket_error(*handle); e != 0) {
     errno = e;
@@ -414,6 +529,12 @@ void *zmq_socket(void *ctx, int type) {
 }
 
 int zmq_close(void *s) {
+  if (Foreign *f = as_foreign(s)) {
+    if (fwd(lib().zmq_close(f->socket)) != 0) return -1;
+    f->tag = kClosedTag;
+    delete f;
+    return 0;
+  }
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   bridge::socket_close(*sock->handle);
@@ -423,6 +544,7 @@ int zmq_close(void *s) {
 }
 
 int zmq_setsockopt(void *s, int option, const void *optval, size_t optvallen) {
+  if (Foreign *f = as_foreign(s)) return fwd(lib().zmq_setsockopt(f->socket, option, optval, optvallen));
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   if (optval == nullptr && optvallen != 0) return fail(EFAULT);
@@ -431,6 +553,7 @@ int zmq_setsockopt(void *s, int option, const void *optval, size_t optvallen) {
 }
 
 int zmq_getsockopt(void *s, int option, void *optval, size_t *optvallen) {
+  if (Foreign *f = as_foreign(s)) return fwd(lib().zmq_getsockopt(f->socket, option, optval, optvallen));
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   if (optval == nullptr || optvallen == nullptr) return fail(EFAULT);
@@ -442,8 +565,9 @@ int zmq_getsockopt(void *s, int option, void *optval, size_t *optvallen) {
 }
 
 namespace {
-template <typename Op>
-int endpoint_call(void *s, const char *addr, Op op) {
+template <typename Op, typename Real>
+int endpoint_call(void *s, const char *addr, Op op, Real real) {
+  if (Foreign *f = as_foreign(s)) return fwd((lib().*real)(f->socket, addr));
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   if (addr == nullptr) return fail(EINVAL);
@@ -452,12 +576,19 @@ int endpoint_call(void *s, const char *addr, Op op) {
 }
 }  // namespace
 
-int zmq_bind(void *s, const char *addr) { return endpoint_call(s, addr, bridge::socket_bind); }
-int zmq_connect(void *s, const char *addr) { return endpoint_call(s, addr, bridge::socket_connect); }
-int zmq_unbind(void *s, const char *addr) { return endpoint_call(s, addr, bridge::socket_unbind); }
-int zmq_disconnect(void *s, const char *addr) { return endpoint_call(s, addr, bridge::socket_disconnect); }
+int zmq_bind(void *s, const char *addr) { return endpoint_call(s, addr, bridge::socket_bind, &RealLibzmq::zmq_bind); }
+int zmq_connect(void *s, const char *addr) {
+  return endpoint_call(s, addr, bridge::socket_connect, &RealLibzmq::zmq_connect);
+}
+int zmq_unbind(void *s, const char *addr) {
+  return endpoint_call(s, addr, bridge::socket_unbind, &RealLibzmq::zmq_unbind);
+}
+int zmq_disconnect(void *s, const char *addr) {
+  return endpoint_call(s, addr, bridge::socket_disconnect, &RealLibzmq::zmq_disconnect);
+}
 
 int zmq_socket_monitor(void *s, const char *addr, int events) {
+  if (Foreign *f = as_foreign(s)) return fwd(lib().zmq_socket_monitor(f->socket, addr, events));
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   int rc = bridge::socket_monitor(*sock->handle, as_slice(addr, addr == nullptr ? 0 : std::strlen(addr)), events);
@@ -465,6 +596,7 @@ int zmq_socket_monitor(void *s, const char *addr, int events) {
 }
 
 int zmq_send(void *s, const void *buf, size_t len, int flags) {
+  if (Foreign *f = as_foreign(s)) return fwd(lib().zmq_send(f->socket, buf, len, flags));
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   if (buf == nullptr && len != 0) return fail(EFAULT);
@@ -477,6 +609,7 @@ int zmq_send(void *s, const void *buf, size_t len, int flags) {
 int zmq_send_const(void *s, const void *buf, size_t len, int flags) { return native::zmq_send(s, buf, len, flags); }
 
 int zmq_recv(void *s, void *buf, size_t len, int flags) {
+  if (Foreign *f = as_foreign(s)) return fwd(lib().zmq_recv(f->socket, buf, len, flags));
   Socket *sock = as_socket(s);
   if (sock == nullptr) return -1;
   if (buf == nullptr && len != 0) return fail(EFAULT);
@@ -494,8 +627,7 @@ int zmq_recv(void *s, void *buf, size_t len, int flags) {
 }
 
 int zmq_sendiov(void *s, struct iovec *iov, size_t count, int flags) {
-  Socket *sock = as_socket(s);
-  if (sock == nullptr) return -1;
+  if (as_foreign(s) == nullptr && as_socket(s) == nullptr) return -1;
   if (count == 0 || iov == nullptr) return fail(EINVAL);
   int rc = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -506,9 +638,10 @@ int zmq_sendiov(void *s, struct iovec *iov, size_t count, int flags) {
   return rc;
 }
 
+// The parts' buffers are allocated here (the caller frees them), also for a foreign
+// socket: the private libzmq's allocator is another libc's.
 int zmq_recviov(void *s, struct iovec *iov, size_t *count, int flags) {
-  Socket *sock = as_socket(s);
-  if (sock == nullptr) return -1;
+  if (as_foreign(s) == nullptr && as_socket(s) == nullptr) return -1;
   if (iov == nullptr || count == nullptr || *count == 0) return fail(EINVAL);
   size_t parts = 0;
   int total = 0;
@@ -516,7 +649,7 @@ int zmq_recviov(void *s, struct iovec *iov, size_t *count, int flags) {
   while (more && parts < *count) {
     zmq_msg_t msg;
     native::zmq_msg_init(&msg);
-    int n = recv(as_msg(&msg), sock, flags);
+    int n = native::zmq_msg_recv(&msg, s, flags);
     if (n < 0) return -1;
     Msg &m = as_msg(&msg);
     iov[parts].iov_base = std::malloc(m.size == 0 ? 1 : m.size);
@@ -535,8 +668,26 @@ int zmq_recviov(void *s, struct iovec *iov, size_t *count, int flags) {
   return total;
 }
 
+// Only foreign sockets (and descriptors): the private libzmq's zmq_poll, which sleeps
+// until something happens.
+int foreign_poll(zmq_pollitem_t *items, int nitems, long timeout) {
+  std::vector<zmq_pollitem_t> theirs(items, items + nitems);
+  for (zmq_pollitem_t &item : theirs) {
+    if (Foreign *f = as_foreign(item.socket)) item.socket = f->socket;
+  }
+  int rc = fwd(lib().zmq_poll(theirs.data(), nitems, timeout));
+  for (int i = 0; i < nitems; ++i) items[i].revents = theirs[i].revents;
+  return rc;
+}
+
 int zmq_poll(zmq_pollitem_t *items, int nitems, long timeout) {
   if (nitems < 0 || (items == nullptr && nitems > 0)) return fail(EINVAL);
+  bool any_foreign = false, any_engine = false;
+  for (int i = 0; i < nitems; ++i) {
+    any_foreign |= as_foreign(items[i].socket) != nullptr;
+    any_engine |= items[i].socket != nullptr && as_foreign(items[i].socket) == nullptr;
+  }
+  if (any_foreign && !any_engine) return foreign_poll(items, nitems, timeout);
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + std::chrono::milliseconds(timeout < 0 ? 0 : timeout);
   auto nap = std::chrono::microseconds(50);
@@ -545,7 +696,12 @@ int zmq_poll(zmq_pollitem_t *items, int nitems, long timeout) {
     for (int i = 0; i < nitems; ++i) {
       zmq_pollitem_t &item = items[i];
       item.revents = 0;
-      if (item.socket != nullptr) {
+      if (Foreign *f = as_foreign(item.socket)) {
+        int events = 0;
+        size_t len = sizeof events;
+        if (fwd(lib().zmq_getsockopt(f->socket, ZMQ_EVENTS, &events, &len)) != 0) return -1;
+        item.revents = static_cast<short>(events & item.events);
+      } else if (item.socket != nullptr) {
         Socket *sock = as_socket(item.socket);
         if (sock == nullptr) return -1;
         item.revents = static_cast<short>(bridge::socket_events(*sock->handle) & item.events);
@@ -567,19 +723,34 @@ int zmq_poll(zmq_pollitem_t *items, int nitems, long timeout) {
   }
 }
 
-int zmq_proxy(void *, void *, void *) {
-  log_unsupported("zmq_proxy");
-  return fail(ENOTSUP);
+namespace {
+// The private libzmq's socket behind a foreign handle; null stays null (an optional
+// capture or control socket); anything else makes `all_foreign` false.
+void *theirs(void *s, bool &all_foreign) {
+  if (s == nullptr) return nullptr;
+  Foreign *f = as_foreign(s);
+  all_foreign &= f != nullptr;
+  return f != nullptr ? f->socket : nullptr;
+}
+}  // namespace
+
+// A proxy between foreign sockets runs in the private libzmq; one with an engine
+// socket is not supported.
+int zmq_proxy_steerable(void *frontend, void *backend, void *capture, void *control) {
+  bool all_foreign = frontend != nullptr && backend != nullptr;
+  void *f = theirs(frontend, all_foreign), *b = theirs(backend, all_foreign);
+  void *cap = theirs(capture, all_foreign), *ctl = theirs(control, all_foreign);
+  if (!all_foreign) {
+    log_unsupported("zmq_proxy with a PAIR, DEALER or ROUTER socket");
+    return fail(ENOTSUP);
+  }
+  return fwd(control != nullptr ? lib().zmq_proxy_steerable(f, b, cap, ctl) : lib().zmq_proxy(f, b, cap));
 }
 
-int zmq_proxy_steerable(void *, void *, void *, void *) {
-  log_unsupported("zmq_proxy_steerable");
-  return fail(ENOTSUP);
+int zmq_proxy(void *frontend, void *backend, void *capture) {
+  return native::zmq_proxy_steerable(frontend, backend, capture, nullptr);
 }
 
-int zmq_device(int, void *, void *) {
-  log_unsupported("zmq_device");
-  return fail(ENOTSUP);
-}
+int zmq_device(int, void *frontend, void *backend) { return native::zmq_proxy(frontend, backend, nullptr); }
 
 }  // namespace zebra::native

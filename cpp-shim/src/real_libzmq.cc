@@ -103,4 +103,22 @@ bool find_real_libzmq(const std::string &configured_path, RealLibzmq &out, std::
   return true;
 }
 
+bool open_private_libzmq(const std::string &configured_path, RealLibzmq &out, std::string &error) {
+  const std::string path = configured_path.empty() ? ZEBRA_SYSTEM_LIBZMQ : configured_path;
+  void *handle = dlmopen(LM_ID_NEWLM, path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (handle == nullptr) {
+    const char *why = dlerror();
+    error = path + " cannot be opened in a namespace of its own: " + (why != nullptr ? why : "unknown error");
+    return false;
+  }
+  fill(out, [handle](const char *sym) { return dlsym(handle, sym); });
+  if (out.zmq_ctx_new == nullptr || out.zmq_socket == nullptr) {
+    error = path + " has no zmq_ctx_new or zmq_socket";
+    return false;
+  }
+  out.origin = path;
+  out.found_by = "private-namespace";
+  return true;
+}
+
 }  // namespace zebra

@@ -31,4 +31,14 @@ struct RealLibzmq {
 // Returns false and sets `error` when none works.
 bool find_real_libzmq(const std::string &configured_path, RealLibzmq &out, std::string &error);
 
+// Opens a private copy of the real libzmq (`configured_path`, else the system one) in a
+// link namespace of its own (dlmopen(LM_ID_NEWLM)): its calls to its own API resolve
+// inside that namespace, never to the shim, so that it can carry sockets beside
+// Zebra's engine in mode on. Returns false and sets `error` when it cannot.
+bool open_private_libzmq(const std::string &configured_path, RealLibzmq &out, std::string &error);
+
+// The private libzmq of mode on (opened on first use), or null if it cannot be opened
+// (logged once): it carries the socket types Zebra's engine does not have.
+const RealLibzmq *private_libzmq();
+
 }  // namespace zebra

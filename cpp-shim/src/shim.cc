@@ -50,6 +50,7 @@ struct State {
   bool have_real = false;
   std::string real_error;
   RealLibzmq real;
+  std::string real_path;  // ZEBRA_REAL_LIBZMQ, if set
   std::atomic<uint64_t> calls[static_cast<size_t>(Fn::count)] = {};
 };
 
@@ -85,6 +86,7 @@ State *make_state() {
   s->mode = startup.mode;
   s->refuse_reason = std::string(startup.reason);
   s->count_calls = startup.count_calls;
+  s->real_path = std::string(startup.real_libzmq);
   s->have_real = find_real_libzmq(std::string(startup.real_libzmq), s->real, s->real_error);
   if (s->have_real) {
     log(kInfo, "forwarding zmq calls to " + s->real.origin + " (found by " + s->real.found_by + ")");
@@ -157,6 +159,22 @@ void *create_context(Fn fn, Real real, Native native, Args... args) {
 }
 
 }  // namespace
+
+const RealLibzmq *private_libzmq() {
+  static const RealLibzmq *const lib = []() -> const RealLibzmq * {
+    auto *r = new RealLibzmq();  // never freed, as the state
+    std::string error;
+    if (!open_private_libzmq(state().real_path, *r, error)) {
+      log(kWarn, "socket types other than PAIR, DEALER and ROUTER are not available with ZEBRA_ENABLE=1: " + error);
+      delete r;
+      return nullptr;
+    }
+    log(kInfo, "socket types other than PAIR, DEALER and ROUTER go to a private copy of " + r->origin);
+    return r;
+  }();
+  return lib;
+}
+
 }  // namespace zebra
 
 extern "C" {

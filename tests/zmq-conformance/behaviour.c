@@ -530,6 +530,72 @@ static void events_descriptor(void) {
   zmq_close(out);
 }
 
+// Other socket types beside these three in one context (with ZEBRA_ENABLE=1 the shim
+// gives them to a private copy of libzmq): PUB/SUB and DEALER/ROUTER polled together,
+// REQ/REP, PUSH/PULL with zmq_msg_* calls.
+static void other_socket_types(void) {
+  void *pub = sock(ZMQ_PUB, 1000), *sub = sock(ZMQ_SUB, 1000);
+  void *router = sock(ZMQ_ROUTER, 1000), *dealer = sock(ZMQ_DEALER, 1000);
+  int made = pub != NULL && sub != NULL && router != NULL && dealer != NULL;
+  if (made) {
+    zmq_bind(pub, "tcp://127.0.0.1:*");
+    zmq_setsockopt(sub, ZMQ_SUBSCRIBE, "t", 1);
+    zmq_connect(sub, last_endpoint(pub));
+    zmq_bind(router, "tcp://127.0.0.1:*");
+    zmq_connect(dealer, last_endpoint(router));
+    zmq_send(dealer, "d", 1, 0);
+  }
+  int got_sub = 0, got_router = 0;
+  zmq_pollitem_t items[2] = {{sub, 0, ZMQ_POLLIN, 0}, {router, 0, ZMQ_POLLIN, 0}};
+  for (int i = 0; made && i < 100 && !(got_sub && got_router); i++) {
+    zmq_send(pub, "t1", 2, 0);  // until the subscription has reached the PUB
+    if (zmq_poll(items, 2, 20) < 0) break;
+    char buf[16];
+    if (items[0].revents & ZMQ_POLLIN) {
+      zmq_msg_t m;
+      zmq_msg_init(&m);
+      got_sub = zmq_msg_recv(&m, sub, 0) == 2 && memcmp(zmq_msg_data(&m), "t1", 2) == 0;
+      zmq_msg_close(&m);
+    }
+    if ((items[1].revents & ZMQ_POLLIN) && zmq_recv(router, buf, sizeof buf, 0) > 0)
+      got_router = zmq_recv(router, buf, sizeof buf, 0) == 1 && buf[0] == 'd';
+  }
+  check("behaviour: PUB/SUB beside DEALER/ROUTER in one context, zmq_poll over a SUB and a ROUTER",
+        made && got_sub && got_router, "sockets made %d, SUB got %d, ROUTER got %d (%s)", made, got_sub, got_router,
+        zmq_strerror(errno));
+  zmq_close(pub);
+  zmq_close(sub);
+  zmq_close(router);
+  zmq_close(dealer);
+
+  void *req = sock(ZMQ_REQ, 1000), *rep = sock(ZMQ_REP, 1000);
+  char buf[16] = "";
+  int ok = req != NULL && rep != NULL && zmq_bind(rep, "tcp://127.0.0.1:*") == 0 &&
+           zmq_connect(req, last_endpoint(rep)) == 0 && zmq_send(req, "ping", 4, 0) == 4 &&
+           zmq_recv(rep, buf, sizeof buf, 0) == 4 && zmq_send(rep, "pong", 4, 0) == 4 &&
+           zmq_recv(req, buf, sizeof buf, 0) == 4 && memcmp(buf, "pong", 4) == 0;
+  int fsm = ok && zmq_recv(req, buf, sizeof buf, ZMQ_DONTWAIT) == -1 && errno == EFSM;
+  check("behaviour: REQ/REP round trip, and REQ's EFSM for a second receive", ok && fsm, "round trip %d, EFSM %d", ok,
+        fsm);
+  zmq_close(req);
+  zmq_close(rep);
+
+  void *push = sock(ZMQ_PUSH, 1000), *pull = sock(ZMQ_PULL, 1000);
+  static char body[5000];
+  memset(body, 'b', sizeof body);
+  zmq_msg_t out, in;
+  zmq_msg_init_data(&out, body, sizeof body, NULL, NULL);
+  zmq_msg_init(&in);
+  ok = push != NULL && pull != NULL && zmq_bind(pull, "inproc://pushpull") == 0 &&
+       zmq_connect(push, "inproc://pushpull") == 0 && zmq_msg_send(&out, push, 0) == (int)sizeof body &&
+       zmq_msg_recv(&in, pull, 0) == (int)sizeof body && memcmp(zmq_msg_data(&in), body, sizeof body) == 0;
+  check("behaviour: PUSH/PULL over inproc with zmq_msg_send and zmq_msg_recv", ok, "%s", zmq_strerror(errno));
+  zmq_msg_close(&out);
+  zmq_msg_close(&in);
+  zmq_close(push);
+  zmq_close(pull);
+}
+
 void check_behaviour(void) {
   srand((unsigned)getpid());
   high_water_marks();
@@ -542,4 +608,5 @@ void check_behaviour(void) {
   kernel_settings();
   bind_to_device();
   events_descriptor();
+  other_socket_types();
 }

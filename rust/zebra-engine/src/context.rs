@@ -238,10 +238,11 @@ impl Context {
         }
     }
 
-    /// `zmq_socket` for a raw `ZMQ_*` type: PAIR, DEALER and ROUTER.
+    /// `zmq_socket` for a raw `ZMQ_*` type: PAIR, DEALER and ROUTER
+    /// ([`implements_socket_type`]).
     pub fn socket(&self, socket_type: i32) -> Result<Socket> {
         let t = match SocketType::from_raw(socket_type) {
-            Some(t @ (SocketType::Pair | SocketType::Dealer | SocketType::Router)) => t,
+            Some(t) if implements_socket_type(socket_type) => t,
             Some(t) => {
                 return Err(Error::NotSupported(format!(
                     "socket type ZMQ_{} ({socket_type}) is not implemented by zebra",
@@ -284,4 +285,13 @@ impl Context {
         }
         Ok(())
     }
+}
+
+/// Whether the engine has sockets of the raw `ZMQ_*` type `socket_type`:
+/// PAIR, DEALER and ROUTER.
+pub fn implements_socket_type(socket_type: i32) -> bool {
+    matches!(
+        SocketType::from_raw(socket_type),
+        Some(SocketType::Pair | SocketType::Dealer | SocketType::Router)
+    )
 }

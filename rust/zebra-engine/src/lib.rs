@@ -73,7 +73,7 @@ mod transport;
 mod tuning;
 
 pub use bytes::Bytes;
-pub use context::Context;
+pub use context::{implements_socket_type, Context};
 pub use error::{Error, Result};
 pub use options_table::markdown as options_markdown;
 pub use poll::{activity, notify_activity, poll, wait_activity};

@@ -29,6 +29,9 @@ mod bridge {
         fn ctx_term(ctx: &ContextHandle) -> i32;
 
         /// A socket, or (on failure) a handle whose `socket_error` is non-zero.
+        /// Whether the engine has sockets of this type (else the shim gives
+        /// them to the real libzmq).
+        fn engine_socket_type(socket_type: i32) -> bool;
         fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle>;
         fn socket_error(socket: &SocketHandle) -> i32;
         fn socket_close(socket: &SocketHandle);
@@ -139,6 +142,10 @@ fn ctx_shutdown(ctx: &ContextHandle) {
 
 fn ctx_term(ctx: &ContextHandle) -> i32 {
     code(ctx.0.terminate())
+}
+
+fn engine_socket_type(socket_type: i32) -> bool {
+    zebra_engine::implements_socket_type(socket_type)
 }
 
 fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle> {
