@@ -170,7 +170,10 @@ static void reconnection(void) {
     check(name, !arrived && send_errno == EAGAIN && disconnect_errno == ENOENT, "arrived %d, send %s, disconnect %s",
           arrived, errno_name(send_errno), errno_name(disconnect_errno));
   }
-  // A connect that never succeeded is not retried, and keeps its queue.
+  // A connect that never succeeded is not retried. libzmq 4.3 then either keeps the
+  // endpoint and its queue or ends it (send EAGAIN, disconnect ENOENT), depending on
+  // whether the refusal comes before the pipe is attached (seen both ways on a loaded
+  // machine): either is accepted, a message arriving after all is not.
   char ep[64];
   closed_endpoint(ep, sizeof ep);
   void *dealer = sock(ZMQ_DEALER, 300);
@@ -183,8 +186,8 @@ static void reconnection(void) {
   char got[16];
   int arrived_late = zmq_recv(router, got, sizeof got, 0) >= 0;
   int disconnect_ok = zmq_disconnect(dealer, ep) == 0;
-  check("behaviour: ZMQ_RECONNECT_IVL -1: a refused connect is not retried but keeps its queue",
-        queued && !arrived_late && disconnect_ok, "queued %d, arrived %d, disconnect ok %d", queued, arrived_late,
+  check("behaviour: ZMQ_RECONNECT_IVL -1: a refused connect is not retried (the endpoint keeps its queue or ends)",
+        !arrived_late && queued == disconnect_ok, "queued %d, arrived %d, disconnect ok %d", queued, arrived_late,
         disconnect_ok);
   zmq_close(router);
   zmq_close(dealer);
