@@ -202,9 +202,14 @@ static int retried_intervals(int max, int *intervals, int n) {
   void *dealer = sock(ZMQ_DEALER, 100);
   set_int(dealer, ZMQ_RECONNECT_IVL, 50);
   set_int(dealer, ZMQ_RECONNECT_IVL_MAX, max);
-  zmq_socket_monitor(dealer, "inproc://retried", ZMQ_EVENT_CONNECT_RETRIED);
+  // A monitor endpoint of its own per call: an earlier call's monitor may still be bound
+  // (libzmq closes it asynchronously), and its MONITOR_STOPPED event (value 0) would be
+  // read here instead.
+  char monitor[64];
+  snprintf(monitor, sizeof monitor, "inproc://retried-%d", max);
+  zmq_socket_monitor(dealer, monitor, ZMQ_EVENT_CONNECT_RETRIED);
   void *events = sock(ZMQ_PAIR, 2000);
-  zmq_connect(events, "inproc://retried");
+  zmq_connect(events, monitor);
   zmq_connect(dealer, ep);
   int seen = 0;
   while (seen < n) {
