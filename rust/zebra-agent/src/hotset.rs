@@ -279,6 +279,11 @@ impl HotSet {
         self.by_key.get(&key)
     }
 
+    /// Whether `key` is a hot key of server `server`.
+    pub fn is_hot(&self, server: u16, key: u64) -> bool {
+        self.get(key).is_some_and(|h| h.server == server)
+    }
+
     /// Number of hot keys.
     pub fn len(&self) -> usize {
         self.by_key.len()

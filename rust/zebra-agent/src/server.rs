@@ -491,7 +491,7 @@ impl ServerAgent {
         };
         let set = Arc::clone(self.set_for(u32::MAX));
         let server = self.server;
-        let is_hot = |k: u64| set.get(k).is_some() && set.ranges().server_of(k) == Some(server);
+        let is_hot = |k: u64| set.is_hot(server, k);
         let active = self.pull_active();
         let Some(p) = &mut self.pull else {
             return false;
@@ -1055,7 +1055,7 @@ impl ServerAgent {
         let (Some(p), Some(format)) = (&mut self.pull, self.detector.format()) else {
             return false;
         };
-        p.readback.waiting() && p.readback.on_app_send(route, frames, format)
+        p.readback.on_app_send(route, frames, format)
     }
 
     /// Pull half: a BREAK from [`take_updates`](Self::take_updates) has

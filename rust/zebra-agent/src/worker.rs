@@ -510,9 +510,8 @@ impl WorkerAgent {
         let round = self
             .next_round(stream.last_round, stream.epoch_offset)
             .max(stream.closing.as_ref().map_or(0, |c| c.next));
-        self.set_for(server, round).is_some_and(|set| {
-            set.get(key).is_some() && set.ranges().server_of(key) == Some(server)
-        })
+        self.set_for(server, round)
+            .is_some_and(|set| set.is_hot(server, key))
     }
 
     fn on_hotset(&mut self, h: HotSetFrame) -> Result<(), AgentError> {

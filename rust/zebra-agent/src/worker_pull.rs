@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use zebra_proto::Timestamp;
 use zebra_pslite::{
     identity, node_id, rank_of, response, role_of, server_id, with_kv, DataType, Detector, Format,
-    FormatChoice, KvData, Message, Meta, Role, Route,
+    FormatChoice, KvData, KvView, Message, Meta, Role, Route,
 };
 
 use crate::hotset::KeyRanges;
@@ -310,12 +310,10 @@ impl PullAgent {
         {
             return PullSend::Unchanged;
         }
-        let Ok(msg) = Message::parse(format, meta_frame, data) else {
-            return PullSend::Unchanged;
-        };
-        let keys: Vec<u64> = match msg.kv() {
-            Ok(Some(kv)) => kv.keys().collect(),
-            _ => return PullSend::Unchanged,
+        // The data frames are read in place: a push's values are not copied.
+        let keys: Vec<u64> = match KvView::parse(&meta.data_types, data) {
+            Ok(kv) => kv.keys().collect(),
+            Err(_) => return PullSend::Unchanged,
         };
         let Some(server) = keys.first().and_then(|&k| self.ranges.server_of(k)) else {
             return PullSend::Unchanged;
@@ -325,6 +323,9 @@ impl PullAgent {
                 .push_sent(server, meta.timestamp, split.map(|(_, round)| round));
             return PullSend::Unchanged;
         }
+        let Ok(msg) = Message::parse(format, meta_frame, data) else {
+            return PullSend::Unchanged;
+        };
         if self.off.is_some() {
             return PullSend::Unchanged;
         }
