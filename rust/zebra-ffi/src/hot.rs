@@ -754,7 +754,6 @@ struct Splitter {
     /// Signalled when an update arrives (a pull may wait for one).
     updated: Condvar,
     clock: &'static Clock,
-    config: AgentConfig,
     links: BTreeMap<u16, WorkerLink>,
     /// The DEALER that last carried a split push to each server.
     dealers: Mutex<HashMap<u16, Weak<DealerHook>>>,
@@ -803,15 +802,16 @@ impl Splitter {
             pulls,
             updated: Condvar::new(),
             clock,
-            config: plan.agent.clone(),
             links,
             dealers: Mutex::new(HashMap::new()),
             push_errors: AtomicU64::new(0),
             settle_errors: AtomicU64::new(0),
         });
         for &job in side.links.keys() {
+            let server = plan.agent.server_of_job(job).unwrap_or(u16::MAX);
             let s = side.clone();
-            let spawned = zebra_thread::spawn(format!("zebra-wev-{job}"), move || s.events(job));
+            let spawned =
+                zebra_thread::spawn(format!("zebra-wev-{job}"), move || s.events(job, server));
             if let Err(e) = spawned {
                 log::error!("zebra: worker {rank}: cannot start the event thread: {e}");
                 return None;
@@ -931,10 +931,10 @@ impl Splitter {
         let out = lock(pulls).on_recv(now, frames, |s, k| agent.hot_key(s, k));
         out
     }
-
+    /// The pull half: an update, or a gap, of server `server`.
     /// The pull half: an update, or a gap, of the server of `job`.
-    fn on_update(&self, job: u16, update: Option<zebra_proto::Update>) {
-        let (Some(pulls), Some(server)) = (&self.pulls, self.config.server_of_job(job)) else {
+    fn on_update(&self, server: u16, update: Option<zebra_proto::Update>) {
+        let Some(pulls) = &self.pulls else {
             return;
         };
         let mut p = lock(pulls);
@@ -999,7 +999,8 @@ impl Splitter {
         }
     }
 
-    fn events(&self, job: u16) {
+    /// `server`: the PS-lite server whose job `job` is.
+    fn events(&self, job: u16, server: u16) {
         let Some(link) = self.links.get(&job) else {
             return;
         };
@@ -1015,11 +1016,11 @@ impl Splitter {
             };
             let event = match event {
                 WorkerEvent::Update(u) => {
-                    self.on_update(job, Some(u));
+                    self.on_update(server, Some(u));
                     continue;
                 }
                 WorkerEvent::UpdateGap => {
-                    self.on_update(job, None);
+                    self.on_update(server, None);
                     continue;
                 }
                 other => other,
@@ -1471,6 +1472,12 @@ impl ServerSide {
         );
         if let Some(link) = &self.link {
             out.push_str(&format!("  link: {:?}\n", link.stats()));
+        }
+        if let Some((active, readback)) = agent.pull_state() {
+            out.push_str(&format!(
+                "  pull half: {}, read-back {readback:?}\n",
+                if active { "on" } else { "stood aside" }
+            ));
         }
         out
     }
