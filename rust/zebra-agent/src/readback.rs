@@ -100,10 +100,12 @@ enum Pending {
 /// The read-back of one PS-lite server.
 #[derive(Debug, Default)]
 pub struct ReadBack {
-    /// The last multi-key pull seen.
-    multi: Option<Template>,
-    /// Per key, the last single-key pull of it.
-    single: HashMap<u64, Template>,
+    /// Per command (`head`), the last multi-key pull seen: an app may
+    /// answer a pull by its command (a round's own sums), so a read-back
+    /// copies a pull of the round's requests' command.
+    multi: HashMap<i32, Template>,
+    /// Per command and key, the last single-key pull of it.
+    single: HashMap<(i32, u64), Template>,
     next: u32,
     queue: VecDeque<Pending>,
     /// Timestamp of each pull not answered yet → the update it fills.
@@ -152,18 +154,24 @@ impl ReadBack {
         };
         self.stats.templates += 1;
         if kv.num_keys() == 1 {
-            self.single.insert(kv.key(0), t);
+            self.single.insert((m.head, kv.key(0)), t);
         } else {
-            self.multi = Some(t);
+            self.multi.insert(m.head, t);
         }
     }
 
     /// Every request of `round` has been given to the app; `keys` are the
-    /// hot keys they held. Returns the pulls to give the app right after
+    /// hot keys they held, `head` their command (`None`: they differ, and
+    /// no read-back can stand for all of them: a BREAK). Returns the pulls to give the app right after
     /// them (`[identity, meta, data...]` as the ROUTER would give them);
     /// none when the round held no hot key (its update, empty, is ready) or
     /// when no template covers its keys (its update is a BREAK).
-    pub fn after_round(&mut self, round: u32, mut keys: Vec<u64>) -> Vec<Frames> {
+    pub fn after_round(
+        &mut self,
+        round: u32,
+        head: Option<i32>,
+        mut keys: Vec<u64>,
+    ) -> Vec<Frames> {
         keys.sort_unstable();
         keys.dedup();
         if keys.is_empty() {
@@ -175,12 +183,17 @@ impl ReadBack {
             });
             return Vec::new();
         }
+        let Some(head) = head else {
+            self.stats.untemplated += 1;
+            self.break_chain();
+            return Vec::new();
+        };
         let mut asks: Vec<(Template, Vec<u64>)> = Vec::new();
-        if let Some(t) = &self.multi {
+        if let Some(t) = self.multi.get(&head) {
             asks.push((t.clone(), keys));
         } else {
             for k in keys {
-                match self.single.get(&k) {
+                match self.single.get(&(head, k)) {
                     Some(t) => asks.push((t.clone(), vec![k])),
                     None => {
                         self.stats.untemplated += 1;
@@ -404,7 +417,7 @@ mod tests {
             let mut rb = ReadBack::new();
             let (id, m) = pull(format, &[1, 2, 7], 3);
             rb.learn(&id, &m, format, |k| k < 5);
-            let pulls = rb.after_round(4, vec![2, 1, 2]);
+            let pulls = rb.after_round(4, Some(0), vec![2, 1, 2]);
             assert_eq!(pulls.len(), 1);
             assert_eq!(pulls[0][0], b"ps9");
             assert!(rb.take_ready().is_empty(), "waits for the answer");
@@ -437,15 +450,28 @@ mod tests {
             let (id, m) = pull(format, &[k], 0);
             rb.learn(&id, &m, format, |_| true);
         }
-        let pulls = rb.after_round(1, vec![1, 2]);
+        let pulls = rb.after_round(1, Some(0), vec![1, 2]);
         assert_eq!(pulls.len(), 2);
         assert!(send(&mut rb, format, &answer(format, &pulls[1])));
         assert!(rb.take_ready().is_empty());
         assert!(send(&mut rb, format, &answer(format, &pulls[0])));
         let ready = rb.take_ready();
         assert_eq!(ready[0].entries.len(), 2);
-        assert!(rb.after_round(2, vec![1, 3]).is_empty());
+        assert!(rb.after_round(2, Some(0), vec![1, 3]).is_empty());
         assert!(rb.take_ready()[0].brk, "key 3 has no template");
+    }
+
+    #[test]
+    fn a_round_of_another_command_or_of_mixed_commands_is_a_break() {
+        let format = Format::Protobuf;
+        let mut rb = ReadBack::new();
+        let (id, m) = pull(format, &[1, 2], 0);
+        rb.learn(&id, &m, format, |_| true);
+        assert!(rb.after_round(1, Some(7), vec![1]).is_empty());
+        assert!(rb.after_round(2, None, vec![1]).is_empty());
+        let ready = rb.take_ready();
+        assert!(ready.len() == 2 && ready.iter().all(|v| v.brk));
+        assert_eq!(rb.stats().untemplated, 2);
     }
 
     #[test]
@@ -454,8 +480,8 @@ mod tests {
         let mut rb = ReadBack::new();
         let (id, m) = pull(format, &[1, 2], 0);
         rb.learn(&id, &m, format, |_| true);
-        let p1 = rb.after_round(1, vec![1]);
-        assert!(rb.after_round(2, Vec::new()).is_empty());
+        let p1 = rb.after_round(1, Some(0), vec![1]);
+        assert!(rb.after_round(2, Some(0), Vec::new()).is_empty());
         assert!(rb.take_ready().is_empty(), "round 2 waits behind round 1");
         assert!(send(&mut rb, format, &answer(format, &p1[0])));
         let rounds: Vec<u32> = rb.take_ready().iter().map(|v| v.round).collect();
@@ -469,7 +495,7 @@ mod tests {
         let (id, m) = pull(format, &[1, 2], 0);
         rb.learn(&id, &m, format, |_| true);
         for r in 1..=(MAX_WAITING as u32 + 1) {
-            rb.after_round(r, vec![1]);
+            rb.after_round(r, Some(0), vec![1]);
         }
         let ready = rb.take_ready();
         assert_eq!(ready.len(), 1);
@@ -483,7 +509,7 @@ mod tests {
         let mut rb = ReadBack::new();
         let (id, m) = pull(format, &[1, 2], 0);
         rb.learn(&id, &m, format, |_| true);
-        let p = rb.after_round(1, vec![1, 2]);
+        let p = rb.after_round(1, Some(0), vec![1, 2]);
         let refs: Vec<&[u8]> = p[0].iter().map(|f| &f[..]).collect();
         let req = Message::parse_frames(format, Route::RouterRecv, &refs).unwrap();
         let empty = response(&req.message.meta, None)

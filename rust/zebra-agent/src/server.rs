@@ -161,6 +161,9 @@ struct RoundState {
     /// their requests held.
     released_pushes: u32,
     pull_keys: Vec<u64>,
+    /// Pull half: the command (`head`) of the round's released requests,
+    /// `Some(None)` once two differ.
+    pull_head: Option<Option<i32>>,
 }
 
 impl RoundState {
@@ -1343,6 +1346,12 @@ impl ServerAgent {
             rs.holding = rs.holding.saturating_sub(1);
             rs.released_pushes += 1;
             rs.pull_keys.extend(keys);
+            let head = h.cold.meta.head;
+            rs.pull_head = Some(match rs.pull_head {
+                Some(Some(x)) if x != head => None,
+                Some(seen) => seen,
+                None => Some(head),
+            });
         }
         self.read_back(r, deliver);
     }
@@ -1362,8 +1371,9 @@ impl ServerAgent {
             return;
         }
         let keys = std::mem::take(&mut rs.pull_keys);
+        let head = rs.pull_head.flatten();
         if let Some(p) = &mut self.pull {
-            deliver.extend(p.readback.after_round(r, keys));
+            deliver.extend(p.readback.after_round(r, head, keys));
         }
     }
 
