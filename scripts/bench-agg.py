@@ -194,12 +194,9 @@ def main():
     if not configs:
         raise SystemExit("bench-agg: no configuration left to run")
 
-    def command(c, n, logdir):
-        cmd = launch_cmd(args, c, n, logdir, traces[n][1])
-        if base_config(c) == "on+switch":
-            os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
-            cmd[-1:-1] = ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
-        return cmd + [args.binary, f"--trace={traces[n][0]}", "--check=end"]
+    def command(c, n, logdir, rep):
+        return launch_cmd(args, c, n, logdir, traces[n][1], seed=rep) + [
+            args.binary, f"--trace={traces[n][0]}", "--check=end"]
 
     def describe(r):
         return (f"{'ok' if r['ok'] else 'FAILED'}: {fmt(r['pairs_per_s'], ',.0f')} pairs/s, {r['checked']:,} "

@@ -94,8 +94,7 @@ def main():
             cmd = benchlib.launch_cmd(run_args, "on+switch", workers, logdir, keys)
             if t is not None:
                 cmd[-1:-1] = ["--env", f"ZEBRA_HOT=online:{t}"]
-        cmd[-1:-1] = ["--env", f"ZEBRA_HOT_LOSS={args.loss}", "--env", f"ZEBRA_STATS={logdir}/stats/%p"]
-        os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
+        cmd[-1:-1] = ["--env", f"ZEBRA_HOT_LOSS={args.loss}"]  # launch_cmd wrote ZEBRA_STATS to logdir/stats
         print(f"[{i}/{len(runs)}] {name} ...", file=sys.stderr)
         res = subprocess.run(cmd + [replay, f"--trace={trace}"], env=benchlib.clean_env(),
                              capture_output=True, text=True)

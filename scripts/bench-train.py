@@ -19,6 +19,10 @@ machine hits every configuration alike:
   on+zero    zero configuration: ZEBRA_SWITCH alone and `zebra switch --listen` alone
              (online hot keys after the protocol's 10 counted pushes, each server's job
              admitted by the switch with an equal share of its memory)
+  C~P%       a configuration with the switch, P % of every hot-path datagram dropped
+             (ZEBRA_HOT_LOSS on every worker and server, --loss on the switch, seeded with
+             the repetition), e.g. on+switch~0.1%; table.md then also shows its time to
+             target over the same configuration's without loss, repetition by repetition
 
 for each worker count N. Metrics per run: time to the target test RMSE (worker 0's
 evaluations), training steps per second (all workers), server ingress bytes (the
@@ -28,17 +32,19 @@ run), rmse_N<n>.png (test RMSE against time, one line per configuration and repe
 and logs/ (every process's log and pslaunch.json).
 
   scripts/bench-train.py [--workers 2,4,8] [--configs libzmq,off,on,on+switch] [--repeats 2]
+  scripts/bench-train.py --workers 4 --configs on+switch,on+switch~0.1%,on+switch~1% --repeats 4
 """
 
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, online_precision, parse_configs, parser, pyplot,
-                      ratio, run_plan, run_report, switch_unavailable, worker_counts, worker_logs)
+from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, median, medians, online_precision, parse_configs, parser,
+                      pyplot, ratio, run_plan, run_report, split_config, switch_unavailable, worker_counts, worker_logs)
 
 EVAL = re.compile(r"^mf: epoch=(\d+) step=(\d+) time_s=([0-9.]+) test_rmse=([0-9.]+|nan)", re.M)
 WORKER = re.compile(r"^mf: worker rank=(\d+) steps=(\d+) .* time_s=([0-9.]+)", re.M)
@@ -60,8 +66,8 @@ def write_hot_keys(args, path):
     return float(m.group(1)) if m else None
 
 
-def mf_cmd(args, config, workers, logdir, hot_keys):
-    return launch_cmd(args, config, workers, logdir, hot_keys) + [
+def mf_cmd(args, config, workers, logdir, hot_keys, seed=1):
+    return launch_cmd(args, config, workers, logdir, hot_keys, seed) + [
         args.binary, f"--data={args.data}", f"--epochs={args.epochs}", f"--batch={args.batch}",
         f"--dim={args.dim}", f"--seed={args.seed}", f"--target-rmse={args.target_rmse}",
         f"--eval-every={args.eval_every}", f"--sync={1 if args.sync else 0}"]
@@ -152,6 +158,46 @@ def what_changed(runs, counts, hot_share, args):
     return "\n".join(lines)
 
 
+def loss_cost(runs, configs, counts):
+    """A table of what hot-path loss costs: each configuration with loss (~P%) against the
+    same configuration without, time to target as a ratio within each repetition (the two
+    ran next to each other), and what the workers resent."""
+    lines = []
+    by = {(r["workers"], r["config"], r["repeat"]): r for r in runs}
+    for n in counts:
+        for c in configs:
+            base, stack, loss = split_config(c)
+            clean = base + (f"@{stack}" if stack else "")
+            if loss is None or clean not in configs:
+                continue
+            reps = sorted({r["repeat"] for r in runs})
+            ratios = [ratio(by[(n, c, k)].get("time_to_target_s"), by[(n, clean, k)].get("time_to_target_s"))
+                      for k in reps if (n, c, k) in by and (n, clean, k) in by]
+            ok = [x for x in ratios if x is not None]
+
+            def resent(config):
+                rs = [r for r in runs if r["workers"] == n and r["config"] == config and r.get("hot_packets")]
+                if not rs:
+                    return "-"
+                pk, rt = sum(r["hot_packets"] for r in rs), sum(r["retransmits"] for r in rs)
+                gu, dr = sum(r["given_up"] for r in rs), sum(r["hot_dropped"] for r in rs)
+                srtt = median([r.get("srtt_ms") for r in rs])
+                return (f"{rt / pk:.1%} ({rt:,} of {pk:,}; {dr:,} dropped, {gu:,} given up; srtt "
+                        f"{fmt(srtt, '.0f')} ms)")
+
+            lines.append(f"| {n} | {c} | {clean} | {', '.join(fmt(x, '.3f') for x in ratios) or '-'} | "
+                         f"{fmt(median(ok), '.3f')}x | {fmt(statistics.mean(ok) if ok else None, '.3f')}x | "
+                         f"{resent(c)} | {resent(clean)} |")
+    if not lines:
+        return ""
+    return "\n".join([
+        "Cost of hot-path loss: time to the target RMSE with loss over the same configuration without it, "
+        "per repetition (each pair ran one after the other), its median and mean; the workers' hot-path "
+        "packets resent on a timeout, with loss and without (all repetitions).", "",
+        "| N | config | against | ratio per repetition | median | mean | resent with loss | resent without |",
+        "|---|---|---|---|---|---|---|---|"] + lines) + "\n"
+
+
 def plots(runs, counts, out):
     plt = pyplot(log)
     if plt is None:
@@ -219,8 +265,8 @@ def main():
                 f"ingress {fmt(r['server_ingress_bytes'] and r['server_ingress_bytes'] / 1e6, '.1f')} MB, "
                 f"final RMSE {fmt(r['final_rmse'], '.4f')}")
 
-    runs = run_plan(configs, counts, args.repeats, out, lambda c, n, logdir: mf_cmd(args, c, n, logdir, hot_keys),
-                    parse_run, describe, log)
+    runs = run_plan(configs, counts, args.repeats, out,
+                    lambda c, n, logdir, rep: mf_cmd(args, c, n, logdir, hot_keys, seed=rep), parse_run, describe, log)
     for r in runs:
         if r["config"].startswith("on+online"):
             logdir = os.path.join(out, "logs", f"N{r['workers']}-{r['config']}-{r['repeat']}")
@@ -235,6 +281,9 @@ def main():
     changed = what_changed(runs, counts, hot_share, args)
     if changed:
         md += "\n" + changed + "\n"
+    cost = loss_cost(runs, configs, counts)
+    if cost:
+        md += "\n" + cost
     print("\n" + md)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(md)

@@ -2,6 +2,7 @@
 of one configuration, the metrics every run reports, and small formatting helpers."""
 
 import argparse
+import glob
 import json
 import os
 import re
@@ -20,12 +21,31 @@ CONFIGS = ("libzmq", "off", "on", "on+switch", "on+online", "on+zero")
 # A Zebra configuration may run over Zebra's user-level stack instead of the kernel's
 # network: "on@dpdk", "on+switch@dpdk" (pslaunch --user-stack; --net netns only).
 USER_STACKS = ("dpdk", "raw")
+# A configuration with the switch may end in ~P% to drop P % of every hot-path datagram
+# sent (ZEBRA_HOT_LOSS on every worker and server, --loss on the switch; seeded with the
+# repetition): "on+switch~0.1%", "on+switch@dpdk~1%".
+SWITCHED = ("on+switch", "on+online", "on+zero")
+LOSS_SUFFIX = re.compile(r"~([0-9]+(?:\.[0-9]+)?)%$")
+
+
+def split_config(config):
+    """"on+switch@dpdk~0.1%" -> ("on+switch", "dpdk", 0.1): the configuration, its
+    user-level stack ("" for the kernel's network) and its hot-path loss in percent (None
+    without)."""
+    m = LOSS_SUFFIX.search(config)
+    base, _, stack = (config[:m.start()] if m else config).partition("@")
+    return base, stack, float(m.group(1)) if m else None
 
 
 def base_config(config):
-    """"on+switch@dpdk" -> "on+switch"; "on+online" is an on+switch configuration too."""
-    base = config.partition("@")[0]
-    return "on+switch" if base in ("on+online", "on+zero") else base
+    """"on+switch@dpdk~1%" -> "on+switch"; "on+online" is an on+switch configuration too."""
+    base = split_config(config)[0]
+    return "on+switch" if base in SWITCHED else base
+
+
+def loss_spec(loss, seed):
+    """ZEBRA_HOT_LOSS (and `zebra switch --loss`) dropping `loss` percent of the datagrams."""
+    return f"drop={loss / 100:g},seed={seed}"
 
 
 def hot_keys_of(path):
@@ -115,7 +135,8 @@ def add_testbed_args(p, server_rate):
     """The testbed options both benchmarks take."""
     p.add_argument("--configs", default=",".join(CONFIGS),
                    help=f"comma-separated, of {', '.join(CONFIGS)}; on and on+switch may end in "
-                   f"@{'|@'.join(USER_STACKS)} to run every process over Zebra's user-level stack (--net netns)")
+                   f"@{'|@'.join(USER_STACKS)} to run every process over Zebra's user-level stack (--net netns); a configuration "
+                   "with the switch may end in ~P%% to drop P %% of the hot-path datagrams (e.g. on+switch~0.1%%)")
     p.add_argument("--repeats", type=int, default=2, help="repetitions of every configuration (default 2)")
     p.add_argument("--net", choices=("netns", "loopback"), default="netns", help="pslaunch network (default netns)")
     p.add_argument("--subnet", default="10.98.0.0/24", help="testbed addresses (default 10.98.0.0/24)")
@@ -142,11 +163,12 @@ def parse_configs(p, args):
     configs = [c for c in args.configs.split(",") if c]
 
     def known(c):
-        base, at, net = c.partition("@")
-        return base in CONFIGS and (not at or (net in USER_STACKS and base in ("on", "on+switch", "on+online", "on+zero")))
+        base, net, loss = split_config(c)
+        return (base in CONFIGS and (not net or (net in USER_STACKS and base in ("on",) + SWITCHED))
+                and (loss is None or (base in SWITCHED and loss <= 100)))
 
     if not all(map(known, configs)) or not configs or args.repeats < 1:
-        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk)")
+        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk, on+switch~1%)")
     if any("@" in c for c in configs) and args.net != "netns":
         p.error("a configuration on the user-level stack (@dpdk, @raw) needs --net netns")
     if any(c != "libzmq" for c in configs) and not os.path.exists(args.shim):
@@ -154,8 +176,10 @@ def parse_configs(p, args):
     return configs
 
 
-def launch_cmd(args, config, workers, logdir, hot_keys):
-    """pslaunch.py for one run of `config` with `workers` workers, up to the job's own argv."""
+def launch_cmd(args, config, workers, logdir, hot_keys, seed=1):
+    """pslaunch.py for one run of `config` with `workers` workers, up to the job's own argv.
+    A configuration with the switch writes the shim's statistics to LOGDIR/stats; `seed`
+    seeds its hot-path loss (~P%)."""
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--net", args.net,
            "--servers", str(args.servers), "--workers", str(workers), "--timeout", str(args.timeout),
            "--quiet", "--logdir", logdir, "--subnet", args.subnet]
@@ -163,13 +187,20 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
     for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
                         ("--link-delay", args.link_delay)):
         cmd += [flag, value] if value else []
-    config, _, user_stack = config.partition("@")
+    config, user_stack, loss = split_config(config)
     if user_stack:
         cmd += ["--user-stack", user_stack]
     if config != "libzmq":
         cmd += ["--preload", args.shim, "--env", f"ZEBRA_ENABLE={0 if config == 'off' else 1}"]
+    lossy = ""
+    if loss is not None:
+        cmd += ["--env", f"ZEBRA_HOT_LOSS={loss_spec(loss, seed)}"]
+        lossy = f" --loss {loss_spec(loss, seed)}"
+    if config in SWITCHED:
+        os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
+        cmd += ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
     if config == "on+zero":
-        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}}",
+        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}}{lossy}",
                 "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}"]
     if config in ("on+switch", "on+online"):
         conf, keys = args.hot_config, f" --hot-keys {hot_keys}"
@@ -179,7 +210,7 @@ def launch_cmd(args, config, workers, logdir, hot_keys):
         else:
             cmd += ["--env", f"ZEBRA_HOT_KEYS={hot_keys}"]
         cmd += ["--service", f"switch={args.zebra} switch --config {conf} "
-                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}}{keys}",
+                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}}{keys}{lossy}",
                 "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_CONFIG={conf}"]
     return cmd + ["--"]
 
@@ -222,7 +253,7 @@ def test_benchmark_goodput(binary, logdir, size, rounds, launcher_args):
 def run_plan(configs, counts, repeats, out, command, parse, describe, log):
     """Runs every configuration for every worker count, `repeats` times, the order of the
     configurations alternating between repetitions so that a slow spell of the machine
-    hits them alike. `command(config, n, logdir)` is the pslaunch argv of one run,
+    hits them alike. `command(config, n, logdir, rep)` is the pslaunch argv of one run,
     `parse(logdir, n)` its metrics, `describe(metrics)` a line for the log. Returns the
     runs, each with workers, config and repeat."""
     plan = [(rep, n, c) for rep in range(1, repeats + 1) for n in counts for c in alternate(configs, rep)]
@@ -230,7 +261,7 @@ def run_plan(configs, counts, repeats, out, command, parse, describe, log):
     for i, (rep, n, c) in enumerate(plan, 1):
         logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
         log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
-        res = subprocess.run(command(c, n, logdir), env=clean_env(), capture_output=True, text=True)
+        res = subprocess.run(command(c, n, logdir, rep), env=clean_env(), capture_output=True, text=True)
         if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):
             log(f"  failed: {(res.stderr or res.stdout).strip().splitlines()[:3]}")
             runs.append({"workers": n, "config": c, "repeat": rep, "ok": False, "curve": []})
@@ -252,6 +283,8 @@ def run_report(logdir):
     if nets and all(nets):
         ingress = sum(n["rx_bytes"] for n in nets)
     out = {"ok": report["ok"], "server_ingress_bytes": ingress, "elapsed_s": report["elapsed_s"]}
+    if os.path.isdir(os.path.join(logdir, "stats")):
+        out.update(hot_path_report(logdir))
     switch_log = os.path.join(logdir, "switch.log")
     if os.path.exists(switch_log):
         with open(switch_log, errors="replace") as f:
@@ -261,6 +294,28 @@ def run_report(logdir):
             out.update(switch_pairs=int(added.group(2)), rounds_completed=int(rounds.group(1)),
                        rounds_flushed=int(rounds.group(2)))
     return out
+
+
+def hot_path_report(logdir):
+    """From the shim's statistics (LOGDIR/stats) and the switch's log: the workers' hot-path
+    packets, how many they resent on a timeout and gave up, their smoothed round-trip
+    times, and the datagrams the injectors dropped (every node and the switch)."""
+    sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+    import chaoslib  # noqa: E402  (scripts/, beside this file)
+    import hotpath  # noqa: E402
+
+    links = []
+    for path in glob.glob(os.path.join(logdir, "stats", "*")):
+        with open(path, errors="replace") as f:
+            links += [l for l in f.read().splitlines() if "WorkerLinkStats" in l]
+    worker = [l.split("updates:")[0] for l in links]  # WorkerStats, before the update receiver's
+    srtt = sorted(int(v) for l in worker for v in re.findall(r"\bsrtt_us: (\d+)", l))
+    faults = chaoslib.faults(logdir)
+    return {"hot_packets": sum(hotpath.field(l, "packets") for l in worker),
+            "retransmits": sum(hotpath.field(l, "retransmits") for l in worker),
+            "given_up": sum(hotpath.field(l, "given_up") for l in worker),
+            "srtt_ms": srtt[len(srtt) // 2] / 1000 if srtt else None,
+            "hot_dropped": faults["dropped"], "hot_sent": faults["offered"]}
 
 
 def worker_logs(logdir):
