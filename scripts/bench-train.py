@@ -181,9 +181,10 @@ def loss_cost(runs, configs, counts):
                     return "-"
                 pk, rt = sum(r["hot_packets"] for r in rs), sum(r["retransmits"] for r in rs)
                 gu, dr = sum(r["given_up"] for r in rs), sum(r["hot_dropped"] for r in rs)
+                sent = sum(r["hot_sent"] for r in rs)
                 srtt = median([r.get("srtt_ms") for r in rs])
-                return (f"{rt / pk:.1%} ({rt:,} of {pk:,}; {dr:,} dropped, {gu:,} given up; srtt "
-                        f"{fmt(srtt, '.0f')} ms)")
+                dropped = f"{dr:,} of {sent:,} datagrams dropped" if sent else "no loss injected"
+                return f"{rt / pk:.1%} ({rt:,} of {pk:,}, {gu:,} given up; {dropped}; srtt {fmt(srtt, '.0f')} ms)"
 
             lines.append(f"| {n} | {c} | {clean} | {', '.join(fmt(x, '.3f') for x in ratios) or '-'} | "
                          f"{fmt(median(ok), '.3f')}x | {fmt(statistics.mean(ok) if ok else None, '.3f')}x | "
