@@ -6,7 +6,7 @@ set -euo pipefail
 
 usage() {
   cat <<'EOF'
-usage: scripts/build-pslite.sh [--relink DIST] [--help]
+usage: scripts/build-pslite.sh [--relink DIST] [--asan] [--help]
 
 Builds BytePS's PS-lite (binary meta, no protobuf) and PS-lite test programs.
 Every step is skipped when its outputs are up to date, so a second run is fast.
@@ -23,21 +23,27 @@ Every step is skipped when its outputs are up to date, so a second run is fast.
                   (DIST/lib/libzmq.so -> libzmq.so.5, e.g. our shim's dist/) into
                   .build/byteps-pslite-relinked/tests/, with rpath DIST/lib, and
                   check with ldd that they load DIST/lib/libzmq.so.5.
+  --asan          build PS-lite (make ASAN=1), its benchmarks and our apps with
+                  AddressSanitizer into .build/byteps-pslite-asan/ instead (steps 2-4;
+                  against the system libzmq; scripts/asan.sh uses them)
   --help          this text
 
 Needs: g++, make, tar, python3 with pip, libzmq3-dev (scripts/setup.sh installs them).
 Binaries: .build/byteps-pslite/tests/          (system libzmq)
+          .build/byteps-pslite-asan/tests/     (system libzmq, AddressSanitizer; --asan)
           .build/byteps-pslite-relinked/tests/ (DIST's libzmq, with --relink)
 EOF
 }
 
 RELINK=""
+ASAN=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --relink)
       [ $# -ge 2 ] || { echo "build-pslite: --relink needs a DIST directory" >&2; exit 2; }
       RELINK="$2"; shift 2 ;;
     --relink=*) RELINK="${1#--relink=}"; shift ;;
+    --asan) ASAN=1; shift ;;
     -h|--help) usage; exit 0 ;;
     *) echo "build-pslite: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -62,6 +68,14 @@ JOBS="${PSLITE_BUILD_JOBS:-2}"
 # Same flags as the PS-lite Makefile uses for its tests.
 CXXFLAGS_PSLITE=(-std=c++14 -msse2 -fPIC -O3 -ggdb -Wall -finline-functions)
 LIBS_PSLITE=(-pthread -lrt)
+MAKE_ASAN=()
+if [ "$ASAN" = 1 ]; then
+  [ -z "$RELINK" ] || { echo "build-pslite: --asan and --relink do not go together" >&2; exit 2; }
+  SRC="$BUILD/byteps-pslite-asan"
+  # The flags PS-lite's Makefile adds with ASAN=1, for our apps too.
+  CXXFLAGS_PSLITE+=(-fsanitize=address -fno-omit-frame-pointer -fno-optimize-sibling-calls)
+  MAKE_ASAN=(ASAN=1)
+fi
 
 die() { echo "build-pslite: error: $*" >&2; exit 1; }
 step() { echo "build-pslite: $*"; }
@@ -125,7 +139,7 @@ extract_pslite() {
     return
   fi
   step "extracting $SDIST_PSLITE to $SRC"
-  local tmp="$BUILD/byteps-pslite.tmp"
+  local tmp="$SRC.tmp"
   rm -rf "$tmp" "$SRC"
   mkdir -p "$tmp"
   tar -xzf "$CACHE/$SDIST_FILE" -C "$tmp" --strip-components=3 "$SDIST_PSLITE" \
@@ -149,11 +163,11 @@ build_stock() {
   local t
   for t in "${STOCK_TESTS[@]}"; do targets+=("tests/$t"); done
   mkdir -p "$BUILD/logs"
-  local log="$BUILD/logs/pslite-make.log"
+  local log="$BUILD/logs/pslite$([ "$ASAN" = 1 ] && echo -asan)-make.log"
   local before
   before="$(stat -c %Y "$SRC/build/libps.a" 2>/dev/null || echo none)"
   # WGET=false: even if deps.mk's download rule fired, it could not fetch anything.
-  if ! make -C "$SRC" -j"$JOBS" DEPS_PATH="$DEPS" WGET=false "${targets[@]}" >"$log" 2>&1; then
+  if ! make -C "$SRC" -j"$JOBS" DEPS_PATH="$DEPS" WGET=false "${MAKE_ASAN[@]}" "${targets[@]}" >"$log" 2>&1; then
     tail -n 30 "$log" >&2
     die "PS-lite make failed; full log: $log"
   fi

@@ -24,15 +24,18 @@
 # process's stack must close cleanly (no mbuf in use) at exit.
 #
 # Needs `scripts/setup.sh --clients` first. Logs: .build/logs/SUITE-MODE/.
+# Other builds (scripts/asan.sh): SUITE_DIST, the shim's install prefix (default dist/);
+# SUITE_ZEBRA, the `zebra` binary of the switch (default target/release/zebra); SUITE_LOGS,
+# the logs' directory (default .build/logs); PSLITE_BIN_DIR, the PS-lite binaries.
 # Exit 0 when every test passed; the last line is a summary naming suite, mode and library.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
-usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; }
 [ $# -eq 2 ] || { usage >&2; exit 2; }
 suite=$1 mode=$2
 case $suite in byteps-pslite|mxnet) ;; -h|--help) usage; exit 0 ;; *) echo "suite.sh: unknown suite '$suite'" >&2; usage >&2; exit 2 ;; esac
 
-shim=$root/dist/lib/libzmq.so.5
+shim=${SUITE_DIST:-$root/dist}/lib/libzmq.so.5
 user_net=${ZEBRA_NET:-kernel}
 case $user_net in
   kernel) ;;
@@ -48,7 +51,7 @@ if [ "$user_net" != kernel ]; then
 else
   mode_dir=$mode net_shown=""
 fi
-logdir=$root/.build/logs/$suite-$mode_dir
+logdir=${SUITE_LOGS:-$root/.build/logs}/$suite-$mode_dir
 rm -rf "$logdir"
 mkdir -p "$logdir/stats"
 for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
@@ -58,7 +61,7 @@ case $mode in
   off|on|mixed|on+switch)
     export SUITE_PRELOAD=$shim ZEBRA_STATS=$logdir/stats/%p
     [ "$mode" = off ] && export ZEBRA_ENABLE=0 || export ZEBRA_ENABLE=1
-    [ "$mode" = on+switch ] && export SUITE_SWITCH=$root/target/release/zebra
+    [ "$mode" = on+switch ] && export SUITE_SWITCH=${SUITE_ZEBRA:-$root/target/release/zebra}
     [ "$mode" = mixed ] && export PSLAUNCH_PRELOAD_NAMES=scheduler,server-0,worker-0 ;;
   relinked)
     [ "$suite" = byteps-pslite ] || { echo "suite.sh: mode relinked is for byteps-pslite only" >&2; exit 2; }

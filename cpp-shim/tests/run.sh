@@ -6,6 +6,8 @@
 #   harness itself (a check fails when any step of it fails, a hung client is stopped).
 # Usage: cpp-shim/tests/run.sh [DIST]   (DIST: install prefix of the shim, default ./dist)
 #   SHIM_CLIENT_TIMEOUT: seconds each client may run (default 60)
+#   SHIM_TEST_CFLAGS: extra flags for compiling and linking the clients (scripts/asan.sh:
+#     -fsanitize=address); SHIM_TEST_WORK: their directory (default .build/shim-tests)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -14,10 +16,10 @@ source "$root/tests/lib/report.sh"
 
 shim=$dist/lib/libzmq.so.5
 system_libzmq=$(pkg-config --variable=libdir libzmq)/libzmq.so.5
-work=$root/.build/shim-tests
+work=${SHIM_TEST_WORK:-$root/.build/shim-tests}
 mkdir -p "$work"
-cc -O1 -Wall -Werror -o "$work/check-system" "$here/forward_check.c" -lzmq -ldl
-cc -O1 -Wall -Werror -I"$dist/include" -o "$work/check-relinked" "$here/forward_check.c" \
+cc -O1 -Wall -Werror ${SHIM_TEST_CFLAGS:-} -o "$work/check-system" "$here/forward_check.c" -lzmq -ldl
+cc -O1 -Wall -Werror ${SHIM_TEST_CFLAGS:-} -I"$dist/include" -o "$work/check-relinked" "$here/forward_check.c" \
   -L"$dist/lib" -Wl,-rpath,"$dist/lib" -lzmq -ldl
 
 # client [VAR=VALUE | -u VAR]... PROGRAM ARGS...: runs a client (through `env`) with a
