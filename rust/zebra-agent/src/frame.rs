@@ -12,6 +12,10 @@
 //!   server's ROUTER to a worker's DEALER, which PS-lite never reads: the
 //!   server's decision after counting the first rounds, its new hot keys
 //!   and the first round that uses them, or "keep the current ones".
+//! - **RESTART** (server to worker, as HOTSET): the switch was started again
+//!   and lost what it held; the worker sends what it kept of its settled
+//!   rounds again, as SETTLE frames with the RESEND flag
+//!   (`zebra_proto::Worker::restart`).
 //!
 //! A PS-lite message never ends with a valid trailer: its frame count is
 //! fixed by its meta (one frame per data type), so a trailer is recognised
@@ -38,7 +42,18 @@ pub mod frame_type {
     pub const SETTLE: u8 = 2;
     /// HOTSET (server to worker).
     pub const HOTSET: u8 = 3;
+    /// RESTART (server to worker).
+    pub const RESTART: u8 = 4;
 }
+/// SETTLE flags (byte 6).
+pub mod settle_flags {
+    /// A resend after the switch was started again: the batches are the
+    /// round's packets the lost switch had added (uncertain), `added` 0; the
+    /// server takes it only while it still holds the round's push.
+    pub const RESEND: u8 = 0x01;
+}
+/// RESTART length.
+pub const RESTART_LEN: usize = 24;
 /// HOTSET flags (byte 6).
 pub mod hotset_flags {
     /// The keys that follow replace the server's hot keys from the frame's
@@ -89,6 +104,12 @@ pub mod cause {
     pub const TOO_MANY_PACKETS: u8 = 2;
     /// No answer after every retry: the switch may hold the pairs.
     pub const NO_RESPONSE: u8 = 3;
+    /// Added by a switch since started again: its sum may or may not have
+    /// reached the server.
+    pub const RESTARTED: u8 = 4;
+    /// Never sent: after a restart, a round the switch before may have
+    /// closed.
+    pub const BYPASSED: u8 = 5;
 }
 
 /// A malformed Zebra frame.
@@ -192,6 +213,22 @@ pub struct Settle {
     /// Pairs for the server to apply directly, one batch per packet, with
     /// the packet's identity (`job`, `round`, `worker` as above).
     pub batches: Vec<Fallback>,
+    /// A resend after the switch was started again (flag RESEND).
+    pub resend: bool,
+}
+
+/// The RESTART frame: the switch was started again (server to worker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RestartFrame {
+    /// zebra-proto job (the server's).
+    pub job: u16,
+    /// The worker it is addressed to.
+    pub worker: u16,
+    /// The newest round the server had an aggregate of (0: none): the
+    /// worker's rounds up to it go to the server only.
+    pub through: u32,
+    /// The switch's new epoch.
+    pub epoch: u32,
 }
 
 /// The HOTSET frame: a server's online decision, sent to each worker.
@@ -234,6 +271,8 @@ pub enum ZebraFrame {
     Settle(Settle),
     /// A HOTSET frame.
     HotSet(HotSetFrame),
+    /// A RESTART frame.
+    Restart(RestartFrame),
 }
 
 /// Whether `bytes` starts like a Zebra frame (it may still be malformed).
@@ -294,6 +333,7 @@ impl ZebraFrame {
             frame_type::PUSH => PushTrailer::parse_body(b).map(ZebraFrame::Push),
             frame_type::SETTLE => Settle::parse_body(b).map(ZebraFrame::Settle),
             frame_type::HOTSET => HotSetFrame::parse_body(b).map(ZebraFrame::HotSet),
+            frame_type::RESTART => RestartFrame::parse_body(b).map(ZebraFrame::Restart),
             t => Err(FrameError::Type(t)),
         }
     }
@@ -306,6 +346,7 @@ impl ZebraFrame {
             ZebraFrame::Push(_) => frame_type::PUSH,
             ZebraFrame::Settle(_) => frame_type::SETTLE,
             ZebraFrame::HotSet(_) => frame_type::HOTSET,
+            ZebraFrame::Restart(_) => frame_type::RESTART,
         }
     }
 }
@@ -450,6 +491,8 @@ fn cause_bytes(c: FallbackCause) -> (u8, u8) {
         FallbackCause::Switch(r) => (cause::SWITCH, r as u8),
         FallbackCause::TooManyPackets => (cause::TOO_MANY_PACKETS, 0),
         FallbackCause::NoResponse => (cause::NO_RESPONSE, 0),
+        FallbackCause::Restarted => (cause::RESTARTED, 0),
+        FallbackCause::Bypassed => (cause::BYPASSED, 0),
     }
 }
 
@@ -458,6 +501,8 @@ fn cause_of(c: u8, reason: u8) -> Option<FallbackCause> {
         (cause::SWITCH, r) => FallbackReason::from_code(r).map(FallbackCause::Switch),
         (cause::TOO_MANY_PACKETS, 0) => Some(FallbackCause::TooManyPackets),
         (cause::NO_RESPONSE, 0) => Some(FallbackCause::NoResponse),
+        (cause::RESTARTED, 0) => Some(FallbackCause::Restarted),
+        (cause::BYPASSED, 0) => Some(FallbackCause::Bypassed),
         _ => None,
     }
 }
@@ -466,7 +511,7 @@ impl Settle {
     fn parse_body(b: &[u8]) -> Result<Settle, FrameError> {
         const WHAT: &str = "SETTLE";
         need(WHAT, b.len(), SETTLE_HEADER_LEN)?;
-        if b[6] != 0 || b[7] != 0 || b[22] != 0 || b[23] != 0 {
+        if b[6] & !settle_flags::RESEND != 0 || b[7] != 0 || b[22] != 0 || b[23] != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
         let (job, worker, round) = (u16_at(b, 8), u16_at(b, 10), u32_at(b, 12));
@@ -509,6 +554,7 @@ impl Settle {
             packets: u16_at(b, 16),
             added: u16_at(b, 18),
             batches,
+            resend: b[6] & settle_flags::RESEND != 0,
         })
     }
 
@@ -545,7 +591,7 @@ impl Settle {
         header(
             &mut out,
             frame_type::SETTLE,
-            0,
+            if self.resend { settle_flags::RESEND } else { 0 },
             0,
             self.job,
             self.worker,
@@ -663,6 +709,39 @@ impl HotSetFrame {
     }
 }
 
+impl RestartFrame {
+    fn parse_body(b: &[u8]) -> Result<RestartFrame, FrameError> {
+        const WHAT: &str = "RESTART";
+        exact(WHAT, b.len(), RESTART_LEN)?;
+        if b[6] != 0 || b[7] != 0 || u32_at(b, 20) != 0 {
+            return Err(FrameError::Reserved(WHAT));
+        }
+        Ok(RestartFrame {
+            job: u16_at(b, 8),
+            worker: u16_at(b, 10),
+            through: u32_at(b, 12),
+            epoch: u32_at(b, 16),
+        })
+    }
+
+    /// The frame.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(RESTART_LEN);
+        header(
+            &mut out,
+            frame_type::RESTART,
+            0,
+            0,
+            self.job,
+            self.worker,
+            self.through,
+        );
+        out.extend_from_slice(&self.epoch.to_be_bytes());
+        out.extend_from_slice(&[0; 4]);
+        out
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -704,7 +783,66 @@ mod tests {
                 f(2, FallbackCause::NoResponse, vec![]),
                 f(u16::MAX, FallbackCause::TooManyPackets, vec![(4, 8.0)]),
             ],
+            resend: false,
         }
+    }
+
+    #[test]
+    fn a_resend_settle_and_a_restart_round_trip() {
+        let f = |seq, cause| Fallback {
+            job: 3,
+            round: 9,
+            worker: 1,
+            seq,
+            cause,
+            pairs: vec![(2, 0.5)],
+        };
+        let s = Settle {
+            added: 0,
+            batches: vec![
+                f(0, FallbackCause::Restarted),
+                f(1, FallbackCause::Bypassed),
+            ],
+            resend: true,
+            ..settle()
+        };
+        let b = s.to_bytes().unwrap();
+        assert_eq!(b[6], settle_flags::RESEND);
+        assert_eq!(
+            (b[24 + 2], b[24 + 8 + 8 + 2]),
+            (cause::RESTARTED, cause::BYPASSED)
+        );
+        assert_eq!(Settle::parse(&b), Ok(s));
+        let mut bad = b.clone();
+        bad[6] = 0x02;
+        assert_eq!(Settle::parse(&bad), Err(FrameError::Reserved("SETTLE")));
+
+        let r = RestartFrame {
+            job: 3,
+            worker: 1,
+            through: 0x0001_0005,
+            epoch: 0xDEAD_BEEF,
+        };
+        let b = r.to_bytes();
+        assert_eq!(b.len(), RESTART_LEN);
+        assert_eq!(&b[..8], b"ZBPS\x02\x04\x00\x00");
+        assert_eq!(
+            &b[8..24],
+            &[0, 3, 0, 1, 0, 1, 0, 5, 0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0]
+        );
+        assert_eq!(ZebraFrame::parse(&b), Ok(ZebraFrame::Restart(r)));
+        for (at, v) in [(6, 1), (7, 1), (23, 1)] {
+            let mut bad = b.clone();
+            bad[at] = v;
+            assert_eq!(
+                ZebraFrame::parse(&bad),
+                Err(FrameError::Reserved("RESTART"))
+            );
+        }
+        assert!(matches!(
+            ZebraFrame::parse(&b[..23]),
+            Err(FrameError::Length { .. })
+        ));
     }
 
     #[test]

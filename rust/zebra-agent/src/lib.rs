@@ -56,14 +56,14 @@ pub mod worker;
 pub mod worker_pull;
 
 pub use config::{AgentConfig, AgentError, Delivery, OtherValues};
-pub use frame::{FrameError, HotSetFrame, PushTrailer, Settle, ZebraFrame};
+pub use frame::{FrameError, HotSetFrame, PushTrailer, RestartFrame, Settle, ZebraFrame};
 pub use hotset::{HotKey, HotSet, HotSetError, KeyRanges, LenLearner};
 pub use online::{Aside, Census, Decision, OnlineConfig};
 pub use pull::{Fill, Miss, PullConfig, PullPlan, PullStats, RowUpdate, WorkerPulls};
 pub use readback::{ReadBack, ReadBackStats, RoundValues};
 pub use server::{ServerAgent, ServerOutput};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
-pub use worker::{Outgoing, SettleMessage, SplitPush, WorkerAgent};
+pub use worker::{FromServer, Outgoing, SettleMessage, SplitPush, WorkerAgent};
 pub use worker_pull::{PullAgent, PullAgentStats, PullSend};
 
 /// A multipart message: its frames in order.

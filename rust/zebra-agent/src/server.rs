@@ -50,7 +50,7 @@ use zebra_pslite::{
 };
 
 use crate::config::{AgentConfig, AgentError, Delivery};
-use crate::frame::{has_magic, PushTrailer, Settle, ZebraFrame};
+use crate::frame::{has_magic, PushTrailer, RestartFrame, Settle, ZebraFrame};
 use crate::hotset::HotSet;
 use crate::online::Census;
 use crate::pull::PullConfig;
@@ -271,6 +271,10 @@ pub struct ServerAgent {
     control: Vec<Frames>,
     /// The pull half, if on and this server has a job.
     pull: Option<ServerPull>,
+    /// Each worker's identity, from its pushes (for RESTART).
+    identities: BTreeMap<u16, Vec<u8>>,
+    /// The newest round an aggregate came for (RESTART's `through`).
+    newest_aggregate: u32,
     stats: ServerAgentStats,
 }
 
@@ -333,6 +337,8 @@ impl ServerAgent {
             released: vec![0; workers],
             arrived: vec![0; workers],
             floor: 1,
+            identities: BTreeMap::new(),
+            newest_aggregate: 0,
             stats: ServerAgentStats::default(),
         })
     }
@@ -386,8 +392,8 @@ impl ServerAgent {
                     self.bad(format_args!("a PUSH trailer without a push, dropped"));
                     return out;
                 }
-                Ok(ZebraFrame::HotSet(_)) => {
-                    self.bad(format_args!("a HOTSET frame sent to a server, dropped"));
+                Ok(ZebraFrame::HotSet(_) | ZebraFrame::Restart(_)) => {
+                    self.bad(format_args!("a server's frame sent to a server, dropped"));
                     return out;
                 }
                 Err(e) if self.detector.parse(&frames[1]).is_err() => {
@@ -524,6 +530,9 @@ impl ServerAgent {
         let identity = frames[0].clone();
         let sender = SenderKey::of(&identity);
         let w = trailer.worker;
+        if sender.rank == w && w < self.config.workers {
+            self.identities.entry(w).or_insert_with(|| identity.clone());
+        }
         let problem = if Some(trailer.job) != self.job {
             Some(format!(
                 "job {} (this server's is {:?})",
@@ -765,6 +774,10 @@ impl ServerAgent {
             return;
         }
         self.stats.settles += 1;
+        if s.resend {
+            self.on_resend(identity, s, out);
+            return;
+        }
         if s.round < self.floor {
             self.stats.late += 1;
             log::error!(
@@ -806,6 +819,93 @@ impl ServerAgent {
         out.fallbacks.extend(s.batches);
     }
 
+    /// A SETTLE with RESEND (the switch was started again): the round's
+    /// packets the lost switch had added, as uncertain batches. Taken only
+    /// while the worker's push of the round is held: a push delivered before
+    /// had its hot sum complete (the aggregate held those packets, or it
+    /// was delivered unsettled, reported), and the batches would add them
+    /// twice. Batches the round's aggregate holds are dropped; the rest
+    /// go to zebra-proto, which applies them unless an aggregate that comes
+    /// later holds them. The round then waits for no aggregate of this
+    /// worker's: its SETTLE says nothing added.
+    fn on_resend(&mut self, identity: &[u8], s: Settle, out: &mut ServerOutput) {
+        let held = self.queues.get(&SenderKey::of(identity)).is_some_and(|q| {
+            q.iter().any(
+                |m| matches!(m, Queued::Push(h) if h.worker == s.worker && h.trailer.round == s.round),
+            )
+        });
+        if !held || s.round < self.floor {
+            self.stats.resettles_late += 1;
+            log::info!(
+                "server {}: worker {} resent round {} after its push was delivered: not needed",
+                self.server,
+                s.worker,
+                s.round
+            );
+            return;
+        }
+        self.stats.resettles += 1;
+        let rs = self.rounds.entry(s.round).or_default();
+        let covered = |b: &Fallback| {
+            rs.agg
+                .as_ref()
+                .is_some_and(|a| a.coverage.covers(b.worker, b.seq))
+        };
+        let (dropped, batches): (Vec<Fallback>, Vec<Fallback>) =
+            s.batches.into_iter().partition(covered);
+        self.stats.resettle_covered += dropped.len() as u64;
+        let st = rs.settles.entry(s.worker).or_insert(SettleState {
+            added: 0,
+            batches: Vec::new(),
+        });
+        st.added = 0;
+        st.batches.extend(batches.iter().map(|b| BatchState {
+            seq: b.seq,
+            certain: b.is_certain(),
+            applied: false,
+        }));
+        log::warn!(
+            "server {}: worker {} resent round {} after the switch restarted: {} batches ({} \
+             already in the aggregate)",
+            self.server,
+            s.worker,
+            s.round,
+            batches.len(),
+            dropped.len()
+        );
+        self.stats.fallback_batches += batches.len() as u64;
+        out.fallbacks.extend(batches);
+    }
+
+    /// The switch was started again (its epoch changed, seen by this
+    /// server's hot-path link): every worker this server has heard from is
+    /// told with RESTART (sent on the ROUTER, [`take_control`](Self::take_control)),
+    /// so that it resends what the lost switch held and sends rounds up to
+    /// the newest one aggregated here to this server only
+    /// (`zebra_proto::Worker::restart`).
+    pub fn on_switch_restarted(&mut self, epoch: u32) {
+        let Some(job) = self.job else {
+            return;
+        };
+        self.stats.switch_restarts += 1;
+        log::warn!(
+            "server {}: the switch was started again (epoch {epoch:#010x}); telling {} workers, \
+             rounds up to {} now bypass it",
+            self.server,
+            self.identities.len(),
+            self.newest_aggregate
+        );
+        for (&worker, identity) in &self.identities {
+            let frame = RestartFrame {
+                job,
+                worker,
+                through: self.newest_aggregate,
+                epoch,
+            };
+            self.control.push(vec![identity.clone(), frame.to_bytes()]);
+        }
+    }
+
     /// A `ServerAction` of this server's zebra-proto `Server`: `Round` and
     /// `Apply` are taken; `Send` is the caller's (to the switch).
     pub fn on_action(&mut self, action: ServerAction) -> Vec<Frames> {
@@ -824,6 +924,7 @@ impl ServerAgent {
             return deliver;
         }
         self.stats.aggregates += 1;
+        self.newest_aggregate = self.newest_aggregate.max(agg.round);
         if agg.round < self.floor {
             self.late_values(agg.round, "aggregate", agg.pairs.iter().map(|p| p.1));
             return deliver;

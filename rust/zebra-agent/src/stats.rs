@@ -54,6 +54,10 @@ pub struct WorkerAgentStats {
     /// Of which trailer bytes.
     pub trailer_bytes: u64,
     /// SETTLE messages made.
+    /// RESTART frames taken (the switch was started again).
+    pub restarts: u64,
+    /// SETTLE frames with RESEND sent after a restart.
+    pub resettles: u64,
     pub settles: u64,
     /// Their bytes.
     pub settle_bytes: u64,
@@ -97,6 +101,17 @@ pub struct ServerAgentStats {
     /// Hot values delivered as zeros (another request carried the sum).
     pub zero_values: u64,
     /// SETTLE messages consumed.
+    /// Restarts of the switch seen (its epoch changed), each told to every
+    /// worker with RESTART.
+    pub switch_restarts: u64,
+    /// SETTLE frames with RESEND taken (their round's push still held).
+    pub resettles: u64,
+    /// SETTLE frames with RESEND dropped: the round's push was delivered
+    /// before (its hot sum complete without them).
+    pub resettles_late: u64,
+    /// Batches of RESEND SETTLEs dropped because the round's aggregate
+    /// already held their packet.
+    pub resettle_covered: u64,
     pub settles: u64,
     /// Fallback batches handed to the caller.
     pub fallback_batches: u64,

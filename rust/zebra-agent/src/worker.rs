@@ -83,6 +83,29 @@ pub struct SplitPush {
     pub to_switch: bool,
 }
 
+/// What a server's Zebra message to this worker was
+/// ([`WorkerAgent::on_recv`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FromServer {
+    /// An online decision of `server`, taken.
+    HotSet {
+        /// Server rank.
+        server: u16,
+    },
+    /// The switch was started again: call `restart(through)` on the
+    /// zebra-proto worker of `job`.
+    Restart {
+        /// Server rank.
+        server: u16,
+        /// Its zebra-proto job.
+        job: u16,
+        /// Rounds up to this one go to the server only.
+        through: u32,
+        /// The switch's new epoch.
+        epoch: u32,
+    },
+}
+
 /// A SETTLE message to send on the DEALER to `server`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SettleMessage {
@@ -472,29 +495,53 @@ impl WorkerAgent {
         }
     }
 
-    /// A message this worker's DEALER received (only Zebra's servers send
-    /// on it: a HOTSET frame, `crate::online`). Its decision applies to
-    /// this worker's rounds from the frame's on; the rounds it closes, if
-    /// any, go with this worker's next push to the server
-    /// ([`SplitPush::closes`]: handed to the zebra-proto worker by whoever
-    /// pushes, so that no round can overtake them).
-    /// Returns the server whose decision it was.
-    pub fn on_recv(&mut self, frames: &[&[u8]]) -> Result<u16, AgentError> {
+    /// A message this worker's DEALER received from a server's Zebra (PS-lite
+    /// never sends one): a HOTSET frame (`crate::online`), whose decision
+    /// applies to this worker's rounds from the frame's on (the rounds it
+    /// closes, if any, go with this worker's next push to the server,
+    /// [`SplitPush::closes`]: handed to the zebra-proto worker by whoever
+    /// pushes, so that no round can overtake them); or a RESTART frame,
+    /// which the caller hands to the zebra-proto worker of its job
+    /// (`zebra_proto::Worker::restart`).
+    pub fn on_recv(&mut self, frames: &[&[u8]]) -> Result<FromServer, AgentError> {
         let bad = |what: String| AgentError::Config(format!("message from a server: {what}"));
         let [frame] = frames else {
             return Err(bad(format!(
-                "{} frames, expected a HOTSET frame",
+                "{} frames, expected a HOTSET or RESTART frame",
                 frames.len()
             )));
         };
-        let h = match ZebraFrame::parse(frame) {
-            Ok(ZebraFrame::HotSet(h)) => h,
-            Ok(other) => return Err(bad(format!("Zebra frame type {}", other.kind()))),
-            Err(e) => return Err(bad(e.to_string())),
-        };
-        let server = self.config.server_of_job(h.job);
-        self.on_hotset(h)?;
-        server.ok_or(AgentError::UnknownJob(u16::MAX))
+        match ZebraFrame::parse(frame) {
+            Ok(ZebraFrame::HotSet(h)) => {
+                let server = self
+                    .config
+                    .server_of_job(h.job)
+                    .ok_or(AgentError::UnknownJob(h.job))?;
+                self.on_hotset(h)?;
+                Ok(FromServer::HotSet { server })
+            }
+            Ok(ZebraFrame::Restart(r)) => {
+                let server = self
+                    .config
+                    .server_of_job(r.job)
+                    .ok_or(AgentError::UnknownJob(r.job))?;
+                if r.worker != self.rank {
+                    return Err(bad(format!(
+                        "RESTART for worker {} (this is worker {})",
+                        r.worker, self.rank
+                    )));
+                }
+                self.stats.restarts += 1;
+                Ok(FromServer::Restart {
+                    server,
+                    job: r.job,
+                    through: r.through,
+                    epoch: r.epoch,
+                })
+            }
+            Ok(other) => Err(bad(format!("Zebra frame type {}", other.kind()))),
+            Err(e) => Err(bad(e.to_string())),
+        }
     }
 
     /// Whether `key` is a hot key of `server` for this worker's next push
@@ -703,16 +750,55 @@ impl WorkerAgent {
             packets: summary.packets,
             added: summary.added,
             batches: open.batches,
+            resend: false,
         };
+        self.settle_message(server, &settle).map(Some)
+    }
+
+    fn settle_message(
+        &mut self,
+        server: u16,
+        settle: &Settle,
+    ) -> Result<SettleMessage, AgentError> {
         let bytes = settle
             .to_bytes()
             .map_err(|e| AgentError::Config(format!("SETTLE not encodable: {e}")))?;
         self.stats.settles += 1;
         self.stats.settle_bytes += bytes.len() as u64;
-        Ok(Some(SettleMessage {
+        Ok(SettleMessage {
             server,
             frames: vec![bytes],
-        }))
+        })
+    }
+
+    /// A `WorkerEvent::Resettle` of the zebra-proto worker of `job` (the
+    /// switch was started again): the SETTLE with RESEND for the server,
+    /// none when no batch has a pair.
+    pub fn on_resettle(
+        &mut self,
+        job: u16,
+        round: u32,
+        mut batches: Vec<Fallback>,
+    ) -> Result<Option<SettleMessage>, AgentError> {
+        let server = self
+            .config
+            .server_of_job(job)
+            .ok_or(AgentError::UnknownJob(job))?;
+        batches.retain(|b| !b.pairs.is_empty());
+        if batches.is_empty() {
+            return Ok(None);
+        }
+        self.stats.resettles += 1;
+        let settle = Settle {
+            job,
+            worker: self.rank,
+            round,
+            packets: 0,
+            added: 0,
+            batches,
+            resend: true,
+        };
+        self.settle_message(server, &settle).map(Some)
     }
 }
 

@@ -20,8 +20,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zebra_agent::{
-    AgentConfig, Delivery, Frames, HotSet, KeyRanges, OnlineConfig, Outgoing, PullAgent,
-    PullConfig, PullSend, RowUpdate, ServerAgent, WorkerAgent,
+    AgentConfig, Delivery, Frames, FromServer, HotSet, KeyRanges, OnlineConfig, Outgoing,
+    PullAgent, PullConfig, PullSend, RowUpdate, ServerAgent, WorkerAgent,
 };
 use zebra_proto::rng::SplitMix64;
 use zebra_proto::{
@@ -95,6 +95,11 @@ struct Scenario {
     dead_switch: Option<(u64, u64)>,
     /// Switch → worker UDP dropped in `[from, to)` µs: added, never acknowledged.
     dead_acks: Option<(u64, u64)>,
+    /// The switch killed at `.0` µs and started again at `.1` µs (nothing
+    /// crosses it in between; the new one has none of the old one's state);
+    /// the servers see its new epoch `.2` µs after that (their REGISTER
+    /// keep-alive).
+    restart: Option<(u64, u64, u64)>,
     style: Style,
     delivery: Delivery,
     /// Pushes may skip a server (its rounds then misalign across workers).
@@ -135,6 +140,7 @@ impl Scenario {
             slow: None,
             dead_switch: None,
             dead_acks: None,
+            restart: None,
             style: Style::Byteps,
             delivery: Delivery::PerWorker,
             skip_servers: false,
@@ -302,6 +308,10 @@ enum Event {
     Update(u16, u16, RowUpdate),
     /// Pull half: server `i`'s last BREAK reached every worker.
     BreakSettled(u16),
+    /// The switch is started again: a new one, with nothing of the old.
+    SwitchStart,
+    /// Server `i` sees the switch's new epoch.
+    Epoch(u16),
 }
 
 /// A worker's BARRIER request to the scheduler (group: workers).
@@ -402,6 +412,11 @@ struct Outcome {
     completed: u64,
     late: u64,
     uncertain_covered: u64,
+    /// Restarts: SETTLEs with RESEND the servers took, and dropped as not
+    /// needed; rounds the workers sent to the servers only.
+    resettles: u64,
+    resettles_late: u64,
+    bypassed_rounds: u64,
     /// When the last answer reached a worker (the job's end; the agents'
     /// timers may go on).
     end_ms: u64,
@@ -527,7 +542,8 @@ impl Sim {
     /// 50..=550 µs; nothing crosses a dead switch.
     fn udp(&mut self, from: Node, to: Node, bytes: Vec<u8>) {
         let within = |w: Option<(u64, u64)>, t: u64| w.is_some_and(|(a, b)| (a..b).contains(&t));
-        if within(self.s.dead_switch, self.now)
+        if within(self.s.restart.map(|r| (r.0, r.1)), self.now)
+            || within(self.s.dead_switch, self.now)
             || (from == Node::Switch
                 && matches!(to, Node::Worker(_))
                 && within(self.s.dead_acks, self.now))
@@ -833,6 +849,14 @@ impl Sim {
                         self.zmq(Node::Worker(w), Node::Server(m.server), msg);
                     }
                 }
+                WorkerAction::Resettle { round, batches } => {
+                    let agent = self.workers[w as usize].agent.as_mut().unwrap();
+                    if let Some(m) = agent.on_resettle(job, round, batches).unwrap() {
+                        let mut msg = vec![identity(worker_id(i32::from(w)))];
+                        msg.extend(m.frames);
+                        self.zmq(Node::Worker(w), Node::Server(m.server), msg);
+                    }
+                }
             }
         }
     }
@@ -1071,6 +1095,9 @@ impl Sim {
     }
 
     fn run(mut self) -> Outcome {
+        if let (Some((_, at, _)), Some(_)) = (self.s.restart, &self.switch) {
+            self.enqueue(at, Event::SwitchStart);
+        }
         while let Some(t) = self.next_time() {
             assert!(t < 120_000_000, "{:?}: no end by 120 s", self.s);
             self.now = self.now.max(t);
@@ -1118,9 +1145,31 @@ impl Sim {
                     Event::Dealer(w, frames) => {
                         let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
                         let node = &mut self.workers[w as usize];
-                        let server = node.agent.as_mut().unwrap().on_recv(&refs).unwrap();
-                        if let Some(pulls) = &mut node.pulls {
-                            pulls.reset(server);
+                        match node.agent.as_mut().unwrap().on_recv(&refs).unwrap() {
+                            FromServer::HotSet { server } => {
+                                if let Some(pulls) = &mut node.pulls {
+                                    pulls.reset(server);
+                                }
+                            }
+                            FromServer::Restart { job, through, .. } => {
+                                let hot = node.hot.get_mut(&job).unwrap();
+                                let acts = hot.restart(now, through);
+                                self.worker_acts(w, job, acts);
+                            }
+                        }
+                    }
+                    Event::SwitchStart => {
+                        let proto = self.switch.as_ref().unwrap().config().clone();
+                        self.switch = Some(Switch::new(proto).unwrap());
+                        let (_, _, detect) = self.s.restart.unwrap();
+                        for i in 0..self.s.servers {
+                            self.enqueue(self.now + detect, Event::Epoch(i));
+                        }
+                    }
+                    Event::Epoch(i) => {
+                        if let Some(agent) = self.servers[i as usize].agent.as_mut() {
+                            agent.on_switch_restarted(0xE2);
+                            self.server_control(i);
                         }
                     }
                     Event::Update(w, i, u) => {
@@ -1233,6 +1282,11 @@ impl Sim {
                 node.hot.values().all(Worker::is_idle),
                 "{ctx}: worker {w} hot path"
             );
+            self.out.bypassed_rounds += node
+                .hot
+                .values()
+                .map(|h| h.stats().bypassed_rounds)
+                .sum::<u64>();
             if let Some(a) = &node.agent {
                 assert_eq!(a.open_rounds(), 0, "{ctx}: worker {w} open rounds");
                 self.out.whole_pushes += a.stats().whole_pushes;
@@ -1268,6 +1322,8 @@ impl Sim {
                     0,
                     "{ctx}: {st:?}"
                 );
+                self.out.resettles += st.resettles;
+                self.out.resettles_late += st.resettles_late;
                 self.out.trailer_bytes += st.trailer_bytes;
                 self.out.settle_bytes += st.settle_bytes;
                 self.out.online_changed += st.online_changed;
@@ -1415,6 +1471,33 @@ fn exact_when_the_switch_dies_and_when_acks_are_lost() {
         z.uncertain_covered > 0,
         "given-up packets the switch had added"
     );
+}
+
+#[test]
+fn exact_when_the_switch_is_killed_and_started_again() {
+    // Killed while rounds are open at it (worker 1 straggles: the others'
+    // packets of its rounds are added and acknowledged, then lost with the
+    // switch), started again 30 ms later, seen by the servers 40 ms after
+    // that; with loss, and around a stopped worker.
+    let mut resent = 0;
+    for (seed, loss, at) in [(6, 0.0, 120_000), (7, 0.01, 300_000), (8, 0.0, 600_000)] {
+        let (_, z) = check(
+            "restart",
+            &Scenario {
+                restart: Some((at, at + 30_000, 40_000)),
+                ..Scenario::new(seed, loss)
+            },
+        );
+        println!(
+            "  restart at {} ms: {} resends taken, {} not needed, {} rounds bypassed the new switch",
+            at / 1000,
+            z.resettles,
+            z.resettles_late,
+            z.bypassed_rounds
+        );
+        resent += z.resettles;
+    }
+    assert!(resent > 0, "what the lost switch held was sent again");
 }
 
 #[test]

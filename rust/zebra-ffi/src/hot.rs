@@ -53,8 +53,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
 use zebra_agent::{
-    AgentConfig, Aside, Delivery, HotSet, Outgoing, PullAgent, PullConfig, PullSend, RowUpdate,
-    ServerAgent, WorkerAgent,
+    AgentConfig, Aside, Delivery, FromServer, HotSet, Outgoing, PullAgent, PullConfig, PullSend,
+    RowUpdate, ServerAgent, WorkerAgent,
 };
 use zebra_config::{Flavor, HotLoss, HotMode};
 use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
@@ -623,7 +623,7 @@ impl WorkerSide {
         };
         let mut agent = lock(&s.agent);
         match agent.on_recv(&[frame]) {
-            Ok(server) => {
+            Ok(FromServer::HotSet { server }) => {
                 if let Some(p) = &s.pulls {
                     lock(p).reset(server);
                 }
@@ -633,6 +633,26 @@ impl WorkerSide {
                     agent.stats().hotsets,
                     s.links.len()
                 )
+            }
+            Ok(FromServer::Restart {
+                server,
+                job,
+                through,
+                epoch,
+            }) => {
+                drop(agent);
+                log::warn!(
+                    "zebra: worker {}: server {server} saw the switch start again (epoch \
+                     {epoch:#010x}): resending what it held, rounds up to {through} to the server",
+                    self.rank
+                );
+                match s.links.get(&job) {
+                    Some(link) => link.restart(through),
+                    None => log::error!(
+                        "zebra: worker {}: RESTART for job {job}, not mine",
+                        self.rank
+                    ),
+                }
             }
             Err(e) => log::error!("zebra: worker {}: {e}", self.rank),
         }
@@ -1034,6 +1054,10 @@ impl Splitter {
                     f.seq
                 ),
                 WorkerEvent::RoundDone(s) => log::debug!("zebra: job {job}: {s:?}"),
+                WorkerEvent::Resettle { round, batches, .. } => log::debug!(
+                    "zebra: job {job} round {round}: {} batches resent after a restart",
+                    batches.len()
+                ),
                 WorkerEvent::Update(_) | WorkerEvent::UpdateGap => {}
             }
             let settle = {
@@ -1043,6 +1067,9 @@ impl Splitter {
                         agent.on_fallback(fallback).map(|()| None)
                     }
                     WorkerEvent::RoundDone(summary) => agent.on_round_done(job, &summary),
+                    WorkerEvent::Resettle { round, batches, .. } => {
+                        agent.on_resettle(job, round, batches)
+                    }
                     WorkerEvent::Update(_) | WorkerEvent::UpdateGap => Ok(None),
                 }
             };
@@ -1405,7 +1432,7 @@ impl ServerSide {
                 Some(ServerEvent::BreakSettled) => {
                     log::debug!("zebra: server {}: a BREAK reached every worker", self.rank)
                 }
-                None => {}
+                Some(ServerEvent::SwitchRestarted { .. }) | None => {}
             }
             let now = self.process.clock.now();
             let mut agent = lock(&self.agent);
@@ -1413,6 +1440,10 @@ impl ServerSide {
                 Some(ServerEvent::Round(agg)) => agent.on_round(agg),
                 Some(ServerEvent::Apply(f)) => agent.on_apply(f),
                 Some(ServerEvent::BreakSettled) => agent.on_break_settled(now),
+                Some(ServerEvent::SwitchRestarted { epoch }) => {
+                    agent.on_switch_restarted(epoch);
+                    Vec::new()
+                }
                 None => Vec::new(),
             };
             deliver.extend(agent.poll(now));
@@ -1440,12 +1471,12 @@ impl ServerSide {
             return;
         }
         router.send_control(msgs);
-        if self.decision_written.swap(true, Ordering::Relaxed) {
-            return;
-        }
         let (Some(out), Some(d)) = (&self.online_out, agent.online_decision()) else {
             return;
         };
+        if self.decision_written.swap(true, Ordering::Relaxed) {
+            return;
+        }
         let path = out.replace("%r", &self.rank.to_string());
         let mut text = format!(
             "# zebra online hot keys of PS-lite server {}: {} after {} pushes of {} keys, \

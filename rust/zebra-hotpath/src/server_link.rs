@@ -49,6 +49,14 @@ pub enum ServerEvent {
     /// A BREAK sent with [`ServerLink::send_update`] reached every worker
     /// (or was given up on those that did not answer).
     BreakSettled,
+    /// The switch answered REGISTER with an epoch other than the one
+    /// before (or its first epoch came after aggregate parts had): it was
+    /// started again and lost what it held. The job recovers it: the server
+    /// agent tells every worker (`zebra_agent::ServerAgent::on_switch_restarted`).
+    SwitchRestarted {
+        /// The new epoch.
+        epoch: u32,
+    },
 }
 
 /// A snapshot of a server link's counters.
@@ -65,6 +73,10 @@ pub struct ServerLinkStats {
     pub granted: Option<u32>,
     /// Uncertain fallback batches waiting for their round's aggregate.
     pub held_fallbacks: usize,
+    /// The switch's epoch in its latest REGISTER_ACK (0: none yet).
+    pub epoch: u32,
+    /// Changes of the switch's epoch seen (restarts).
+    pub switch_restarts: u64,
     /// The pull half's updates.
     pub updates: UpdateSenderStats,
     /// Socket counters.
@@ -80,6 +92,10 @@ struct Registration {
     sent: u64,
     /// With admission: the capacity of the last answer (0: refused).
     granted: Option<u32>,
+    /// The switch's epoch in the latest REGISTER_ACK (0: none yet).
+    epoch: u32,
+    /// Epoch changes seen.
+    restarts: u64,
 }
 
 impl Registration {
@@ -95,6 +111,23 @@ impl Registration {
             self.backoff = (self.backoff * 2).min(REGISTER_KEEPALIVE);
         }
         Some(self.datagram.clone())
+    }
+
+    /// Records the epoch of a REGISTER_ACK; `true` when the switch was
+    /// started again: another epoch than before, or a first one after
+    /// aggregate parts came (`had_parts`: an earlier switch may have sent
+    /// them and died before its REGISTER_ACK arrived).
+    fn on_epoch(&mut self, epoch: u32, had_parts: bool) -> bool {
+        let before = std::mem::replace(&mut self.epoch, epoch);
+        let restarted = before != epoch && (before != 0 || had_parts);
+        if restarted {
+            self.restarts += 1;
+            log::warn!(
+                "server link: the switch's epoch is {epoch:#010x} (was {before:#010x}): it was \
+                 started again and lost what it held; the workers resend it"
+            );
+        }
+        restarted
     }
 
     fn on_ack(&mut self, now: Timestamp, admit: Option<Admission>) {
@@ -177,6 +210,15 @@ impl Machine for ServerMachine {
             if let Ok(Message::Register(r)) = Message::parse(bytes) {
                 if r.ack && r.job == self.job && r.server == self.index {
                     self.registration.on_ack(now, r.admit);
+                    let had_parts = self.server.stats().parts > 0;
+                    if self.registration.on_epoch(r.epoch, had_parts)
+                        && self
+                            .events
+                            .send(ServerEvent::SwitchRestarted { epoch: r.epoch })
+                            .is_err()
+                    {
+                        log::debug!("server link: event dropped, nobody is listening");
+                    }
                     return;
                 }
             }
@@ -244,6 +286,7 @@ impl ServerLink {
                     server: config.rank,
                     ack: false,
                     admit: config.admission,
+                    epoch: 0,
                 }
                 .to_bytes(),
                 next: Timestamp::ZERO,
@@ -251,6 +294,8 @@ impl ServerLink {
                 acked: false,
                 sent: 0,
                 granted: None,
+                epoch: 0,
+                restarts: 0,
             },
             events: tx,
             updates,
@@ -321,7 +366,7 @@ impl ServerLink {
             match self.events.recv_timeout(left) {
                 Some(ServerEvent::Round(r)) => return (applied, Some(r)),
                 Some(ServerEvent::Apply(f)) => applied.push(f),
-                Some(ServerEvent::BreakSettled) => {}
+                Some(ServerEvent::BreakSettled | ServerEvent::SwitchRestarted { .. }) => {}
                 None => return (applied, None),
             }
         }
@@ -351,6 +396,8 @@ impl ServerLink {
             registers_sent: c.machine.registration.sent,
             granted: c.machine.registration.granted,
             held_fallbacks: c.machine.server.held_fallbacks(),
+            epoch: c.machine.registration.epoch,
+            switch_restarts: c.machine.registration.restarts,
             updates: c.machine.updates.stats().clone(),
             io: c.io_stats(),
         })

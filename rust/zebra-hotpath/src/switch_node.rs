@@ -48,6 +48,10 @@ pub struct SwitchNodeConfig {
     /// each admitted job is this one with the REGISTER's job id, workers and
     /// capacity, one server. `None`: only the jobs of `proto`.
     pub admit: Option<JobConfig>,
+    /// This incarnation's epoch, nonzero, sent in every REGISTER_ACK: drawn
+    /// at random by [`new`](Self::new), so that a switch started again is
+    /// told apart from the one before it.
+    pub epoch: u32,
 }
 
 impl SwitchNodeConfig {
@@ -60,6 +64,7 @@ impl SwitchNodeConfig {
             loss: None,
             stack: None,
             admit: None,
+            epoch: rand::random::<u32>().max(1),
         }
     }
 }
@@ -213,6 +218,8 @@ struct SwitchMachine {
     workers: BTreeMap<(u16, u16), SocketAddr>,
     update_copies: u64,
     update_unroutable: u64,
+    /// `SwitchNodeConfig::epoch`.
+    epoch: u32,
 }
 
 impl SwitchMachine {
@@ -385,6 +392,7 @@ impl SwitchMachine {
                     RegisterRepr {
                         ack: true,
                         admit: Some(refused),
+                        epoch: self.epoch,
                         ..r
                     }
                     .to_bytes(),
@@ -446,6 +454,7 @@ impl SwitchMachine {
             RegisterRepr {
                 ack: true,
                 admit,
+                epoch: self.epoch,
                 ..r
             }
             .to_bytes(),
@@ -543,7 +552,9 @@ impl SwitchNode {
             workers: BTreeMap::new(),
             update_copies: 0,
             update_unroutable: 0,
+            epoch: config.epoch,
         };
+        log::info!("switch: epoch {:#010x}", config.epoch);
         let node =
             Node::spawn("zebra-switch".into(), socket, machine, faults).map_err(|source| {
                 StartError::Io {

@@ -42,6 +42,16 @@ pub enum WorkerEvent {
     },
     /// Every hot packet of this round is settled at the switch.
     RoundDone(RoundSummary),
+    /// After [`WorkerLink::restart`]: what the lost switch had added of a
+    /// round settled before, for `server` (`zebra_proto::WorkerAction::Resettle`).
+    Resettle {
+        /// Destination server index.
+        server: u16,
+        /// Round.
+        round: u32,
+        /// Uncertain batches, this server's pairs.
+        batches: Vec<Fallback>,
+    },
     /// The job's server sent its updated hot values (the next of its chain).
     Update(Update),
     /// Updates of the job's server that will not come: drop what is held
@@ -104,6 +114,21 @@ impl WorkerMachine {
                     }
                 }
                 WorkerAction::RoundDone(s) => self.emit(WorkerEvent::RoundDone(s)),
+                WorkerAction::Resettle { round, batches } => {
+                    let mut by: std::collections::BTreeMap<u16, Vec<Fallback>> = Default::default();
+                    for b in batches {
+                        for (server, f) in b.split_by_server(&self.job) {
+                            by.entry(server).or_default().push(f);
+                        }
+                    }
+                    for (server, batches) in by {
+                        self.emit(WorkerEvent::Resettle {
+                            server,
+                            round,
+                            batches,
+                        });
+                    }
+                }
             }
         }
     }
@@ -191,6 +216,17 @@ impl WorkerLink {
         Ok(WorkerLink {
             node,
             events: Events::new(rx),
+        })
+    }
+
+    /// The switch was started again and lost what it held; the servers had
+    /// aggregates up to round `through` (`zebra_proto::Worker::restart`).
+    /// What it hands back comes as events: [`WorkerEvent::Resettle`] for
+    /// rounds settled before, fallbacks and `RoundDone` for rounds going.
+    pub fn restart(&self, through: u32) {
+        self.node.shared().with(|m, now, out| {
+            let actions = m.worker.restart(now, through);
+            m.act(actions, out);
         })
     }
 

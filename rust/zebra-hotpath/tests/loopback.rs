@@ -112,6 +112,7 @@ fn garbage_at_the_switch_is_counted_not_fatal() {
         server: 7,
         ack: false,
         admit: None,
+        epoch: 0,
     };
     junk.send_to(&stranger.to_bytes(), at).unwrap();
     c.run(&plans, rounds, "garbage");
@@ -286,6 +287,7 @@ fn updates_reach_the_workers_heard_from_and_acks_the_server() {
         server: 1,
         ack: false,
         admit: None,
+        epoch: 0,
     };
     server.send_to(&register.to_bytes(), at).unwrap();
     assert!(recv(&server, packet_type::REGISTER_ACK).is_some());

@@ -131,6 +131,11 @@ pub struct Config {
     pub worker_max_retries: u32,
     /// Worker: hot packets in flight at once.
     pub worker_max_in_flight: usize,
+    /// Worker: pairs of settled rounds kept (the oldest rounds dropped
+    /// first) so that what a switch added and then lost when it was started
+    /// again can be sent to the servers ([`crate::Worker::restart`]); 0 keeps
+    /// none.
+    pub worker_retain_pairs: usize,
     /// Server: how long uncertain fallback pairs wait for their round's
     /// aggregate before they are applied anyway.
     pub uncertain_timeout: Duration,
@@ -163,6 +168,7 @@ impl Config {
             worker_rto: Duration::from_millis(2),
             worker_max_retries: 10,
             worker_max_in_flight: 256,
+            worker_retain_pairs: 1 << 20,
             uncertain_timeout: Duration::from_millis(5000),
             server_history: 4096,
             update_window: DEFAULT_UPDATE_WINDOW,

@@ -51,11 +51,15 @@ pub const AGGREGATE_HEADER_LEN: usize = 40;
 pub const COVERAGE_HEADER_LEN: usize = 24;
 /// Length of an aggregate ACK datagram.
 pub const AGGREGATE_ACK_LEN: usize = 16;
-/// Length of a REGISTER or REGISTER_ACK datagram.
+/// Length of a REGISTER datagram (a REGISTER_ACK adds [`EPOCH_LEN`]).
 pub const REGISTER_LEN: usize = 8;
-/// Length of a REGISTER that asks the switch to admit its job, and of the
-/// REGISTER_ACK that answers it (the job's size follows the header).
+/// Length of a REGISTER that asks the switch to admit its job (the job's
+/// size follows the header; its REGISTER_ACK adds [`EPOCH_LEN`]).
 pub const REGISTER_ADMIT_LEN: usize = 16;
+/// The switch's incarnation (a nonzero u32 chosen at start) at the end of
+/// every REGISTER_ACK: a server that sees it change knows the switch lost
+/// its state (`docs/RELIABILITY.md`, "The switch killed and started again").
+pub const EPOCH_LEN: usize = 4;
 /// Header length of an update part; entries follow.
 pub const UPDATE_HEADER_LEN: usize = 28;
 /// Header of one update entry (`key u64`, `offset u32`, `len u16`); `len`

@@ -14,12 +14,19 @@ pub enum FallbackCause {
     /// No answer after every retry: the switch may or may not have added the
     /// packet. The server decides by the round's coverage.
     NoResponse,
+    /// The switch added the packet and was then started again
+    /// ([`crate::Worker::restart`]): its sum may have reached the server
+    /// before, or never will. The server decides by the round's coverage.
+    Restarted,
+    /// Never sent after the switch was started again: the round is one the
+    /// switch before may have closed ([`crate::Worker::restart`]).
+    Bypassed,
 }
 
 impl FallbackCause {
     /// Whether the switch certainly does not hold these pairs.
     pub fn is_certain(self) -> bool {
-        !matches!(self, FallbackCause::NoResponse)
+        !matches!(self, FallbackCause::NoResponse | FallbackCause::Restarted)
     }
 }
 

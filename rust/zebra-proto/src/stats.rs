@@ -110,6 +110,13 @@ pub struct WorkerStats {
     /// Smoothed round trip to the switch in microseconds (0 until measured),
     /// which sets the retransmission timeout (`rto.rs`).
     pub srtt_us: u64,
+    /// Restarts of the switch this worker was told of (`Worker::restart`).
+    pub restarts: u64,
+    /// Settled rounds whose pairs were not kept for a restart (beyond
+    /// `worker_retain_pairs`).
+    pub unkept_rounds: u64,
+    /// Rounds sent to the servers only, after a restart.
+    pub bypassed_rounds: u64,
 }
 
 /// Server counters.

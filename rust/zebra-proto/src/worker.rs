@@ -15,6 +15,23 @@
 //! the switch shares one record per sequence number between rounds `r` and
 //! `r + copies`, so this keeps a retransmission from ever meeting another
 //! round's record. Later pushes wait in a queue.
+//!
+//! # A switch started again
+//!
+//! An ACK settles a packet, but its values live in the switch until the
+//! round's aggregate reaches the server. A switch killed and started again
+//! has lost them, and the workers would never send them again. So the
+//! worker keeps the pairs of the packets the switch added, for its latest
+//! settled rounds (at most `worker_retain_pairs`), and when told that the
+//! switch was started again ([`Worker::restart`], from the servers, which
+//! see its epoch change) hands them back: each kept round as
+//! [`WorkerAction::Resettle`], uncertain batches the server applies unless
+//! an aggregate it has already holds them; each round still going is
+//! settled at once, every packet to the servers (added ones uncertain,
+//! unanswered ones given up, unsent ones certain); and rounds up to the
+//! newest one the server had an aggregate for are not sent to the new
+//! switch at all (it would take them for new rounds, and the server for a
+//! second aggregate of a round it has): their pairs go to the servers.
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -39,6 +56,16 @@ pub enum WorkerAction {
     Fallback(Fallback),
     /// Every packet of this round is settled at the switch.
     RoundDone(RoundSummary),
+    /// After [`Worker::restart`]: a round settled before, whose added
+    /// packets the switch lost; their pairs go to the round's servers as
+    /// uncertain batches (cause `Restarted`), which a server takes only
+    /// while it still waits for the round.
+    Resettle {
+        /// Round.
+        round: u32,
+        /// One batch per added packet with pairs.
+        batches: Vec<Fallback>,
+    },
 }
 
 /// How one round's hot part went.
@@ -84,6 +111,9 @@ pub enum WorkerError {
 
 /// A packet's pairs and, for a dense block, its first rank.
 type Body = (Vec<(u32, f32)>, Option<u32>);
+
+/// A settled round's added packets: `(seq, pairs)`.
+type Kept = Vec<(u16, Vec<(u32, f32)>)>;
 
 #[derive(Debug, Clone, Copy)]
 enum TxState {
@@ -142,6 +172,14 @@ pub struct Worker {
     in_flight: usize,
     rtt: RttEstimator,
     stats: WorkerStats,
+    /// Settled rounds' added packets, `(seq, pairs)`, oldest first, for
+    /// [`Worker::restart`].
+    kept: VecDeque<(u32, Kept)>,
+    /// Pairs in `kept`.
+    kept_pairs: usize,
+    /// Rounds up to this one go to the servers, not the switch
+    /// ([`Worker::restart`]).
+    bypass_through: u32,
 }
 
 impl Worker {
@@ -164,6 +202,9 @@ impl Worker {
             in_flight: 0,
             rtt: RttEstimator::new(config.worker_rto),
             stats: WorkerStats::default(),
+            kept: VecDeque::new(),
+            kept_pairs: 0,
+            bypass_through: 0,
         })
     }
 
@@ -311,9 +352,97 @@ impl Worker {
             }
         }
         if tx.unsettled == 0 {
-            let summary = tx.summary;
-            self.active.remove(&resp.round);
-            out.push(WorkerAction::RoundDone(summary));
+            if let Some(tx) = self.active.remove(&resp.round) {
+                out.push(self.finish(resp.round, tx));
+            }
+        }
+        out.extend(self.service(now));
+        out
+    }
+
+    /// A round every packet of which is settled: keeps its added packets'
+    /// pairs (dropping the oldest kept rounds beyond `worker_retain_pairs`)
+    /// and reports it.
+    fn finish(&mut self, round: u32, tx: RoundTx) -> WorkerAction {
+        let added: Kept = tx
+            .packets
+            .into_iter()
+            .enumerate()
+            .filter(|(_, p)| !p.pairs.is_empty())
+            .map(|(seq, p)| (seq as u16, p.pairs))
+            .collect();
+        let n: usize = added.iter().map(|(_, p)| p.len()).sum();
+        if n > 0 && n <= self.config.worker_retain_pairs {
+            self.kept_pairs += n;
+            self.kept.push_back((round, added));
+            while self.kept_pairs > self.config.worker_retain_pairs {
+                let Some((_, old)) = self.kept.pop_front() else {
+                    break;
+                };
+                self.kept_pairs -= old.iter().map(|(_, p)| p.len()).sum::<usize>();
+                self.stats.unkept_rounds += 1;
+            }
+        } else if n > 0 {
+            self.stats.unkept_rounds += 1;
+        }
+        WorkerAction::RoundDone(tx.summary)
+    }
+
+    /// The switch was started again (its epoch changed) and lost what it
+    /// held; the servers had aggregates of rounds up to `through` (module
+    /// docs). Returns the kept rounds as [`WorkerAction::Resettle`], the
+    /// rounds going now settled (their fallbacks and `RoundDone`), and what
+    /// queued pushes send.
+    pub fn restart(&mut self, now: Timestamp, through: u32) -> Vec<WorkerAction> {
+        self.stats.restarts += 1;
+        self.bypass_through = self.bypass_through.max(through);
+        let (job, rank) = (self.job.id, self.rank);
+        let batch = |round, seq, cause, pairs| Fallback {
+            job,
+            round,
+            worker: rank,
+            seq,
+            cause,
+            pairs,
+        };
+        let mut out: Vec<WorkerAction> = std::mem::take(&mut self.kept)
+            .into_iter()
+            .map(|(round, packets)| WorkerAction::Resettle {
+                round,
+                batches: packets
+                    .into_iter()
+                    .map(|(seq, pairs)| batch(round, seq, FallbackCause::Restarted, pairs))
+                    .collect(),
+            })
+            .collect();
+        self.kept_pairs = 0;
+        for (round, mut tx) in std::mem::take(&mut self.active) {
+            for (seq, p) in tx.packets.iter_mut().enumerate() {
+                let cause = match p.state {
+                    TxState::Settled if p.pairs.is_empty() => continue,
+                    TxState::Settled => FallbackCause::Restarted,
+                    TxState::InFlight { .. } => {
+                        self.in_flight -= 1;
+                        self.stats.given_up += 1;
+                        FallbackCause::NoResponse
+                    }
+                    TxState::Unsent => FallbackCause::Bypassed,
+                };
+                if cause.is_certain() {
+                    tx.summary.fallen_back += 1;
+                } else {
+                    tx.summary.given_up += 1;
+                }
+                p.state = TxState::Settled;
+                let pairs = std::mem::take(&mut p.pairs);
+                out.push(WorkerAction::Fallback(batch(
+                    round, seq as u16, cause, pairs,
+                )));
+            }
+            // Nothing of the round is left in the switch's sum for the
+            // server to wait for: added packets are batches now, or empty.
+            tx.summary.added = 0;
+            out.push(WorkerAction::RoundDone(tx.summary));
         }
         out.extend(self.service(now));
         out
@@ -383,7 +512,7 @@ impl Worker {
         }
         for round in done {
             if let Some(tx) = self.active.remove(&round) {
-                out.push(WorkerAction::RoundDone(tx.summary));
+                out.push(self.finish(round, tx));
             }
         }
         out.extend(self.service(now));
@@ -414,8 +543,26 @@ impl Worker {
             let Some((round, pairs)) = self.queued.pop_front() else {
                 break;
             };
-            let (tx, overflow) = self.build(round, pairs);
+            let (mut tx, overflow) = self.build(round, pairs);
             out.extend(overflow.into_iter().map(WorkerAction::Fallback));
+            if round <= self.bypass_through {
+                // A round the switch before may have closed: none of it to
+                // the new one (module docs).
+                self.stats.bypassed_rounds += 1;
+                for (seq, p) in tx.packets.iter_mut().enumerate() {
+                    out.push(WorkerAction::Fallback(Fallback {
+                        job: self.job.id,
+                        round,
+                        worker: self.rank,
+                        seq: seq as u16,
+                        cause: FallbackCause::Bypassed,
+                        pairs: std::mem::take(&mut p.pairs),
+                    }));
+                }
+                tx.summary.fallen_back = tx.summary.packets;
+                out.push(WorkerAction::RoundDone(tx.summary));
+                continue;
+            }
             self.active.insert(round, tx);
         }
         let max = self.config.worker_max_in_flight;
@@ -684,6 +831,7 @@ mod tests {
                             (1, 1, 1, 3)
                         );
                     }
+                    WorkerAction::Resettle { .. } => panic!("no restart"),
                 }
             }
         }
@@ -917,5 +1065,106 @@ mod tests {
             ),
         );
         assert!(matches!(&fb[..], [WorkerAction::Fallback(f)] if f.pairs == vec![(1, 5.0)]));
+    }
+
+    fn ack(h: &HotRepr) -> Vec<u8> {
+        answer(h, ResponseKind::Ack { duplicate: false })
+    }
+
+    fn batches(out: &[WorkerAction]) -> Vec<(u32, u16, FallbackCause, usize)> {
+        out.iter()
+            .flat_map(|a| match a {
+                WorkerAction::Fallback(f) => vec![f.clone()],
+                WorkerAction::Resettle { batches, .. } => batches.clone(),
+                _ => Vec::new(),
+            })
+            .map(|f| (f.round, f.seq, f.cause, f.pairs.len()))
+            .collect()
+    }
+
+    #[test]
+    fn a_restart_hands_back_what_the_lost_switch_added() {
+        let mut w = Worker::new(&config(), 1, 0).unwrap();
+        // Round 1: settled, both packets added (kept). Round 2: packet 0
+        // added, packet 1 in flight.
+        let pairs = |n: u32| (0..n).map(|r| (r, 1.0 + r as f32)).collect::<Vec<_>>();
+        let h1 = sends(&w.push(Timestamp::ZERO, 1, pairs(8)).unwrap());
+        assert_eq!(h1.len(), 2);
+        for h in &h1 {
+            w.handle_packet(Timestamp(1), &ack(h));
+        }
+        let h2 = sends(&w.push(Timestamp(2), 2, pairs(8)).unwrap());
+        w.handle_packet(Timestamp(3), &ack(&h2[0]));
+        let out = w.restart(Timestamp(4), 1);
+        let got = batches(&out);
+        assert_eq!(
+            got,
+            vec![
+                (1, 0, FallbackCause::Restarted, 4),
+                (1, 1, FallbackCause::Restarted, 4),
+                (2, 0, FallbackCause::Restarted, 4),
+                (2, 1, FallbackCause::NoResponse, 4),
+            ],
+            "round 1 kept whole, round 2's added and unanswered packets"
+        );
+        assert!(matches!(&out[0], WorkerAction::Resettle { round: 1, .. }));
+        let done: Vec<RoundSummary> = out
+            .iter()
+            .filter_map(|a| match a {
+                WorkerAction::RoundDone(s) => Some(*s),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(done.len(), 1);
+        assert_eq!(
+            (done[0].round, done[0].added, done[0].given_up),
+            (2, 0, 2),
+            "the server no longer waits for an aggregate of round 2"
+        );
+        assert!(w.is_idle());
+        // An answer for a packet handed back changes nothing.
+        assert!(w.handle_packet(Timestamp(5), &ack(&h2[1])).is_empty());
+        // Nothing kept twice: a second restart hands back nothing.
+        assert!(batches(&w.restart(Timestamp(6), 1)).is_empty());
+    }
+
+    #[test]
+    fn after_a_restart_rounds_the_old_switch_may_have_closed_bypass_the_new_one() {
+        let mut w = Worker::new(&config(), 1, 0).unwrap();
+        w.restart(Timestamp::ZERO, 5);
+        let out = w.push(Timestamp(1), 5, vec![(1, 2.0)]).unwrap();
+        assert!(sends(&out).is_empty(), "round 5 is not sent to the switch");
+        assert_eq!(batches(&out), vec![(5, 0, FallbackCause::Bypassed, 1)]);
+        assert!(FallbackCause::Bypassed.is_certain());
+        assert!(
+            matches!(out.last(), Some(WorkerAction::RoundDone(s)) if s.round == 5 && s.added == 0)
+        );
+        let out = w.push(Timestamp(2), 6, vec![(1, 2.0)]).unwrap();
+        assert_eq!(sends(&out).len(), 1, "round 6 is new to every switch");
+    }
+
+    #[test]
+    fn kept_pairs_are_bounded_oldest_rounds_first() {
+        let mut c = config();
+        c.worker_retain_pairs = 6;
+        let mut w = Worker::new(&c, 1, 0).unwrap();
+        for round in 1..=3 {
+            for h in sends(
+                &w.push(
+                    Timestamp(round as u64),
+                    round,
+                    vec![(0, 1.0), (1, 1.0), (2, 1.0)],
+                )
+                .unwrap(),
+            ) {
+                w.handle_packet(Timestamp(10), &ack(&h));
+            }
+        }
+        assert_eq!(w.stats().unkept_rounds, 1);
+        let rounds: Vec<u32> = batches(&w.restart(Timestamp(20), 0))
+            .into_iter()
+            .map(|b| b.0)
+            .collect();
+        assert_eq!(rounds, vec![2, 3], "round 1 was dropped to keep 6 pairs");
     }
 }

@@ -348,6 +348,7 @@ fn run(s: &Scenario) -> Outcome {
                 WorkerAction::RoundDone(summary) => {
                     *settled.entry((w, summary.round)).or_default() += 1;
                 }
+                WorkerAction::Resettle { .. } => panic!("the switch here is never restarted"),
             }
         }
         for a in sacts {

@@ -82,6 +82,8 @@ pub struct Cluster {
     pub reported: BTreeMap<(u16, u32), u32>,
     pub settled: BTreeMap<(u16, u32), u32>,
     pub fallback_pairs: u64,
+    /// `ServerEvent::SwitchRestarted` events seen.
+    pub restarts: u64,
 }
 
 impl Cluster {
@@ -134,6 +136,7 @@ impl Cluster {
             reported: BTreeMap::new(),
             settled: BTreeMap::new(),
             fallback_pairs: 0,
+            restarts: 0,
         }
     }
 
@@ -154,6 +157,14 @@ impl Cluster {
                     WorkerEvent::RoundDone(s) => {
                         *self.settled.entry((w as u16, s.round)).or_default() += 1;
                     }
+                    WorkerEvent::Resettle {
+                        server, batches, ..
+                    } => {
+                        for b in batches {
+                            self.fallback_pairs += b.pairs.len() as u64;
+                            self.servers[server as usize].add_fallback(b).unwrap();
+                        }
+                    }
                     WorkerEvent::Update(_) | WorkerEvent::UpdateGap => {
                         panic!("no server of this cluster sends updates")
                     }
@@ -170,6 +181,10 @@ impl Cluster {
                     }
                     ServerEvent::Apply(f) => (f.round, f.pairs),
                     ServerEvent::BreakSettled => panic!("no server of this cluster sends a BREAK"),
+                    ServerEvent::SwitchRestarted { .. } => {
+                        self.restarts += 1;
+                        continue;
+                    }
                 };
                 for (rank, v) in pairs {
                     assert_eq!(v.fract(), 0.0, "integer-valued sums stay integers");

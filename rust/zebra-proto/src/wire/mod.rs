@@ -337,6 +337,7 @@ mod tests {
                 server: 2,
                 ack: false,
                 admit: None,
+                epoch: 0,
             }))
         );
         assert_eq!(Message::parse(&reg).unwrap().to_bytes(), reg);

@@ -12,15 +12,23 @@
 //!  4..6  job     6..8 server
 //!  with admission (16 bytes):
 //!  8..10 workers   10..12 reserved (0)   12..16 capacity
+//!  REGISTER_ACK only, last 4 bytes (so 12 or 20 bytes long):
+//!  epoch: the switch's incarnation, nonzero, new at every start
 //! ```
 //!
 //! With admission, a REGISTER asks for a job of `workers` workers holding
 //! `capacity` hot values (this server's share); the REGISTER_ACK says what
 //! the switch gave: the same `workers` and the capacity granted, 0 when it
 //! has no room for the job or the job it has is of another size.
+//!
+//! Every REGISTER_ACK ends with the switch's epoch, a nonzero number the
+//! switch draws when it starts: servers register again every second, so a
+//! switch killed and started again (its registers and records gone) is seen
+//! as a new epoch within a second, and the job recovers what the old one
+//! held (`zebra_proto::Worker::restart`).
 
 use super::{check_common, emit_common, get_u16, get_u32, put_u16, put_u32, Field, Result};
-use crate::consts::{packet_type, REGISTER_ADMIT_LEN, REGISTER_LEN};
+use crate::consts::{packet_type, EPOCH_LEN, REGISTER_ADMIT_LEN, REGISTER_LEN};
 
 /// Byte ranges of a registration.
 pub mod field {
@@ -34,26 +42,38 @@ pub mod field {
     /// With admission: hot values asked for (REGISTER) or granted
     /// (REGISTER_ACK; 0: refused).
     pub const CAPACITY: Field = 12..16;
+    /// REGISTER_ACK: the switch's epoch, in the last four bytes.
+    pub const fn epoch(len: usize) -> Field {
+        len - crate::consts::EPOCH_LEN..len
+    }
 }
 
 super::packet_view!("a REGISTER or REGISTER_ACK", "a well-formed registration");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Checks header, type and length (8 bytes, or 16 with admission), and
-    /// that the reserved bytes are zero.
+    /// Checks header, type and length (8 bytes, or 16 with admission; a
+    /// REGISTER_ACK 4 more, its epoch, which must not be 0), and that the
+    /// reserved bytes are zero.
     pub fn check_len(&self) -> Result<()> {
         let b = self.buffer.as_ref();
-        check_common(
+        let t = check_common(
             b,
             &[packet_type::REGISTER, packet_type::REGISTER_ACK],
             REGISTER_LEN,
         )?;
-        if b.len() == REGISTER_LEN {
-            return Ok(());
+        let extra = if t == packet_type::REGISTER_ACK {
+            EPOCH_LEN
+        } else {
+            0
+        };
+        if b.len() != REGISTER_LEN + extra {
+            super::check_exact(b.len(), REGISTER_ADMIT_LEN + extra)?;
+            if get_u16(b, field::RESERVED) != 0 {
+                return Err(super::Error::Invalid("REGISTER reserved bytes"));
+            }
         }
-        super::check_exact(b.len(), REGISTER_ADMIT_LEN)?;
-        if get_u16(b, field::RESERVED) != 0 {
-            return Err(super::Error::Invalid("REGISTER reserved bytes"));
+        if extra > 0 && get_u32(b, field::epoch(b.len())) == 0 {
+            return Err(super::Error::Invalid("REGISTER_ACK epoch 0"));
         }
         Ok(())
     }
@@ -80,6 +100,9 @@ pub struct RegisterRepr {
     pub ack: bool,
     /// The job's size, when the server asks to be admitted (16 bytes).
     pub admit: Option<Admission>,
+    /// REGISTER_ACK: the switch's epoch (nonzero; a new one at every start
+    /// of the switch). 0 in a REGISTER.
+    pub epoch: u32,
 }
 
 impl RegisterRepr {
@@ -87,24 +110,32 @@ impl RegisterRepr {
     pub fn parse<T: AsRef<[u8]>>(p: &Packet<T>) -> Result<RegisterRepr> {
         p.check_len()?;
         let b = p.buffer.as_ref();
+        let ack = b[super::field::TYPE] == packet_type::REGISTER_ACK;
+        let body = b.len() - if ack { EPOCH_LEN } else { 0 };
         Ok(RegisterRepr {
             job: get_u16(b, super::field::JOB),
             server: get_u16(b, field::SERVER),
-            ack: b[super::field::TYPE] == packet_type::REGISTER_ACK,
-            admit: (b.len() == REGISTER_ADMIT_LEN).then(|| Admission {
+            ack,
+            admit: (body == REGISTER_ADMIT_LEN).then(|| Admission {
                 workers: get_u16(b, field::WORKERS),
                 capacity: get_u32(b, field::CAPACITY),
             }),
+            epoch: if ack {
+                get_u32(b, field::epoch(b.len()))
+            } else {
+                0
+            },
         })
     }
 
     /// Length of the datagram.
     pub fn len(&self) -> usize {
-        if self.admit.is_some() {
+        let body = if self.admit.is_some() {
             REGISTER_ADMIT_LEN
         } else {
             REGISTER_LEN
-        }
+        };
+        body + if self.ack { EPOCH_LEN } else { 0 }
     }
 
     /// Never empty (a header at least).
@@ -126,6 +157,9 @@ impl RegisterRepr {
             put_u16(buf, field::WORKERS, a.workers);
             put_u16(buf, field::RESERVED, 0);
             put_u32(buf, field::CAPACITY, a.capacity);
+        }
+        if self.ack {
+            put_u32(buf, field::epoch(self.len()), self.epoch);
         }
     }
 
@@ -149,6 +183,7 @@ mod tests {
             server: 1,
             ack: false,
             admit: None,
+            epoch: 0,
         };
         let b = r.to_bytes();
         assert_eq!(b, [0x5A, 0x42, 1, 8, 0, 9, 0, 1]);
@@ -156,8 +191,16 @@ mod tests {
             RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             r
         );
-        let a = RegisterRepr { ack: true, ..r };
-        assert_eq!(a.to_bytes()[3], 9);
+        let a = RegisterRepr {
+            ack: true,
+            epoch: 0xA1B2_C3D4,
+            ..r
+        };
+        assert_eq!(
+            a.to_bytes(),
+            [0x5A, 0x42, 1, 9, 0, 9, 0, 1, 0xA1, 0xB2, 0xC3, 0xD4],
+            "the epoch ends a REGISTER_ACK"
+        );
         assert_eq!(
             RegisterRepr::parse(&Packet::new_checked(&a.to_bytes()[..]).unwrap()).unwrap(),
             a
@@ -179,6 +222,40 @@ mod tests {
             RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             admit
         );
+        let granted = RegisterRepr {
+            ack: true,
+            epoch: 7,
+            ..admit
+        };
+        let b = granted.to_bytes();
+        assert_eq!(b.len(), 20);
+        assert_eq!(&b[16..], [0, 0, 0, 7]);
+        assert_eq!(
+            RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
+            granted
+        );
+    }
+
+    #[test]
+    fn an_ack_without_its_epoch_or_with_epoch_0_is_refused() {
+        let a = RegisterRepr {
+            job: 1,
+            server: 0,
+            ack: true,
+            admit: None,
+            epoch: 5,
+        }
+        .to_bytes();
+        assert!(matches!(
+            Packet::new_checked(&a[..8]),
+            Err(Error::Truncated { .. })
+        ));
+        let mut zero = a.clone();
+        zero[8..].fill(0);
+        assert_eq!(
+            Packet::new_checked(&zero[..]).err(),
+            Some(Error::Invalid("REGISTER_ACK epoch 0"))
+        );
     }
 
     #[test]
@@ -188,6 +265,7 @@ mod tests {
             server: 0,
             ack: false,
             admit: None,
+            epoch: 0,
         }
         .to_bytes();
         assert!(matches!(
