@@ -285,13 +285,14 @@ class Timers(unittest.TestCase):
 
 class Servers(unittest.TestCase):
     def test_registrations(self):
-        d = ServerDirectory(7, 2, pinned={1: (0x0A000002, 9951)}, neighbors={0x0A000002: SERVER1_MAC})
+        d = ServerDirectory(7, 2, pinned={1: (0x0A000002, 9951)}, neighbors={0x0A000002: SERVER1_MAC}, epoch=5)
         self.assertIsNotNone(d.address(1), "pinned with a known MAC")
         self.assertIsNone(d.address(0))
         self.assertIsNone(d.on_register(8, 0, *SERVER0), "unknown job")
         self.assertIsNone(d.on_register(7, 2, *SERVER0), "unknown server")
         self.assertIsNone(d.on_register(7, 1, *SERVER0), "pinned elsewhere")
-        self.assertEqual(d.on_register(7, 0, *SERVER0), bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))
+        self.assertEqual(d.on_register(7, 0, *SERVER0), bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0, 0, 0, 0, 5]))
+        self.assertNotEqual(ServerDirectory(7, 2).epoch, 0, "an epoch is drawn, never 0")
         self.assertEqual((d.address(0).ip, d.address(0).port), SERVER0[:2])
         self.assertEqual((d.registrations, d.refused), (1, 3))
 
@@ -345,7 +346,7 @@ class ControllerLoop(unittest.TestCase):
 
         self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
         self.c.step(200)
-        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))])
+        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]) + struct.pack(">I", self.c.servers[7].epoch))])
 
         acks = [to_cpu(struct.pack(">HBBHHIHH", 0x5A42, 1, 7, 7, 1, 1, part, 0), (0x0A000002, 9951, SERVER1_MAC))
                 for part in range(1)]
@@ -445,7 +446,7 @@ class TwoServerJobs(unittest.TestCase):
         self.assertEqual(sent_datagrams(self.b), [], "server 0 of job 8 is PS-lite server 1, pinned elsewhere: refused")
         self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
         self.c.step(300)
-        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]))],
+        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]) + struct.pack(">I", self.c.servers[7].epoch))],
                          "PS-lite server 0 registers as server 0 of job 7")
         self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 9, 0, 0]), SERVER0)]
         self.c.step(400)

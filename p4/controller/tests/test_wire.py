@@ -55,7 +55,10 @@ class ZebraDatagrams(unittest.TestCase):
         self.assertEqual(mapped[24:], b"\x05\x02")
 
     def test_register_ack_and_parsing(self):
-        self.assertEqual(encode_register_ack(3, 1), bytes([0x5A, 0x42, 1, 9, 0, 3, 0, 1]))
+        self.assertEqual(encode_register_ack(3, 1, 0xA1B2C3D4), bytes([0x5A, 0x42, 1, 9, 0, 3, 0, 1, 0xA1, 0xB2, 0xC3, 0xD4]))
+        for bad in [0, 1 << 32]:
+            with self.assertRaises(WireError):
+                encode_register_ack(3, 1, bad)
         self.assertEqual(parse_datagram(bytes([0x5A, 0x42, 1, 8, 0, 3, 0, 1])), Register(3, 1))
         ack = bytes([0x5A, 0x42, 1, 7, 0, 3, 0, 1, 0, 0, 0, 9, 0, 4, 0, 0])
         self.assertEqual(parse_datagram(ack), AggregateAck(3, 1, 9, 4))

@@ -56,6 +56,7 @@ class Config:
     worker_rto_us: int = 2_000
     worker_max_retries: int = 10
     worker_max_in_flight: int = 256
+    worker_retain_pairs: int = 1 << 20
     uncertain_timeout_us: int = 5_000_000
     server_history: int = 4096
     update_window: int = consts.DEFAULT_UPDATE_WINDOW

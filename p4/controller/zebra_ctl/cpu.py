@@ -17,6 +17,7 @@ state, and sends what it returns.
   ServerDirectory  REGISTER: where each server's parts go.
 """
 
+import secrets
 from dataclasses import dataclass, field
 
 from . import consts
@@ -61,8 +62,10 @@ class ServerDirectory:
     """Where the aggregates of (job, server) go: pinned by the settings
     (server_addr), or the source address of the server's REGISTER."""
 
-    def __init__(self, job, servers, pinned=None, neighbors=None):
+    def __init__(self, job, servers, pinned=None, neighbors=None, epoch=None):
         self.job = job
+        # This incarnation's epoch, in every REGISTER_ACK (docs: WIRE.md).
+        self.epoch = epoch if epoch is not None else (secrets.randbits(32) or 1)
         self.servers = servers
         self.neighbors = dict(neighbors or {})
         self.addresses = {}
@@ -86,7 +89,7 @@ class ServerDirectory:
         else:
             self.addresses[server] = ServerAddress(ip, port, mac)
         self.registrations += 1
-        return encode_register_ack(job, server)
+        return encode_register_ack(job, server, self.epoch)
 
     def address(self, server):
         """The address to send to, or None when not known yet (or no MAC)."""

@@ -78,8 +78,12 @@ def encode_coverage(job, server, round_, part, parts, worker, first_seq, nbits, 
     return bytes(out)
 
 
-def encode_register_ack(job, server):
-    return _common(consts.PacketType.REGISTER_ACK, job) + struct.pack(">H", server)
+def encode_register_ack(job, server, epoch):
+    """epoch: the controller's incarnation (nonzero, drawn at start), last in every
+    REGISTER_ACK, so that servers see a switch that was started again."""
+    if not 0 < epoch < 1 << 32:
+        raise WireError(f"epoch {epoch} is not a nonzero u32")
+    return _common(consts.PacketType.REGISTER_ACK, job) + struct.pack(">HI", server, epoch)
 
 
 @dataclass(frozen=True)
