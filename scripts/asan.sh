@@ -93,10 +93,15 @@ reports() {
   local kinds
   kinds=$(grep -hoE '(AddressSanitizer|LeakSanitizer): [a-zA-Z-]+( on| in|)' "${files[@]}" | sort | uniq -c | awk '{$1=$1; print}' | paste -sd';' -)
   fail "$run: ${#files[@]} report(s): ${kinds:-unrecognised}; in $dir"
-  local f
+  # Each report's verdict, and for each error or leak its first frames past the allocator.
+  local f shown=0
   for f in "${files[@]}"; do
+    shown=$((shown + 1))
+    [ $shown -le 6 ] || { echo "    ... and $((${#files[@]} - 6)) more reports in $dir"; break; }
     echo "    == $(basename "$f")"
-    grep -E '^(==|    #|SUMMARY|Direct|Indirect|[A-Z]+ of size|0x)' "$f" | head -n 40 | sed 's/^/    | /'
+    awk '/ERROR:|^SUMMARY|^(Direct|Indirect) leak|^(READ|WRITE) of size/ { print; n = 0; next }
+         /^    #[0-9]/ && n < 3 && !/sanitizer|alloc\/src|raw_vec|boxed\.rs|libc_start/ { print; n++ }' "$f" \
+      | head -n 30 | cut -c1-220 | sed 's/^/    | /'
   done
   return 1
 }
