@@ -29,6 +29,8 @@
 # is missing (g++, make, pkg-config, libzmq3-dev, python3).
 #   ZEBRA_ASAN_DIR   builds, logs and reports (default .build/asan)
 #   ZEBRA_ASAN_RUST  0: do not instrument the Rust crates even if nightly is there
+#   ZEBRA_ASAN_SUPP  LeakSanitizer's suppressions (default scripts/lsan.supp; /dev/null: none,
+#                    which fails the suite on BytePS PS-lite's own leaks: the harness can fail)
 #   PSLITE_SUITE_TIMEOUT  seconds per PS-lite job (default here 300: ASan is slower)
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -50,14 +52,18 @@ done
 asan=${ZEBRA_ASAN_DIR:-$root/.build/asan}
 mkdir -p "$asan/logs" "$asan/reports"
 asan=$(cd "$asan" && pwd)
-supp=$root/scripts/lsan.supp
+supp=${ZEBRA_ASAN_SUPP:-$root/scripts/lsan.supp}
 dist=$asan/dist
 pslite_bin=$root/.build/byteps-pslite-asan/tests
 passed=0 failed=0 skipped=0
 pass() { echo "PASS asan $*"; passed=$((passed + 1)); }
 fail() { echo "FAIL asan $*"; failed=$((failed + 1)); }
 skip() { echo "SKIP asan $*"; skipped=$((skipped + 1)); }
+phase_start=$SECONDS
+# took WHAT: prints how long the phase since the last call took (for the cost, docs/RELIABILITY.md).
+took() { echo "asan.sh: $1 took $((SECONDS - phase_start)) s"; phase_start=$SECONDS; }
 finish() {
+  echo "asan.sh: $SECONDS s in all"
   echo "asan: $passed passed, $failed failed, $skipped skipped (logs: $asan/logs, reports: $asan/reports)"
   [ "$failed" = 0 ]
   exit
@@ -163,6 +169,7 @@ EOF
       echo "$out" | sed 's/^/    > /'
     fi
   done
+  unset ASAN_OPTIONS LSAN_OPTIONS
   # The overflow's report is the one a real finding would give.
   grep -q 'heap-buffer-overflow' "$asan/reports/selftest-overflow"/asan.* 2>/dev/null \
     || fail "self-test: the overflow's report does not name a heap-buffer-overflow"
@@ -246,6 +253,7 @@ if [ "$self_only" = 1 ]; then
   finish
 fi
 build
+took "building"
 self_test
 
 if [ "$shim_tests" = 1 ]; then
@@ -253,6 +261,7 @@ if [ "$shim_tests" = 1 ]; then
   SHIM_TEST_CFLAGS="-g -fsanitize=address -fno-omit-frame-pointer" SHIM_TEST_WORK="$asan/shim-tests" \
     prefixed shim "$root/cpp-shim/tests/run.sh" "$dist"
   reports shim
+  took "the shim tests"
 fi
 
 if [ "$suite" = 1 ]; then
@@ -267,6 +276,7 @@ if [ "$suite" = 1 ]; then
       PSLITE_BIN_DIR=$pslite_bin PSLITE_SUITE_TIMEOUT=${PSLITE_SUITE_TIMEOUT:-300} \
       prefixed "suite-$mode" "$root/scripts/suite.sh" byteps-pslite "$mode"
     reports "suite-$mode"
+    took "the suite in mode $mode"
   done
 fi
 finish
