@@ -402,8 +402,8 @@ def main():
     if epochs is None:
         log("calibrating: one epoch ...")
         cal = os.path.join(out, "calibrate")
-        args.timeout = args.timeout or 900
-        code, _, secs, text = run(job_cmd(args, cal, hot_keys, 1, soaked, heapstat), cal)
+        cal_args = SimpleNamespace(**dict(vars(args), timeout=args.timeout or 900))
+        code, _, secs, text = run(job_cmd(cal_args, cal, hot_keys, 1, soaked, heapstat), cal)
         trained = TRAINED.search(open(os.path.join(cal, "worker-0.log"), errors="replace").read()) if code == 0 else None
         if not trained:
             log(f"FAIL: the calibration run failed:\n{text[-2000:]}")
@@ -414,6 +414,7 @@ def main():
         estimate = epochs * epoch_s
         log(f"one epoch: {steps} steps in {epoch_s:.1f} s ({secs:.1f} s with start-up): soaking {epochs} epochs, "
             f"{epochs * steps} steps (~{estimate / 60:.1f} min on Zebra)")
+    # The reference may be much slower than Zebra: the real libzmq took 2.4x as long with 8 workers.
     args.timeout = args.timeout or (8 * estimate + 300 if estimate else 3600)
     ref_epochs = args.reference_epochs or min(epochs, 40)
 
@@ -429,12 +430,12 @@ def main():
     log(f"reference: {ref_secs:.0f} s, {summary(ref_dir)}")
 
     label = f"Zebra ({soaked}{', leaking on purpose' if args.inject_leak else ''})"
-    log(f"soak: {label}, {epochs} epochs ...")
+    log(f"soaked job: {label}, {epochs} epochs ...")
     logdir = os.path.join(out, "job")
     code, samples, secs, text = run(job_cmd(args, logdir, hot_keys, epochs, soaked, heapstat, args.inject_leak),
                                     logdir, args.sample_s)
     steps = max((s["step"] for ss in samples.values() for s in ss), default=0)
-    log(f"soak: {secs:.0f} s, {summary(logdir)}")
+    log(f"soaked job: {secs:.0f} s, {summary(logdir)}")
     failures = []
     if code != 0:
         failures.append(f"the job failed: {text.strip()[-1500:]}")
