@@ -229,6 +229,10 @@ pub struct RestartFrame {
     pub through: u32,
     /// The switch's new epoch.
     pub epoch: u32,
+    /// The oldest round of this worker's the server may still need: its
+    /// oldest held push, or the round after the newest one that arrived. The
+    /// worker resends its kept rounds from this one on.
+    pub resend_from: u32,
 }
 
 /// The HOTSET frame: a server's online decision, sent to each worker.
@@ -713,7 +717,7 @@ impl RestartFrame {
     fn parse_body(b: &[u8]) -> Result<RestartFrame, FrameError> {
         const WHAT: &str = "RESTART";
         exact(WHAT, b.len(), RESTART_LEN)?;
-        if b[6] != 0 || b[7] != 0 || u32_at(b, 20) != 0 {
+        if b[6] != 0 || b[7] != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
         Ok(RestartFrame {
@@ -721,6 +725,7 @@ impl RestartFrame {
             worker: u16_at(b, 10),
             through: u32_at(b, 12),
             epoch: u32_at(b, 16),
+            resend_from: u32_at(b, 20),
         })
     }
 
@@ -737,7 +742,7 @@ impl RestartFrame {
             self.through,
         );
         out.extend_from_slice(&self.epoch.to_be_bytes());
-        out.extend_from_slice(&[0; 4]);
+        out.extend_from_slice(&self.resend_from.to_be_bytes());
         out
     }
 }
@@ -822,16 +827,17 @@ mod tests {
             worker: 1,
             through: 0x0001_0005,
             epoch: 0xDEAD_BEEF,
+            resend_from: 3,
         };
         let b = r.to_bytes();
         assert_eq!(b.len(), RESTART_LEN);
         assert_eq!(&b[..8], b"ZBPS\x02\x04\x00\x00");
         assert_eq!(
             &b[8..24],
-            &[0, 3, 0, 1, 0, 1, 0, 5, 0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 0]
+            &[0, 3, 0, 1, 0, 1, 0, 5, 0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 3]
         );
         assert_eq!(ZebraFrame::parse(&b), Ok(ZebraFrame::Restart(r)));
-        for (at, v) in [(6, 1), (7, 1), (23, 1)] {
+        for (at, v) in [(6, 1), (7, 1)] {
             let mut bad = b.clone();
             bad[at] = v;
             assert_eq!(

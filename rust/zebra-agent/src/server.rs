@@ -896,11 +896,23 @@ impl ServerAgent {
             self.newest_aggregate
         );
         for (&worker, identity) in &self.identities {
+            let held = self
+                .queues
+                .get(&SenderKey::of(identity))
+                .into_iter()
+                .flatten()
+                .filter_map(|m| match m {
+                    Queued::Push(h) => Some(h.trailer.round),
+                    _ => None,
+                })
+                .min();
+            let arrived = self.arrived.get(worker as usize).copied().unwrap_or(0);
             let frame = RestartFrame {
                 job,
                 worker,
                 through: self.newest_aggregate,
                 epoch,
+                resend_from: held.unwrap_or(arrived.saturating_add(1)),
             };
             self.control.push(vec![identity.clone(), frame.to_bytes()]);
         }

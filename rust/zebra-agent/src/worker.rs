@@ -92,8 +92,8 @@ pub enum FromServer {
         /// Server rank.
         server: u16,
     },
-    /// The switch was started again: call `restart(through)` on the
-    /// zebra-proto worker of `job`.
+    /// The switch was started again: call `restart(through, resend_from)`
+    /// on the zebra-proto worker of `job`.
     Restart {
         /// Server rank.
         server: u16,
@@ -101,6 +101,8 @@ pub enum FromServer {
         job: u16,
         /// Rounds up to this one go to the server only.
         through: u32,
+        /// Kept rounds from this one on are sent again.
+        resend_from: u32,
         /// The switch's new epoch.
         epoch: u32,
     },
@@ -536,6 +538,7 @@ impl WorkerAgent {
                     server,
                     job: r.job,
                     through: r.through,
+                    resend_from: r.resend_from,
                     epoch: r.epoch,
                 })
             }

@@ -1151,9 +1151,14 @@ impl Sim {
                                     pulls.reset(server);
                                 }
                             }
-                            FromServer::Restart { job, through, .. } => {
+                            FromServer::Restart {
+                                job,
+                                through,
+                                resend_from,
+                                ..
+                            } => {
                                 let hot = node.hot.get_mut(&job).unwrap();
-                                let acts = hot.restart(now, through);
+                                let acts = hot.restart(now, through, resend_from);
                                 self.worker_acts(w, job, acts);
                             }
                         }

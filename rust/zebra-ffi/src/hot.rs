@@ -638,6 +638,7 @@ impl WorkerSide {
                 server,
                 job,
                 through,
+                resend_from,
                 epoch,
             }) => {
                 drop(agent);
@@ -647,7 +648,7 @@ impl WorkerSide {
                     self.rank
                 );
                 match s.links.get(&job) {
-                    Some(link) => link.restart(through),
+                    Some(link) => link.restart(through, resend_from),
                     None => log::error!(
                         "zebra: worker {}: RESTART for job {job}, not mine",
                         self.rank

@@ -220,12 +220,13 @@ impl WorkerLink {
     }
 
     /// The switch was started again and lost what it held; the servers had
-    /// aggregates up to round `through` (`zebra_proto::Worker::restart`).
+    /// aggregates up to round `through` and may need this worker's rounds
+    /// from `resend_from` on (`zebra_proto::Worker::restart`).
     /// What it hands back comes as events: [`WorkerEvent::Resettle`] for
     /// rounds settled before, fallbacks and `RoundDone` for rounds going.
-    pub fn restart(&self, through: u32) {
+    pub fn restart(&self, through: u32, resend_from: u32) {
         self.node.shared().with(|m, now, out| {
-            let actions = m.worker.restart(now, through);
+            let actions = m.worker.restart(now, through, resend_from);
             m.act(actions, out);
         })
     }

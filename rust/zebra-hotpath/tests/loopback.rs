@@ -11,7 +11,7 @@ mod common;
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
-use common::{config, localhost, plan, Cluster, JOB, SERVERS};
+use common::{config, localhost, plan, Cluster, JOB, SERVERS, WORKERS};
 use zebra_hotpath::{HotLoss, LinkConfig, ServerLink, SwitchNode, SwitchNodeConfig};
 use zebra_proto::rng::SplitMix64;
 use zebra_proto::wire::RegisterRepr;
@@ -402,4 +402,61 @@ fn updates_reach_the_workers_heard_from_and_acks_the_server() {
     assert!(st
         .to_string()
         .contains("4 parts copied (5 datagrams to workers)"));
+}
+
+#[test]
+fn a_switch_started_again_is_seen_by_its_epoch_and_what_it_held_is_sent_again() {
+    let rounds = 2;
+    let (plans, expected) = plan(21, rounds);
+    let mut c = Cluster::start(true, None);
+    c.run(&plans, 1, "round 1");
+    let at = c.switch.as_ref().unwrap().local_addr();
+    // Round 2 from workers 0 and 1 only: added and acknowledged, open at the
+    // switch (worker 2's DONE missing) when it is killed.
+    for (link, plan) in c.workers.iter().zip(&plans).take(2) {
+        link.push(2, plan[1].1.clone()).unwrap();
+    }
+    let t = Instant::now();
+    while !(0..2u16).all(|w| c.settled.contains_key(&(w, 2))) {
+        assert!(t.elapsed() < Duration::from_secs(5), "round 2 acknowledged");
+        c.pump();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let old = c.switch.take().unwrap().shutdown();
+    assert_eq!(old.open_rounds, 1, "killed with round 2 open");
+    c.switch = Some(SwitchNode::start(SwitchNodeConfig::new(at, config())).unwrap());
+    let t = Instant::now();
+    while c.restarts < u64::from(SERVERS) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "every server sees the new epoch within its REGISTER keep-alive"
+        );
+        c.pump();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for s in &c.servers {
+        assert_eq!(s.stats().switch_restarts, 1);
+    }
+    // What each server's agent tells the workers (RESTART): the newest round
+    // aggregated is 1.
+    for w in &c.workers {
+        w.restart(1, 2);
+    }
+    c.workers[2].push(2, plans[2][1].1.clone()).unwrap();
+    let t = Instant::now();
+    loop {
+        let moved = c.pump();
+        if !moved && c.quiet(rounds) {
+            std::thread::sleep(Duration::from_millis(200));
+            if !c.pump() && c.quiet(rounds) {
+                break;
+            }
+        }
+        assert!(t.elapsed() < Duration::from_secs(10), "round 2 settles");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    c.check(&expected, rounds, "restart");
+    let resent: u64 = c.workers.iter().map(|w| w.stats().worker.restarts).sum();
+    assert_eq!(resent, u64::from(WORKERS));
+    c.finish();
 }

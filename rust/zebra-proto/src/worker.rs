@@ -389,11 +389,13 @@ impl Worker {
     }
 
     /// The switch was started again (its epoch changed) and lost what it
-    /// held; the servers had aggregates of rounds up to `through` (module
-    /// docs). Returns the kept rounds as [`WorkerAction::Resettle`], the
-    /// rounds going now settled (their fallbacks and `RoundDone`), and what
-    /// queued pushes send.
-    pub fn restart(&mut self, now: Timestamp, through: u32) -> Vec<WorkerAction> {
+    /// held; the servers had aggregates of rounds up to `through`, and may
+    /// still need this worker's rounds from `resend_from` on (module docs).
+    /// Returns the kept rounds from `resend_from` on as
+    /// [`WorkerAction::Resettle`] (older kept ones are dropped), the rounds
+    /// going now settled (their fallbacks and `RoundDone`), and what queued
+    /// pushes send.
+    pub fn restart(&mut self, now: Timestamp, through: u32, resend_from: u32) -> Vec<WorkerAction> {
         self.stats.restarts += 1;
         self.bypass_through = self.bypass_through.max(through);
         let (job, rank) = (self.job.id, self.rank);
@@ -407,6 +409,7 @@ impl Worker {
         };
         let mut out: Vec<WorkerAction> = std::mem::take(&mut self.kept)
             .into_iter()
+            .filter(|&(round, _)| round >= resend_from)
             .map(|(round, packets)| WorkerAction::Resettle {
                 round,
                 batches: packets
@@ -1095,7 +1098,7 @@ mod tests {
         }
         let h2 = sends(&w.push(Timestamp(2), 2, pairs(8)).unwrap());
         w.handle_packet(Timestamp(3), &ack(&h2[0]));
-        let out = w.restart(Timestamp(4), 1);
+        let out = w.restart(Timestamp(4), 1, 1);
         let got = batches(&out);
         assert_eq!(
             got,
@@ -1125,13 +1128,13 @@ mod tests {
         // An answer for a packet handed back changes nothing.
         assert!(w.handle_packet(Timestamp(5), &ack(&h2[1])).is_empty());
         // Nothing kept twice: a second restart hands back nothing.
-        assert!(batches(&w.restart(Timestamp(6), 1)).is_empty());
+        assert!(batches(&w.restart(Timestamp(6), 1, 0)).is_empty());
     }
 
     #[test]
     fn after_a_restart_rounds_the_old_switch_may_have_closed_bypass_the_new_one() {
         let mut w = Worker::new(&config(), 1, 0).unwrap();
-        w.restart(Timestamp::ZERO, 5);
+        w.restart(Timestamp::ZERO, 5, 0);
         let out = w.push(Timestamp(1), 5, vec![(1, 2.0)]).unwrap();
         assert!(sends(&out).is_empty(), "round 5 is not sent to the switch");
         assert_eq!(batches(&out), vec![(5, 0, FallbackCause::Bypassed, 1)]);
@@ -1161,10 +1164,24 @@ mod tests {
             }
         }
         assert_eq!(w.stats().unkept_rounds, 1);
-        let rounds: Vec<u32> = batches(&w.restart(Timestamp(20), 0))
+        let rounds: Vec<u32> = batches(&w.restart(Timestamp(20), 0, 2))
             .into_iter()
             .map(|b| b.0)
             .collect();
         assert_eq!(rounds, vec![2, 3], "round 1 was dropped to keep 6 pairs");
+        for round in 4..=5 {
+            for h in sends(&w.push(Timestamp(30), round, vec![(0, 1.0)]).unwrap()) {
+                w.handle_packet(Timestamp(31), &ack(&h));
+            }
+        }
+        let rounds: Vec<u32> = batches(&w.restart(Timestamp(40), 0, 5))
+            .into_iter()
+            .map(|b| b.0)
+            .collect();
+        assert_eq!(
+            rounds,
+            vec![5],
+            "round 4 is before the server's resend_from"
+        );
     }
 }
