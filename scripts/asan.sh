@@ -70,7 +70,7 @@ finish() {
 }
 
 # The options of every run. halt_on_error: the first error ends the process (exit 1) with its
-# report; detect_leaks: LeakSanitizer at exit (exit 23 when it found a leak that is not
+# report; detect_leaks: LeakSanitizer at exit (exit 1 too, when it found a leak that is not
 # suppressed); log_path: every report to REPORTS/asan.EXE.PID instead of standard error;
 # verify_asan_link_order=0: the PS-lite binaries and the shim test's client are instrumented
 # (ASan's runtime is theirs), the ASan shim is preloaded before it, which ASan's check would
