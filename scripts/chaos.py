@@ -32,9 +32,6 @@ from chaoslib import Job, fmt  # noqa: E402
 HOT_CONF = os.path.join(ROOT, "scripts", "suites", "hot.conf")
 EXACT_SUMS_HOT = ["--val-len=32", "--keys=64"]  # the suite's exact_sums_hot workload
 KNOWN = {
-    "K1": "known issue K1 (docs/RELIABILITY.md): a switch killed and started again loses the pairs the old "
-          "one acknowledged in open rounds and forgets which rounds it closed; the servers deliver those pushes "
-          "without them after settle_timeout_ms, reported but wrong",
     "K2": "known issue K2 (docs/RELIABILITY.md): after a stall longer than the workers' retries, a late aggregate "
           "corrected by subtraction leaves float rounding residues that the servers count as lost values",
 }
@@ -133,8 +130,8 @@ class Suite:
 
     def switch_kill(self, name):
         """SIGKILL to the switch in the middle of the job, a new switch at the same address
-        1 s later. Checked: the job finishes, the new switch is used again, and the sums are
-        exact or every wrong one was reported by the servers (the exactness is known issue K1)."""
+        1 s later. Checked: the job finishes, the new switch is used again (the servers see its
+        new epoch and the workers resend what the old one held), and the sums are exact."""
         job = self.exact_sums_job(self.logdir(name), rounds=100, conf=self.settle_conf(name))
 
         def inject(job):
@@ -148,15 +145,12 @@ class Suite:
             job.note(f"a new switch at the same address at {job.now():.1f} s")
 
         job.run(inject)
-        self.check_restart(name, job, known="K1")
+        self.check_restart(name, job)
 
     def switch_kill_open_round(self, name):
-        """Known issue K1, every time: SIGKILL to the switch while it holds acknowledged pairs
-        of open rounds (worker 3 stopped in exact_sums' phase without barriers, the others'
-        pushes acknowledged), a new switch 1 s later; the sums must be exact."""
-        if not self.args.known_issues:
-            self.line("SKIP", name, KNOWN["K1"] + "; run it with scripts/chaos.py --known-issues " + name)
-            return
+        """SIGKILL to the switch while it holds acknowledged pairs of open rounds (worker 3
+        stopped in exact_sums' phase without barriers, the others' pushes acknowledged), a new
+        switch 1 s later; the sums must be exact (the workers resend what the old one held)."""
         rounds = 100
         job = self.exact_sums_job(self.logdir(name), rounds=rounds, conf=self.settle_conf(name))
 
