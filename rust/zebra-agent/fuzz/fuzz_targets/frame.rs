@@ -1,7 +1,7 @@
 //! One Zebra frame from arbitrary bytes (`FRAMES.md`): `ZebraFrame::parse`
 //! and the typed parsers must agree, and whatever parses must re-emit to
-//! bytes that parse back to the same frame. SETTLE and HOTSET have one
-//! encoding, so they re-emit byte for byte (their values compared as bytes:
+//! bytes that parse back to the same frame. SETTLE, HOTSET and RESTART have
+//! one encoding, so they re-emit byte for byte (their values compared as bytes:
 //! a SETTLE's f32 may be a NaN); a PUSH trailer re-emits as the shorter of
 //! list and bitmap, never longer than what was parsed. The seeds in
 //! `seeds/frame/` are valid frames of each type.
@@ -79,6 +79,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(bytes, data);
             assert_eq!(h.len(), data.len());
             assert_eq!(HotSetFrame::parse(&bytes).as_ref(), Ok(h));
+        }
+        ZebraFrame::Restart(r) => {
+            assert_eq!(r.to_bytes(), data);
+            assert_eq!(ZebraFrame::parse(data), Ok(ZebraFrame::Restart(*r)));
         }
     }
 });
