@@ -330,6 +330,9 @@ pub struct Census {
     /// decision that installs keys, over the latest stretch with them.
     counted_pace: Pace,
     pace: Pace,
+    /// The latest stretch judged no slower: (pace while counted, pace with
+    /// the keys), until taken for the log (`take_kept`).
+    kept: Option<(f64, f64)>,
     /// Values per key: the first count seen (a worker sends a key whose
     /// count differs from its hot set's cold, so a wrong one costs speed).
     lens: HashMap<u64, u32>,
@@ -361,6 +364,7 @@ impl Census {
             drift: (0.0, 0),
             counted_pace: Pace::new(workers),
             pace: Pace::new(workers),
+            kept: None,
             lens: HashMap::new(),
             pushes: 0,
             first_full: None,
@@ -654,7 +658,17 @@ impl Census {
             return None;
         }
         self.pace = Pace::new(self.peers.len() as u16);
-        (after < self.config.min_pace * before).then_some(Aside::Slower(before, after))
+        if after < self.config.min_pace * before {
+            return Some(Aside::Slower(before, after));
+        }
+        self.kept = Some((before, after));
+        None
+    }
+
+    /// The latest stretch `slower` judged no slower than the counted pace,
+    /// once: (pushes per second while counted, with the keys).
+    pub fn take_kept(&mut self) -> Option<(f64, f64)> {
+        self.kept.take()
     }
 
     /// Steps aside after the decision (or before it, deciding so): every
@@ -938,6 +952,12 @@ mod tests {
             assert_eq!(c.slower(ms(t)), None, "as fast as while counted");
             t += 10;
         }
+        let (before, after) = c.take_kept().expect("a stretch judged and kept");
+        assert!(
+            before == 200.0 && after >= 0.95 * before,
+            "{before} {after}"
+        );
+        assert_eq!(c.take_kept(), None, "taken once");
         let mut judged = None;
         for r in d.from_round + 11..d.from_round + 30 {
             c.observe(ms(t), 0, r, b"ps9", std::iter::empty());

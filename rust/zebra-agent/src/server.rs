@@ -993,8 +993,16 @@ impl ServerAgent {
     /// Online, keys installed: steps aside if the workers push slower than
     /// while counted (`Census::slower`).
     fn judge_pace(&mut self, now: Timestamp) {
-        if let Some(why) = self.census.as_mut().and_then(|c| c.slower(now)) {
+        let Some(census) = self.census.as_mut() else {
+            return;
+        };
+        if let Some(why) = census.slower(now) {
             self.step_aside(why);
+        } else if let Some((before, after)) = census.take_kept() {
+            log::info!(
+                "server {}: the hot keys keep the pace: {after:.0} pushes/s with them,                  {before:.0} while counted",
+                self.server
+            );
         }
     }
 
