@@ -77,6 +77,91 @@ impl SwitchStats {
             self.recirculations as f64 / self.added_packets as f64
         }
     }
+
+    /// Adds what `after` counts beyond `before` (a snapshot of the same
+    /// counters taken earlier): how the switch keeps a job's own counters.
+    pub fn add_growth(&mut self, before: &SwitchStats, after: &SwitchStats) {
+        // Every field named, so that a new counter cannot be left out.
+        let SwitchStats {
+            packets,
+            bad_packets,
+            added_packets,
+            added_pairs,
+            passes,
+            recirculations,
+            readout_passes,
+            duplicates,
+            stale,
+            fallbacks,
+            acks,
+            rounds_completed,
+            rounds_flushed,
+            aggregate_parts,
+            aggregate_retransmits,
+            aggregate_lost,
+            aggregate_deferred,
+            aggregate_acked,
+            aggregate_abandoned,
+            saturations,
+            updates_copied,
+            update_acks,
+            updates_refused,
+        } = self;
+        let grow = |to: &mut u64, b: u64, a: u64| *to += a.saturating_sub(b);
+        grow(packets, before.packets, after.packets);
+        grow(bad_packets, before.bad_packets, after.bad_packets);
+        grow(added_packets, before.added_packets, after.added_packets);
+        grow(added_pairs, before.added_pairs, after.added_pairs);
+        grow(passes, before.passes, after.passes);
+        grow(recirculations, before.recirculations, after.recirculations);
+        grow(readout_passes, before.readout_passes, after.readout_passes);
+        grow(duplicates, before.duplicates, after.duplicates);
+        grow(stale, before.stale, after.stale);
+        for (i, f) in fallbacks.iter_mut().enumerate() {
+            grow(f, before.fallbacks[i], after.fallbacks[i]);
+        }
+        grow(acks, before.acks, after.acks);
+        grow(
+            rounds_completed,
+            before.rounds_completed,
+            after.rounds_completed,
+        );
+        grow(rounds_flushed, before.rounds_flushed, after.rounds_flushed);
+        grow(
+            aggregate_parts,
+            before.aggregate_parts,
+            after.aggregate_parts,
+        );
+        grow(
+            aggregate_retransmits,
+            before.aggregate_retransmits,
+            after.aggregate_retransmits,
+        );
+        grow(aggregate_lost, before.aggregate_lost, after.aggregate_lost);
+        grow(
+            aggregate_deferred,
+            before.aggregate_deferred,
+            after.aggregate_deferred,
+        );
+        grow(
+            aggregate_acked,
+            before.aggregate_acked,
+            after.aggregate_acked,
+        );
+        grow(
+            aggregate_abandoned,
+            before.aggregate_abandoned,
+            after.aggregate_abandoned,
+        );
+        grow(saturations, before.saturations, after.saturations);
+        grow(updates_copied, before.updates_copied, after.updates_copied);
+        grow(update_acks, before.update_acks, after.update_acks);
+        grow(
+            updates_refused,
+            before.updates_refused,
+            after.updates_refused,
+        );
+    }
 }
 
 /// Worker counters.

@@ -74,7 +74,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 
 use crate::config::{Config, ConfigError, JobConfig};
-use crate::consts::{packet_type, COVER_WORD_BITS, MAX_REGISTERS, UPDATE_TARGET_ALL};
+use crate::consts::{
+    packet_type, COVER_WORD_BITS, MAGIC, MAX_REGISTERS, UPDATE_TARGET_ALL, VERSION,
+};
 use crate::flow::Flow;
 use crate::layout::Layout;
 use crate::rto::RttEstimator;
@@ -259,6 +261,8 @@ struct JobState {
     records: Vec<Record>,
     cover: Vec<CoverWord>,
     hits: Vec<u64>,
+    /// This job's share of the switch's counters.
+    stats: SwitchStats,
 }
 
 /// Flushed rounds remembered per job to measure them by their late packets.
@@ -296,6 +300,7 @@ impl JobState {
             records: vec![Record::default(); n * w * config.max_seqs as usize],
             cover: vec![CoverWord::default(); n * w * config.cover_words()],
             hits: vec![0; cfg.hot_keys as usize],
+            stats: SwitchStats::default(),
         }
     }
 }
@@ -412,6 +417,48 @@ impl Switch {
         &self.stats
     }
 
+    /// Job `job`'s share of the counters: what its packets and rounds
+    /// counted (a datagram is counted for the job its header names when the
+    /// switch has that job; others only in [`stats`](Self::stats)).
+    pub fn job_stats(&self, job: u16) -> Option<&SwitchStats> {
+        self.jobs.iter().find(|j| j.cfg.id == job).map(|j| &j.stats)
+    }
+
+    /// The index of the job a datagram's header names, if the switch has it.
+    fn job_of(&self, bytes: &[u8]) -> Option<usize> {
+        let header = bytes.get(..6)?;
+        if u16::from_be_bytes([header[0], header[1]]) != MAGIC || header[2] != VERSION {
+            return None;
+        }
+        let id = u16::from_be_bytes([header[4], header[5]]);
+        self.jobs.iter().position(|j| j.cfg.id == id)
+    }
+
+    /// Runs `f`, and counts what it adds to the counters for job `j` too.
+    fn for_job<T>(&mut self, j: Option<usize>, f: impl FnOnce(&mut Switch) -> T) -> T {
+        let Some(j) = j else {
+            return f(self);
+        };
+        let before = self.stats.clone();
+        let out = f(self);
+        self.jobs[j].stats.add_growth(&before, &self.stats);
+        out
+    }
+
+    /// Counts one event in `stats` and in job `job`'s share (a field of the
+    /// switch borrowed apart from the others).
+    fn count(
+        stats: &mut SwitchStats,
+        jobs: &mut [JobState],
+        job: u16,
+        bump: impl Fn(&mut SwitchStats),
+    ) {
+        bump(stats);
+        if let Some(j) = jobs.iter_mut().find(|j| j.cfg.id == job) {
+            bump(&mut j.stats);
+        }
+    }
+
     /// Aggregate parts waiting for their server's ACK.
     pub fn pending_parts(&self) -> usize {
         self.pending.len()
@@ -447,6 +494,11 @@ impl Switch {
     /// Handles one datagram. Malformed or unexpected bytes are counted and
     /// dropped; nothing here panics on input.
     pub fn handle_packet(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<SwitchAction> {
+        let job = self.job_of(bytes);
+        self.for_job(job, |s| s.handle(now, bytes))
+    }
+
+    fn handle(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<SwitchAction> {
         self.stats.packets += 1;
         match bytes.get(3).copied() {
             Some(packet_type::UPDATE) => return self.on_update(bytes),
@@ -542,7 +594,7 @@ impl Switch {
             for c in 0..self.jobs[j].rounds.len() {
                 let rs = self.jobs[j].rounds[c];
                 if rs.open && now >= rs.opened_at + timeout {
-                    out.extend(self.close(j, c, now, true));
+                    out.extend(self.for_job(Some(j), |s| s.close(j, c, now, true)));
                 }
             }
         }
@@ -575,10 +627,14 @@ impl Switch {
             let lost = std::mem::take(&mut p.lost);
             if lost {
                 flow.on_loss(now);
-                self.stats.aggregate_lost += 1;
+                Self::count(&mut self.stats, &mut self.jobs, job, |s| {
+                    s.aggregate_lost += 1
+                });
             } else if !resent.insert((job, server)) {
                 p.next = now + flow.rtt.backoff(p.retries);
-                self.stats.aggregate_deferred += 1;
+                Self::count(&mut self.stats, &mut self.jobs, job, |s| {
+                    s.aggregate_deferred += 1
+                });
                 continue;
             } else if p.retries == 0 {
                 flow.on_timeout(now);
@@ -586,7 +642,9 @@ impl Switch {
             p.retries += 1;
             p.last_sent = now;
             p.next = now + flow.rtt.backoff(p.retries);
-            self.stats.aggregate_retransmits += 1;
+            Self::count(&mut self.stats, &mut self.jobs, job, |s| {
+                s.aggregate_retransmits += 1
+            });
             log::trace!(
                 "switch: job {job} round {round} part {part} for server {server} resent (retry {}, \
                  sent {:?} ago, window {})",
@@ -615,7 +673,9 @@ impl Switch {
                 flow.on_abandon();
             }
             out.extend(self.drain(key.0, key.2, now));
-            self.stats.aggregate_abandoned += 1;
+            Self::count(&mut self.stats, &mut self.jobs, key.0, |s| {
+                s.aggregate_abandoned += 1
+            });
             log::warn!(
                 "switch: job {} round {} part {} for server {} given up unacknowledged",
                 key.0,

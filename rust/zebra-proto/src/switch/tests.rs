@@ -814,3 +814,56 @@ fn updates_for_members_the_switch_does_not_have_are_refused() {
     assert_eq!((st.updates_refused, st.bad_packets), (7, 2));
     assert_eq!((st.updates_copied, st.update_acks), (1, 0));
 }
+
+/// Each job's counters hold what its own datagrams and rounds counted, and
+/// the jobs' counters add up to the switch's but for datagrams naming no
+/// job of the switch.
+#[test]
+fn counters_are_kept_per_job() {
+    let mut c = config(2, 1);
+    c.jobs.push(JobConfig::new(2, 1, 10, 1));
+    let mut s = Switch::new(c).unwrap();
+    send(&mut s, 0, &hot(0, 1, 0, true, &[(0, 1.0), (1, 2.0)]));
+    let other = HotRepr {
+        job: 2,
+        ..hot(0, 1, 0, true, &[(0, 100.0)])
+    };
+    send(&mut s, 0, &other);
+    send(
+        &mut s,
+        0,
+        &HotRepr {
+            job: 9,
+            ..hot(0, 1, 0, true, &[(0, 1.0)])
+        },
+    );
+    s.handle_packet(Timestamp(0), b"garbage");
+    // Job 1's round waits for its second worker, and is flushed; its part
+    // and job 2's are resent until given up.
+    let mut t = 0;
+    while let Some(at) = s.poll_at() {
+        t = at.0.max(t + 1);
+        s.poll(Timestamp(t));
+    }
+    let (one, two) = (s.job_stats(1).unwrap(), s.job_stats(2).unwrap());
+    assert_eq!(s.job_stats(9), None);
+    assert_eq!((one.packets, one.added_pairs), (1, 2));
+    assert_eq!((one.rounds_completed, one.rounds_flushed), (0, 1));
+    assert_eq!((two.packets, two.added_pairs), (1, 1));
+    assert_eq!((two.rounds_completed, two.rounds_flushed), (1, 0));
+    for j in [one, two] {
+        assert_eq!(j.aggregate_parts, 1);
+        assert_eq!(j.aggregate_retransmits, 3);
+        assert_eq!(j.aggregate_abandoned, 1);
+    }
+    let all = s.stats();
+    assert_eq!(all.packets, 4);
+    assert_eq!(all.bad_packets, 1);
+    assert_eq!(all.fallback(FallbackReason::UnknownJob), 1);
+    let mut sum = SwitchStats::default();
+    sum.add_growth(&SwitchStats::default(), one);
+    sum.add_growth(&SwitchStats::default(), two);
+    assert_eq!(sum.added_pairs, all.added_pairs);
+    assert_eq!(sum.aggregate_retransmits, all.aggregate_retransmits);
+    assert_eq!(sum.packets + 2, all.packets);
+}
