@@ -235,8 +235,16 @@ impl SettingsError {
 
 #[derive(Debug, Clone)]
 enum Origin {
-    File { path: PathBuf, line: usize },
+    File {
+        path: PathBuf,
+        line: usize,
+    },
     Flag(&'static str),
+    /// An environment variable, and its value as the user typed it.
+    Env {
+        var: String,
+        typed: String,
+    },
 }
 
 impl fmt::Display for Origin {
@@ -244,6 +252,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
             Origin::Flag(flag) => write!(f, "--{flag}"),
+            Origin::Env { var, .. } => f.write_str(var),
         }
     }
 }
@@ -257,16 +266,17 @@ struct Entry {
 
 impl Entry {
     fn bad(&self, expected: &str) -> String {
-        format!(
-            "{}: {} = {:?}: {expected}",
-            self.origin, self.knob.key, self.value
-        )
+        match &self.origin {
+            // The user wrote no key: name the variable and what they typed.
+            Origin::Env { var, typed } => format!("{var}={typed:?}: {expected}"),
+            origin => format!("{origin}: {} = {:?}: {expected}", self.knob.key, self.value),
+        }
     }
 
     fn base_dir(&self) -> Option<&Path> {
         match &self.origin {
             Origin::File { path, .. } => path.parent(),
-            Origin::Flag(_) => None,
+            Origin::Flag(_) | Origin::Env { .. } => None,
         }
     }
 }
@@ -350,6 +360,24 @@ impl Settings {
             knob,
             value: value.trim().to_string(),
             origin: Origin::Flag(knob.flag),
+        });
+        Ok(())
+    }
+
+    /// Sets a knob from environment variable `var`, whose value is `typed`
+    /// (as [`set`](Self::set) does for a flag): a bad value is reported as
+    /// `VAR="typed": expected ...`, naming neither the key nor a flag the
+    /// user did not write.
+    pub fn set_from_env(&mut self, key: &str, var: &str, typed: &str) -> Result<(), SettingsError> {
+        let knob = knob_by_key(key)
+            .ok_or_else(|| SettingsError::one(format!("unknown setting {key:?}")))?;
+        self.entries.push(Entry {
+            knob,
+            value: typed.trim().to_string(),
+            origin: Origin::Env {
+                var: var.to_string(),
+                typed: typed.to_string(),
+            },
         });
         Ok(())
     }
@@ -1040,6 +1068,27 @@ loss = drop=0.01
             text.contains("/etc/zebra/hot.conf:4: expected `key = value`"),
             "{text}"
         );
+    }
+
+    #[test]
+    fn a_value_from_the_environment_is_named_by_its_variable_as_typed() {
+        let mut s = Settings::new();
+        s.set_from_env("switch", "ZEBRA_SWITCH", " nowhere")
+            .unwrap();
+        s.set_from_env("workers", "DMLC_NUM_WORKER", "99").unwrap();
+        s.set_from_env("loss", "ZEBRA_HOT_LOSS", "drop=2").unwrap();
+        s.set("hot_key_count", "4").unwrap();
+        let text = s.build().unwrap_err().to_string();
+        for want in [
+            "ZEBRA_SWITCH=\" nowhere\": expected HOST:PORT",
+            "DMLC_NUM_WORKER=\"99\": expected an integer in 1..=64",
+            "ZEBRA_HOT_LOSS=\"drop=2\"",
+        ] {
+            assert!(text.contains(want), "{want} in {text}");
+        }
+        for flag in ["--listen", "--workers", "--loss", "switch =", "workers ="] {
+            assert!(!text.contains(flag), "{flag} in {text}");
+        }
     }
 
     #[test]

@@ -21,7 +21,7 @@ use std::sync::Arc;
 
 use zebra_config::HotLoss;
 use zebra_net::Stack;
-use zebra_proto::consts::packet_type;
+use zebra_proto::consts::{packet_type, VALUE_LEN};
 use zebra_proto::wire::{Admission, FallbackReason, Message, RegisterRepr};
 use zebra_proto::{Config, JobConfig, Switch, SwitchAction, SwitchStats, Timestamp};
 
@@ -99,6 +99,31 @@ pub struct SwitchNodeStats {
     pub update_unroutable: u64,
     /// Socket counters.
     pub io: IoStats,
+    /// The switch's accumulator memory: `4 B × R × S × copies`.
+    pub memory_bytes: u64,
+    /// Each job's share of the counters, in job order.
+    pub jobs: Vec<JobNodeStats>,
+}
+
+/// One job's counters on the switch ([`zebra_proto::Switch::job_stats`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobNodeStats {
+    /// Job id.
+    pub job: u16,
+    /// Its workers.
+    pub workers: u16,
+    /// Its servers.
+    pub servers: u16,
+    /// Hot values it holds (its share of the memory).
+    pub hot_values: u32,
+    /// Accumulator memory it takes: `4 B × R × its slots × copies`.
+    pub memory_bytes: u64,
+    /// What its datagrams and rounds counted.
+    pub switch: SwitchStats,
+    /// Its servers' REGISTER datagrams accepted (keep-alives included).
+    pub registrations: u64,
+    /// Its servers' REGISTER datagrams refused.
+    pub register_refused: u64,
 }
 
 impl fmt::Display for SwitchNodeStats {
@@ -195,6 +220,11 @@ impl fmt::Display for SwitchNodeStats {
     }
 }
 
+/// Accumulator memory of `slots` slots in every register and copy.
+fn accumulator_bytes(config: &Config, slots: u32) -> u64 {
+    VALUE_LEN as u64 * u64::from(config.registers) * u64::from(slots) * u64::from(config.copies)
+}
+
 #[derive(Debug, Clone, Copy)]
 struct ServerAddr {
     addr: SocketAddr,
@@ -220,6 +250,8 @@ struct SwitchMachine {
     update_unroutable: u64,
     /// `SwitchNodeConfig::epoch`.
     epoch: u32,
+    /// Per job the switch has: REGISTERs accepted and refused.
+    job_registrations: BTreeMap<u16, (u64, u64)>,
 }
 
 impl SwitchMachine {
@@ -385,7 +417,7 @@ impl SwitchMachine {
         if let Some(a) = r.admit {
             let capacity = self.admit(src, &r, a);
             if capacity == 0 {
-                self.register_refused += 1;
+                self.refuse(r.job);
                 let refused = Admission { capacity: 0, ..a };
                 out.push((
                     src,
@@ -406,7 +438,7 @@ impl SwitchMachine {
             .job(r.job)
             .is_some_and(|j| r.server < j.servers);
         if !known {
-            self.register_refused += 1;
+            self.refuse(r.job);
             log::warn!(
                 "switch: REGISTER from {src} for job {} server {}, which the configuration does not have",
                 r.job,
@@ -417,13 +449,13 @@ impl SwitchMachine {
         let key = (r.job, r.server);
         match self.servers.get(&key) {
             Some(s) if s.pinned && s.addr != src => {
-                self.register_refused += 1;
                 log::warn!(
                     "switch: REGISTER from {src} for job {} server {}, pinned to {} by the configuration",
                     r.job,
                     r.server,
                     s.addr
                 );
+                self.refuse(r.job);
                 return;
             }
             Some(s) if s.addr == src => {}
@@ -445,6 +477,7 @@ impl SwitchMachine {
             }
         }
         self.registrations += 1;
+        self.job_registrations.entry(r.job).or_default().0 += 1;
         let admit = r.admit.map(|a| Admission {
             capacity: self.switch.config().job(r.job).map_or(0, |j| j.hot_keys),
             ..a
@@ -459,6 +492,39 @@ impl SwitchMachine {
             }
             .to_bytes(),
         ));
+    }
+
+    /// Counts a refused REGISTER, for its job too when the switch has it.
+    fn refuse(&mut self, job: u16) {
+        self.register_refused += 1;
+        if self.switch.config().job(job).is_some() {
+            self.job_registrations.entry(job).or_default().1 += 1;
+        }
+    }
+
+    fn job_stats(&self) -> Vec<JobNodeStats> {
+        let config = self.switch.config();
+        config
+            .jobs
+            .iter()
+            .map(|j| {
+                let (registrations, register_refused) = self
+                    .job_registrations
+                    .get(&j.id)
+                    .copied()
+                    .unwrap_or_default();
+                JobNodeStats {
+                    job: j.id,
+                    workers: j.workers,
+                    servers: j.servers,
+                    hot_values: j.hot_keys,
+                    memory_bytes: accumulator_bytes(config, config.region_slots(j)),
+                    switch: self.switch.job_stats(j.id).cloned().unwrap_or_default(),
+                    registrations,
+                    register_refused,
+                }
+            })
+            .collect()
     }
 
     fn stats(&self, io: IoStats) -> SwitchNodeStats {
@@ -479,6 +545,8 @@ impl SwitchMachine {
             update_copies: self.update_copies,
             update_unroutable: self.update_unroutable,
             io,
+            memory_bytes: accumulator_bytes(self.switch.config(), self.switch.config().slots),
+            jobs: self.job_stats(),
         }
     }
 }
@@ -553,6 +621,7 @@ impl SwitchNode {
             update_copies: 0,
             update_unroutable: 0,
             epoch: config.epoch,
+            job_registrations: BTreeMap::new(),
         };
         log::info!("switch: epoch {:#010x}", config.epoch);
         let node =
