@@ -120,15 +120,17 @@ struct Aggregation {
     zero_config: bool,
 }
 
-fn env_count(name: &str, problems: &mut Vec<String>) -> u16 {
+/// PS-lite's count `name`, and its value as typed; 0 when it is missing
+/// or not a positive number (a problem is pushed).
+fn env_count(name: &str, problems: &mut Vec<String>) -> (u16, String) {
     match std::env::var(name) {
         Ok(v) => match v.trim().parse::<u16>() {
-            Ok(n) if n > 0 => n,
+            Ok(n) if n > 0 => (n, v),
             _ => {
                 problems.push(format!(
                     "{name}={v:?}: expected a positive number (ZEBRA_SWITCH needs the job's size)"
                 ));
-                0
+                (0, v)
             }
         },
         Err(_) => {
@@ -136,7 +138,7 @@ fn env_count(name: &str, problems: &mut Vec<String>) -> u16 {
                 "ZEBRA_SWITCH is set but {name} is not: the hot path needs PS-lite's job size \
                  (every PS-lite launcher sets DMLC_NUM_WORKER and DMLC_NUM_SERVER)"
             ));
-            0
+            (0, String::new())
         }
     }
 }
@@ -191,26 +193,27 @@ impl Aggregation {
         switch: &str,
     ) -> Result<Option<Aggregation>, Vec<String>> {
         let mut problems = Vec::new();
-        let workers = env_count("DMLC_NUM_WORKER", &mut problems);
-        let servers = env_count("DMLC_NUM_SERVER", &mut problems);
+        let (workers, workers_typed) = env_count("DMLC_NUM_WORKER", &mut problems);
+        let (servers, servers_typed) = env_count("DMLC_NUM_SERVER", &mut problems);
         let mut settings = match &config.hot_config {
             Some(path) => {
                 Settings::load(path).map_err(|e| vec![format!("ZEBRA_HOT_CONFIG: {e}")])?
             }
             None => Settings::new(),
         };
-        let mut set = |key: &str, value: &str, what: &str| {
-            if let Err(e) = settings.set(key, value) {
-                problems.push(format!("{what}: {e}"));
+        // Bad values are reported by variable and as typed (`Settings::set_from_env`).
+        let mut set = |key: &str, var: &str, typed: &str| {
+            if let Err(e) = settings.set_from_env(key, var, typed) {
+                problems.push(e.to_string());
             }
         };
-        set("switch", switch, "ZEBRA_SWITCH");
+        set("switch", "ZEBRA_SWITCH", switch);
         if let Some(path) = &config.hot_keys {
-            set("hot_keys", &path.display().to_string(), "ZEBRA_HOT_KEYS");
+            set("hot_keys", "ZEBRA_HOT_KEYS", &path.display().to_string());
         }
         if workers > 0 && servers > 0 {
-            set("workers", &workers.to_string(), "DMLC_NUM_WORKER");
-            set("servers", &servers.to_string(), "DMLC_NUM_SERVER");
+            set("workers", "DMLC_NUM_WORKER", &workers_typed);
+            set("servers", "DMLC_NUM_SERVER", &servers_typed);
         }
         if !problems.is_empty() {
             return Err(problems);
@@ -1531,4 +1534,34 @@ pub fn report() -> String {
         out.push_str(&s.report(received));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bad value in an environment variable is named by the variable and
+    /// the value as typed, never by a `zebra switch` flag (the only test of
+    /// this binary that sets the environment).
+    #[test]
+    fn bad_variables_are_named_as_typed() {
+        std::env::set_var("DMLC_ROLE", "server");
+        std::env::set_var("DMLC_NUM_WORKER", "99");
+        std::env::set_var("DMLC_NUM_SERVER", "1");
+        let vars = [
+            ("ZEBRA_ENABLE", "1"),
+            ("ZEBRA_SWITCH", "nowhere.invalid:9950"),
+        ];
+        let config = zebra_config::Config::from_vars(vars, 1).unwrap();
+        let problems = Plan::from_config(&config).err().unwrap().join("\n");
+        for want in [
+            "ZEBRA_SWITCH=\"nowhere.invalid:9950\":",
+            "DMLC_NUM_WORKER=\"99\": expected an integer in 1..=64",
+        ] {
+            assert!(problems.contains(want), "{want} in {problems}");
+        }
+        for flag in ["--listen", "--workers", "--servers"] {
+            assert!(!problems.contains(flag), "{flag} in {problems}");
+        }
+    }
 }
