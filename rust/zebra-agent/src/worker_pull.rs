@@ -76,6 +76,11 @@ pub struct PullAgentStats {
     pub followed: u64,
 }
 
+/// A pull to a server: the server and the app's PS-lite timestamp. PS-lite's
+/// worker sends one app request as one message per server, all with the
+/// same timestamp, so the timestamp alone does not tell them apart.
+type PullId = (u16, i32);
+
 /// A pull sent to a server, waiting for its answer.
 #[derive(Debug)]
 struct Pending {
@@ -125,12 +130,13 @@ pub struct PullAgent {
     ranges: KeyRanges,
     app_id: i32,
     customer_id: i32,
-    pending: HashMap<i32, Pending>,
+    pending: HashMap<PullId, Pending>,
     shapes: HashMap<u16, Shape>,
     verify: u32,
     off: Option<String>,
-    /// Follow-up pulls sent: their timestamp → the app's pull they serve.
-    follows: HashMap<i32, i32>,
+    /// Follow-up pulls sent: their server and timestamp → the app's pull
+    /// they serve.
+    follows: HashMap<PullId, PullId>,
     next_follow: u32,
     stats: PullAgentStats,
 }
@@ -182,15 +188,15 @@ impl PullAgent {
     /// it completes, for the app (`[server identity, meta, data...]`).
     pub fn on_update(&mut self, now: Timestamp, server: u16, update: RowUpdate) -> Vec<Frames> {
         self.pulls.on_update(now, server, update);
-        let ready: Vec<i32> = self
+        let ready: Vec<PullId> = self
             .pending
             .iter()
             .filter(|(_, p)| p.server == server && p.awaiting.is_some())
-            .map(|(&ts, _)| ts)
+            .map(|(&id, _)| id)
             .collect();
         ready
             .into_iter()
-            .filter_map(|ts| self.complete(ts))
+            .filter_map(|id| self.complete(id))
             .collect()
     }
 
@@ -207,7 +213,7 @@ impl PullAgent {
     /// Held pulls whose update did not come in time: the pulls that ask
     /// their servers for the held keys, `(server, [meta, data...])`.
     pub fn poll(&mut self, now: Timestamp) -> Vec<(u16, Frames)> {
-        let due: Vec<i32> = self
+        let due: Vec<PullId> = self
             .pending
             .iter()
             .filter(|(_, p)| {
@@ -215,13 +221,13 @@ impl PullAgent {
                     .as_ref()
                     .is_some_and(|a| a.follow.is_none() && a.until <= now)
             })
-            .map(|(&ts, _)| ts)
+            .map(|(&id, _)| id)
             .collect();
         let mut out = Vec::new();
-        for ts in due {
+        for id in due {
             let follow = FOLLOW_TS_BASE + (self.next_follow % FOLLOW_TS_SPAN) as i32;
             self.next_follow = self.next_follow.wrapping_add(1);
-            let Some(p) = self.pending.get_mut(&ts) else {
+            let Some(p) = self.pending.get_mut(&id) else {
                 continue;
             };
             let Some(a) = &mut p.awaiting else {
@@ -237,15 +243,15 @@ impl PullAgent {
             a.follow = Some(follow);
             self.pulls.gave_up(positions.len() as u64);
             self.stats.followed += 1;
-            self.follows.insert(follow, ts);
+            self.follows.insert((p.server, follow), id);
             out.push((p.server, frames));
         }
         out
     }
 
-    /// The app's answer to held pull `ts` if everything it needs is in.
-    fn complete(&mut self, ts: i32) -> Option<Frames> {
-        let p = self.pending.get(&ts)?;
+    /// The app's answer to held pull `id` if everything it needs is in.
+    fn complete(&mut self, id: PullId) -> Option<Frames> {
+        let p = self.pending.get(&id)?;
         let a = p.awaiting.as_ref()?;
         a.remote.as_ref()?;
         let local = match &a.followed {
@@ -260,7 +266,7 @@ impl PullAgent {
             }
             None => return None,
         };
-        let p = self.pending.remove(&ts)?;
+        let p = self.pending.remove(&id)?;
         let shape = self.shapes.get(&p.server).copied()?;
         let remote: Vec<(u64, &[u8])> = p
             .awaiting
@@ -333,7 +339,7 @@ impl PullAgent {
             if keys.iter().any(|&k| is_hot(server, k)) {
                 self.stats.unknown_shape += 1;
                 self.pending.insert(
-                    meta.timestamp,
+                    (server, meta.timestamp),
                     Pending::new(server, msg.meta.clone(), format, keys, None),
                 );
             }
@@ -373,7 +379,7 @@ impl PullAgent {
                     followed: None,
                 });
                 self.stats.held += 1;
-                self.pending.insert(meta.timestamp, pending);
+                self.pending.insert((server, meta.timestamp), pending);
                 return PullSend::SendHold { server, frames };
             }
             PullPlan::Server { fill, .. } => {
@@ -418,7 +424,7 @@ impl PullAgent {
                 PullSend::Send(frames)
             }
         };
-        self.pending.insert(meta.timestamp, pending);
+        self.pending.insert((server, meta.timestamp), pending);
         out
     }
 
@@ -458,18 +464,18 @@ impl PullAgent {
             self.pulls.push_answered(now, server, meta.timestamp);
             return Some(frames);
         }
-        let ts = meta.timestamp;
-        if let Some(orig) = self.follows.remove(&ts) {
+        let id = (server, meta.timestamp);
+        if let Some(orig) = self.follows.remove(&id) {
             let entries = owned_entries(&env.message)?;
             let a = self.pending.get_mut(&orig)?.awaiting.as_mut()?;
             a.followed = Some(entries);
             return self.complete(orig);
         }
-        if let Some(a) = self.pending.get_mut(&ts).and_then(|p| p.awaiting.as_mut()) {
+        if let Some(a) = self.pending.get_mut(&id).and_then(|p| p.awaiting.as_mut()) {
             a.remote = Some(owned_entries(&env.message)?);
-            return self.complete(ts);
+            return self.complete(id);
         }
-        let Some(p) = self.pending.remove(&ts) else {
+        let Some(p) = self.pending.remove(&id) else {
             return Some(frames);
         };
         let Ok(Some(kv)) = env.message.kv() else {
@@ -874,6 +880,48 @@ mod tests {
         let done = a.on_update(t(), 0, update(2, 2, &[1]));
         assert_eq!(done, vec![answer_with(&pull, &[(1, 2), (2, 1), (50, 2)])]);
         assert_eq!((a.stats().held, a.stats().followed), (1, 0));
+    }
+
+    /// PS-lite's worker sends one app pull (or push) as one message per
+    /// server, all with the app's timestamp: each server's answer is
+    /// matched with the message sent to that server.
+    #[test]
+    fn one_timestamp_to_two_servers_is_two_pulls() {
+        let mut a = agent(4);
+        let (keys0, keys1) = ([1, 2], [101, 102]);
+        for (server, keys) in [(0, &keys0), (1, &keys1)] {
+            let push = request(1, true, keys);
+            a.on_send(t(), t(), &refs(&push), Some((server, 1)), hot);
+            a.on_recv(t(), server_answer(server, &push, 1), hot);
+            a.on_update(t(), server, update(1, 1, keys));
+            // Each server's answer shape, from a pull of its own.
+            let first = request(2 + i32::from(server), false, &keys[..1]);
+            a.on_send(t(), t(), &refs(&first), None, hot);
+            a.on_recv(t(), server_answer(server, &first, 1), hot);
+        }
+        // Checked, then answered here; server 1 answers first once.
+        for (ts, order) in [(4, [0, 1]), (5, [1, 0])] {
+            let pulls = [request(ts, false, &keys0), request(ts, false, &keys1)];
+            for pull in &pulls {
+                assert_eq!(
+                    a.on_send(t(), t(), &refs(pull), None, hot),
+                    PullSend::Unchanged
+                );
+            }
+            for server in order {
+                let ans = server_answer(server, &pulls[usize::from(server)], 1);
+                assert_eq!(a.on_recv(t(), ans.clone(), hot), Some(ans));
+            }
+        }
+        assert_eq!((a.stats().verified, a.stats().mismatches), (2 * 2, 0));
+        assert_eq!(a.off(), None);
+        for (server, keys) in [(0, &keys0), (1, &keys1)] {
+            let pull = request(6, false, keys);
+            assert_eq!(
+                a.on_send(t(), t(), &refs(&pull), None, hot),
+                PullSend::Answer(server_answer(server, &pull, 1))
+            );
+        }
     }
 
     #[test]

@@ -373,10 +373,13 @@ struct WorkerNode {
     pulls: Option<PullAgent>,
     /// Hot pulls not sent yet: (first offered, server, request).
     waiting: Vec<(Timestamp, u16, Frames)>,
-    /// Hot pulls sent or answered, by timestamp: the server app's hot
-    /// values when they were sent.
-    hot_pending: BTreeMap<i32, (&'static str, BTreeMap<u64, Vec<f32>>)>,
+    /// Hot pulls sent or answered, by timestamp and server.
+    hot_pending: BTreeMap<(i32, u16), HotPull>,
 }
+
+/// A hot pull sent or answered: how, and the server app's hot values when
+/// it was sent.
+type HotPull = (&'static str, BTreeMap<u64, Vec<f32>>);
 
 impl WorkerNode {
     /// Whether the worker waits for its hot pulls before pushing again.
@@ -701,13 +704,15 @@ impl Sim {
     }
 
     /// Pull half: after its push is answered, worker `w` pulls every hot
-    /// key of each server and two cold ones.
+    /// key of each server and two cold ones: one app pull, sent as one
+    /// message per server with the same timestamp (as PS-lite's worker
+    /// slices it).
     fn hot_pulls(&mut self, w: u16) {
         let format = self.s.style.format();
         let now = Timestamp(self.now);
+        self.workers[w as usize].ts += 1;
         for server in 0..self.s.servers {
             let node = &mut self.workers[w as usize];
-            node.ts += 1;
             let mut kv = KvData::empty(self.s.style.val_type(), false);
             // Every other pull holds hot keys only (answered by the worker alone).
             let cold = if node.ts % 2 == 0 {
@@ -755,7 +760,7 @@ impl Sim {
                 PullSend::Wait(_) => node.waiting.push((since, server, frames)),
                 PullSend::Answer(answer) => {
                     node.hot_pending
-                        .insert(ts, ("answered by the worker", snapshot));
+                        .insert((ts, server), ("answered by the worker", snapshot));
                     self.out.pull_local += 1;
                     self.enqueue(self.now, Event::Zmq(Node::Worker(w), answer));
                 }
@@ -775,14 +780,15 @@ impl Sim {
                         .into_iter()
                         .filter(|(k, _)| !asked.contains(k))
                         .collect();
-                    node.hot_pending.insert(ts, ("split", local));
+                    node.hot_pending.insert((ts, server), ("split", local));
                     let mut msg = vec![id];
                     msg.extend(reduced);
                     self.zmq(Node::Worker(w), Node::Server(server), msg);
                 }
                 PullSend::Unchanged => {
                     // The server answers: nothing of the worker's to check.
-                    node.hot_pending.insert(ts, ("sent whole", BTreeMap::new()));
+                    node.hot_pending
+                        .insert((ts, server), ("sent whole", BTreeMap::new()));
                     let mut msg = vec![id];
                     msg.extend(frames);
                     self.zmq(Node::Worker(w), Node::Server(server), msg);
@@ -980,7 +986,7 @@ impl Sim {
             }
             return;
         }
-        if let Some((how, snapshot)) = node.hot_pending.remove(&ts) {
+        if let Some((how, snapshot)) = node.hot_pending.remove(&(ts, server)) {
             // A value the server held at some moment between the pull's
             // send and its answer (its hot values move only at rounds, and
             // at most the rest of the worker's own round can land between).
