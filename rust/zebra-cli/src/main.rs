@@ -1,5 +1,7 @@
 //! `zebra`: the command-line front of Zebra for PS-lite.
 
+mod failure;
+mod metrics;
 mod precision;
 mod profile;
 mod switch;

@@ -4,16 +4,21 @@
 //! [`zebra_hotpath::settings::KNOBS`], so the file format, the flags and
 //! `--help` cannot disagree.
 
+use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
 use zebra_hotpath::settings::KNOBS;
-use zebra_hotpath::{HotpathConfig, Settings, SwitchNode};
-use zebra_net::Stack;
+use zebra_hotpath::{HotpathConfig, Settings, StartError, SwitchNode};
+use zebra_net::{Stack, StackConfig};
+
+use crate::failure::{finish, Failure};
+use crate::metrics::{self, MetricsServer};
 
 /// Shown after the flags by `zebra switch --help`.
 pub const FORMATS: &str = "\
@@ -41,7 +46,10 @@ and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; 
 #[derive(Debug, Clone, Default)]
 pub struct SwitchArgs {
     config: Option<PathBuf>,
-    given: Vec<(&'static str, Vec<String>)>,
+    metrics: Option<String>,
+    /// Knobs given: key, values, and the variable they came from if not a
+    /// flag (`ZEBRA_HOT_LOSS`).
+    given: Vec<(&'static str, Vec<String>, Option<&'static str>)>,
 }
 
 impl FromArgMatches for SwitchArgs {
@@ -50,11 +58,15 @@ impl FromArgMatches for SwitchArgs {
             .iter()
             .filter_map(|k| {
                 let values = m.get_many::<String>(k.key)?;
-                Some((k.key, values.cloned().collect()))
+                let from_env = k
+                    .env
+                    .filter(|_| m.value_source(k.key) == Some(ValueSource::EnvVariable));
+                Some((k.key, values.cloned().collect(), from_env))
             })
             .collect();
         Ok(SwitchArgs {
             config: m.get_one::<PathBuf>("config").cloned(),
+            metrics: m.get_one::<String>("metrics").cloned(),
             given,
         })
     }
@@ -74,6 +86,14 @@ impl Args for SwitchArgs {
                 .value_parser(clap::value_parser!(PathBuf))
                 .help(
                     "hot-path configuration file (`key = value` lines, below); flags override it",
+                ),
+        )
+        .arg(
+            Arg::new("metrics")
+                .long("metrics")
+                .value_name("HOST:PORT")
+                .help(
+                    "serve the statistics as Prometheus metrics at http://HOST:PORT/metrics                      (counters only, no authentication: bind a private address) [default: off]",
                 ),
         );
         KNOBS.iter().fold(cmd, |cmd, k| {
@@ -120,9 +140,13 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
         Some(path) => Settings::load(path).map_err(|e| e.to_string())?,
         None => Settings::new(),
     };
-    for (key, values) in &args.given {
+    for (key, values, from_env) in &args.given {
         for v in values {
-            s.set(key, v).map_err(|e| e.to_string())?;
+            match from_env {
+                Some(var) => s.set_from_env(key, var, v),
+                None => s.set(key, v),
+            }
+            .map_err(|e| e.to_string())?;
         }
     }
     let config = s.build().map_err(|e| e.to_string())?;
@@ -189,43 +213,55 @@ fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
 /// Runs `zebra switch` until SIGINT or SIGTERM.
 pub fn run(args: SwitchArgs) -> ExitCode {
     init_logging();
-    let config = match settings(&args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("zebra switch: {e}");
-            return ExitCode::from(2);
-        }
+    finish("zebra switch", serve(&args))
+}
+
+/// The address `--metrics` names, if given.
+fn metrics_addr(args: &SwitchArgs) -> Result<Option<SocketAddr>, Failure> {
+    let Some(typed) = &args.metrics else {
+        return Ok(None);
     };
+    let bad = |why: String| Failure::usage(format!("--metrics {typed:?}: {why}"));
+    let mut addrs = typed
+        .to_socket_addrs()
+        .map_err(|e| bad(format!("expected HOST:PORT ({e})")))?;
+    addrs
+        .next()
+        .map(Some)
+        .ok_or_else(|| bad("the name has no address".into()))
+}
+
+fn serve(args: &SwitchArgs) -> Result<(), Failure> {
+    let config = settings(args).map_err(Failure::usage)?;
     let Some(listen) = config.switch else {
-        eprintln!(
-            "zebra switch: no address to listen on: give --listen HOST:PORT (or `switch = HOST:PORT` in the file)"
-        );
-        return ExitCode::from(2);
+        return Err(Failure::usage(
+            "no address to listen on: give --listen HOST:PORT (or `switch = HOST:PORT` in the file)",
+        ));
     };
-    let mut signals = match Signals::new([SIGINT, SIGTERM, SIGUSR1]) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zebra switch: cannot install signal handlers: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    let stack = match user_stack() {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("zebra switch: {e}");
-            return ExitCode::from(2);
-        }
-    };
+    let metrics_at = metrics_addr(args)?;
+    let mut signals = Signals::new([SIGINT, SIGTERM, SIGUSR1])
+        .map_err(|e| Failure::runtime(format!("cannot install signal handlers: {e}")))?;
+    let stack = user_stack()?;
     let mut node_config = config.switch_node_config(listen);
     node_config.stack = stack.clone();
-    let node = match SwitchNode::start(node_config) {
-        Ok(n) => n,
-        Err(e) => {
-            eprintln!("zebra switch: {e}");
-            return ExitCode::FAILURE;
+    let node = SwitchNode::start(node_config).map_err(|e| match e {
+        StartError::Io { .. } => Failure::runtime(e),
+        StartError::Config(_) | StartError::UnknownServer { .. } => Failure::usage(e),
+    })?;
+    let node = Arc::new(node);
+    let metrics = match metrics_at {
+        Some(addr) => {
+            let scraped = Arc::clone(&node);
+            let server = MetricsServer::start(addr, move || metrics::render(scraped.stats()))
+                .map_err(|e| Failure::runtime(format!("--metrics: cannot serve on {addr}: {e}")))?;
+            Some(server)
         }
+        None => None,
     };
     println!("{}", banner(&config, &node));
+    if let Some(m) = &metrics {
+        println!("zebra switch: metrics at http://{}/metrics", m.local_addr());
+    }
     for signal in signals.forever() {
         if signal == SIGUSR1 {
             println!("{}", node.stats());
@@ -233,26 +269,35 @@ pub fn run(args: SwitchArgs) -> ExitCode {
             break;
         }
     }
-    println!("{}", node.shutdown());
+    if let Some(m) = metrics {
+        m.stop();
+    }
+    // The metrics thread, joined, held the only other reference.
+    match Arc::try_unwrap(node) {
+        Ok(node) => println!("{}", node.shutdown()),
+        Err(node) => println!("{}", node.stats()),
+    }
     match stack.map(|s| (s.stats(), s.shutdown())) {
-        Some((stats, Err(e))) => {
-            eprintln!("zebra switch: user-level stack: {e} ({stats})");
-            ExitCode::FAILURE
-        }
+        Some((stats, Err(e))) => Err(Failure::runtime(format!("user-level stack: {e} ({stats})"))),
         Some((stats, Ok(()))) => {
             println!("user-level stack closed: {stats}");
-            ExitCode::SUCCESS
+            Ok(())
         }
-        None => ExitCode::SUCCESS,
+        None => Ok(()),
     }
 }
 
-/// The user-level stack `ZEBRA_NET` asks for, started (`None`: kernel sockets).
-fn user_stack() -> Result<Option<Arc<Stack>>, String> {
-    let cfg = zebra_config::Config::from_env().map_err(|e| e.to_string())?;
-    let stack = Stack::start_configured(&cfg)?;
-    if let Some(s) = &stack {
-        log::info!("zebra switch: on the user-level stack at {}", s.ip());
-    }
-    Ok(stack.map(Arc::new))
+/// The user-level stack `ZEBRA_NET` asks for, started (`None`: kernel
+/// sockets): a bad variable is a usage failure, a stack that does not start
+/// a runtime one.
+fn user_stack() -> Result<Option<Arc<Stack>>, Failure> {
+    let cfg = zebra_config::Config::from_env().map_err(Failure::usage)?;
+    let Some(net) =
+        StackConfig::from_zebra(&cfg).map_err(|e| Failure::usage(format!("ZEBRA_NET: {e}")))?
+    else {
+        return Ok(None);
+    };
+    let stack = Stack::start(net).map_err(|e| Failure::runtime(format!("ZEBRA_NET: {e}")))?;
+    log::info!("zebra switch: on the user-level stack at {}", stack.ip());
+    Ok(Some(Arc::new(stack)))
 }
