@@ -11,6 +11,8 @@
 //! Each message goes to standard error as `zebra SUBCOMMAND: MESSAGE`.
 
 use std::fmt;
+use std::io;
+use std::path::Path;
 use std::process::ExitCode;
 
 /// Why a subcommand stopped.
@@ -31,6 +33,24 @@ impl Failure {
     /// A failure while running.
     pub fn runtime(message: impl fmt::Display) -> Failure {
         Failure::Runtime(message.to_string())
+    }
+
+    /// A file named by an argument could not be opened or read: a usage
+    /// failure when it does not exist, else a runtime one.
+    pub fn file(path: &Path, e: &io::Error) -> Failure {
+        let message = format!("{}: {e}", path.display());
+        match e.kind() {
+            io::ErrorKind::NotFound => Failure::Usage(message),
+            _ => Failure::Runtime(message),
+        }
+    }
+
+    /// The same failure, its message after `what` (`--config`).
+    pub fn after(self, what: &str) -> Failure {
+        match self {
+            Failure::Usage(m) => Failure::Usage(format!("{what} {m}")),
+            Failure::Runtime(m) => Failure::Runtime(format!("{what} {m}")),
+        }
     }
 
     /// The exit code: 2 or 1.
@@ -71,5 +91,9 @@ mod tests {
         assert_eq!(Failure::usage("--p 1.5").code(), 2);
         assert_eq!(Failure::runtime("disk full").code(), 1);
         assert_eq!(Failure::usage("x").to_string(), "x");
+        let gone = io::Error::from(io::ErrorKind::NotFound);
+        assert_eq!(Failure::file(Path::new("t"), &gone).code(), 2);
+        let denied = io::Error::from(io::ErrorKind::PermissionDenied);
+        assert_eq!(Failure::file(Path::new("t"), &denied).code(), 1);
     }
 }

@@ -16,8 +16,11 @@ use zebra_config::{Config, VARIABLES};
 ///
 /// Use: LD_PRELOAD=<prefix>/lib/libzmq.so.5 (or relink against it), then set ZEBRA_*
 /// variables; `zebra config --list` lists them.
+///
+/// Exit codes of every subcommand: 0 done, 2 a bad argument or setting (nothing was done),
+/// 1 a failure while running.
 #[derive(Debug, Parser)]
-#[command(name = "zebra", version, about, long_about)]
+#[command(name = "zebra", version)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -31,11 +34,13 @@ enum Command {
         #[arg(long)]
         list: bool,
     },
-    /// Run the software switch for one job over UDP until SIGINT or SIGTERM.
+    /// Run the software switch over UDP until SIGINT or SIGTERM.
     ///
-    /// Sums the hot pairs of the job's workers (ACK or FALLBACK to each packet's source), sends
-    /// each server its aggregate (at the address learned from its REGISTER, or --server-addr),
-    /// and prints the statistics on SIGUSR1 and at exit.
+    /// With --listen alone it admits each job as its servers register; with --workers and hot
+    /// keys it serves that one job. Sums the hot pairs of each job's workers (ACK or FALLBACK
+    /// to each packet's source), sends each server its aggregate (at the address learned from
+    /// its REGISTER, or --server-addr), prints the statistics on SIGUSR1 and at exit, and
+    /// serves them as Prometheus metrics with --metrics.
     #[command(after_long_help = switch::FORMATS)]
     Switch(switch::SwitchArgs),
     /// Push traces: generate a synthetic one, or summarise recorded ones.
@@ -70,12 +75,22 @@ enum Command {
     Precision(precision::PrecisionArgs),
 }
 
+/// The settings table as `zebra config --list` prints it: a header and one
+/// line per variable, each column as wide as its widest entry.
+fn settings_table() -> String {
+    let rows = [("VARIABLE", "DEFAULT", "MEANING")]
+        .into_iter()
+        .chain(VARIABLES.iter().map(|v| (v.name, v.default, v.help)));
+    let name = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
+    let default = VARIABLES.iter().map(|v| v.default.len()).max().unwrap_or(0);
+    rows.map(|(n, d, h)| format!("{n:<name$}  {d:<default$}  {h}\n"))
+        .collect()
+}
+
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Config { list: true } => {
-            for v in VARIABLES {
-                println!("{:<20} default {:<22} {}", v.name, v.default, v.help);
-            }
+            print!("{}", settings_table());
             ExitCode::SUCCESS
         }
         Command::Config { list: false } => match Config::from_env() {
@@ -92,5 +107,23 @@ fn main() -> ExitCode {
         Command::Trace(cmd) => trace::run(cmd),
         Command::Profile(args) => profile::run(args),
         Command::Precision(args) => precision::run(args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_settings_table_is_aligned() {
+        let table = settings_table();
+        let lines: Vec<&str> = table.lines().collect();
+        assert_eq!(lines.len(), VARIABLES.len() + 1);
+        let column = |word: &str| lines[0].find(word).unwrap();
+        let (default, meaning) = (column("DEFAULT"), column("MEANING"));
+        for (line, v) in lines[1..].iter().zip(VARIABLES) {
+            assert!(line[default..].starts_with(v.default), "{line}");
+            assert_eq!(&line[meaning..], v.help, "{line}");
+        }
     }
 }

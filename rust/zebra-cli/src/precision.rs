@@ -11,6 +11,7 @@ use clap::Args;
 use zebra_hotkeys::profile::Sample;
 use zebra_hotkeys::{sweep, SamplingPoint};
 
+use crate::failure::{finish, Failure};
 use crate::profile::{create, rate, scan, Principle1Args, SwitchSettingsArgs, Target, TraceInput};
 
 /// `zebra precision`'s options.
@@ -53,20 +54,23 @@ pub struct PrecisionArgs {
     csv: Option<PathBuf>,
 }
 
-fn measure(args: &PrecisionArgs) -> Result<(usize, Vec<SamplingPoint>, Vec<String>), String> {
+fn measure(args: &PrecisionArgs) -> Result<(usize, Vec<SamplingPoint>, Vec<String>), Failure> {
     let p = args.principle.principle()?;
     if args.repeats == 0 || args.rates.is_empty() {
-        return Err("--repeats and --rates need at least one value".into());
+        return Err(Failure::usage(
+            "--repeats and --rates need at least one value",
+        ));
     }
     let rates: Vec<f64> = args
         .rates
         .iter()
         .map(|&r| rate(r))
-        .collect::<Result<_, _>>()?;
+        .collect::<Result<_, _>>()
+        .map_err(|e| Failure::usage(format!("--rates: {e}")))?;
     let mut samples = vec![Sample::new(1.0, 0)];
     if !args.first_rounds.is_empty() {
         if args.first_rounds.contains(&0) {
-            return Err("--first-rounds: every T must be at least 1".into());
+            return Err(Failure::usage("--first-rounds: every T must be at least 1"));
         }
         samples.extend(args.first_rounds.iter().map(|&t| Sample::first_rounds(t)));
     } else {
@@ -89,20 +93,20 @@ fn measure(args: &PrecisionArgs) -> Result<(usize, Vec<SamplingPoint>, Vec<Strin
         }
     };
     if k == 0 {
-        return Err("no hot key to compare (empty traces, or no key fits the switch)".into());
+        return Err(Failure::runtime(
+            "no hot key to compare (empty traces, or no key fits the switch)",
+        ));
     }
     Ok((k, sweep(&full, k, &samples[1..]), notes))
 }
 
 /// Runs `zebra precision`.
 pub fn run(args: PrecisionArgs) -> ExitCode {
-    let (k, points, notes) = match measure(&args) {
-        Ok(x) => x,
-        Err(e) => {
-            eprintln!("zebra precision: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
+    finish("zebra precision", precision(&args))
+}
+
+fn precision(args: &PrecisionArgs) -> Result<(), Failure> {
+    let (k, points, notes) = measure(args)?;
     for n in notes {
         eprintln!("zebra precision: {n}");
     }
@@ -116,12 +120,9 @@ pub fn run(args: PrecisionArgs) -> ExitCode {
             o.write_all(csv.as_bytes())?;
             o.flush()
         });
-        if let Err(e) = written {
-            eprintln!("zebra precision: {}: {e}", path.display());
-            return ExitCode::FAILURE;
-        }
+        written.map_err(|e| Failure::runtime(format!("{}: {e}", path.display())))?;
     }
-    ExitCode::SUCCESS
+    Ok(())
 }
 
 /// Prints the first-rounds table; returns it as CSV.

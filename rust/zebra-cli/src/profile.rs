@@ -22,12 +22,14 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use zebra_hotkeys::profile::{self, FileScan, Limit, Sample};
+use zebra_hotkeys::profile::{self, FileScan, Limit, ProfileError, Sample};
 use zebra_hotkeys::{BytePrediction, Choice, Principle1, Ranking, RECENT_ROUNDS};
 use zebra_hotpath::hotkeys::pslite_server_ranges;
 use zebra_hotpath::settings::knob_by_key;
 use zebra_hotpath::{HotpathConfig, Settings, SettingsError};
 use zebra_proto::consts::{MAX_WORKERS, VALUE_LEN};
+
+use crate::failure::{finish, Failure};
 
 /// Traces to read, and how to report progress.
 #[derive(Debug, Clone, Args)]
@@ -63,12 +65,12 @@ pub struct Principle1Args {
 
 impl Principle1Args {
     /// The checked settings.
-    pub fn principle(&self) -> Result<Principle1, String> {
+    pub fn principle(&self) -> Result<Principle1, Failure> {
         let p = Principle1 {
             p: self.p,
             c: self.c,
         };
-        p.check().map_err(|e| e.to_string())?;
+        p.check().map_err(Failure::usage)?;
         Ok(p)
     }
 }
@@ -140,14 +142,15 @@ pub struct Target {
 }
 
 impl Target {
-    /// Loads the settings of `args`; notes about them go to `notes`.
-    pub fn load(args: &SwitchSettingsArgs, notes: &mut Vec<String>) -> Result<Target, String> {
+    /// Loads the settings of `args`; notes about them go to `notes`. Bad
+    /// settings are usage failures.
+    pub fn load(args: &SwitchSettingsArgs, notes: &mut Vec<String>) -> Result<Target, Failure> {
         let mut base = Settings::new();
         let mut workers = false;
         let mut from = Vec::new();
         if let Some(path) = &args.config {
             let text = std::fs::read_to_string(path)
-                .map_err(|e| format!("--config {}: {e}", path.display()))?;
+                .map_err(|e| Failure::file(path, &e).after("--config"))?;
             // Line for line, ignored ones blank, so that errors name the
             // file's own lines.
             let mut kept = String::with_capacity(text.len());
@@ -172,7 +175,7 @@ impl Target {
                 }
                 kept.push('\n');
             }
-            base = Settings::parse(&kept, path).map_err(|e| e.to_string())?;
+            base = Settings::parse(&kept, path).map_err(Failure::usage)?;
             from.push(path.display().to_string());
         }
         let flags = [
@@ -182,7 +185,7 @@ impl Target {
         ];
         for (key, value) in flags {
             if let Some(v) = value {
-                base.set(key, &v).map_err(|e| e.to_string())?;
+                base.set(key, &v).map_err(Failure::usage)?;
                 from.push(format!("--{} {v}", key));
             }
         }
@@ -191,19 +194,19 @@ impl Target {
             // more with more workers): test with the most a switch takes,
             // so that any job of the traces' keys fits.
             base.set("workers", &MAX_WORKERS.to_string())
-                .map_err(|e| e.to_string())?;
+                .map_err(Failure::usage)?;
         }
         // The geometry, and every value checked: the same settings with one
         // hot rank.
         let mut one = base.clone();
-        one.set("hot_key_count", "1").map_err(|e| e.to_string())?;
-        let c = one.build().map_err(|e| e.to_string())?;
+        one.set("hot_key_count", "1").map_err(Failure::usage)?;
+        let c = one.build().map_err(Failure::usage)?;
         let servers = c.proto.jobs.first().map_or(1, |j| j.servers);
         let probe = tempfile::Builder::new()
             .prefix("zebra-profile-")
             .suffix(".keys")
             .tempfile()
-            .map_err(|e| format!("a temporary file: {e}"))?;
+            .map_err(|e| Failure::runtime(format!("a temporary file: {e}")))?;
         Ok(Target {
             base,
             source: if from.is_empty() {
@@ -343,11 +346,14 @@ pub fn scan(
     cmd: &str,
     input: &TraceInput,
     samples: &mut [Sample],
-) -> Result<(Vec<FileScan>, Vec<String>), String> {
+) -> Result<(Vec<FileScan>, Vec<String>), Failure> {
     let missing = profile::missing(&input.traces);
     if !missing.is_empty() {
         let list: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
-        return Err(format!("no such trace file: {}", list.join(", ")));
+        return Err(Failure::usage(format!(
+            "no such trace file: {}",
+            list.join(", ")
+        )));
     }
     let total: u64 = input
         .traces
@@ -372,7 +378,10 @@ pub fn scan(
             next = done - done % step + step;
         }
     };
-    let scans = profile::scan(&input.traces, samples, &mut progress).map_err(|e| e.to_string())?;
+    let scans = profile::scan(&input.traces, samples, &mut progress).map_err(|e| match e {
+        ProfileError::Trace { path, source } => crate::trace::unreadable(&path, source),
+        ProfileError::Invalid(why) => Failure::usage(why),
+    })?;
     let warnings = scans
         .iter()
         .filter_map(|s| {
@@ -607,17 +616,37 @@ fn write_checked(
     }
 }
 
-fn profile(args: &ProfileArgs) -> Result<Vec<String>, String> {
+fn profile(args: &ProfileArgs) -> Result<Vec<String>, Failure> {
     let p = args.principle.principle()?;
-    let rate = rate(args.sample_rate)?;
+    let rate = rate(args.sample_rate).map_err(Failure::usage)?;
     let mut notes = Vec::new();
     let mut target = Target::load(&args.switch, &mut notes)?;
     let (budget, note) = target.budget(&args.principle);
     notes.extend(note);
+    if budget == 0 {
+        return Err(Failure::usage(format!(
+            "c x m leaves no slot of the switch's {} a register for hot keys",
+            target.slots
+        )));
+    }
     let mut samples = [Sample::by_rounds(rate, args.seed, target.ranges())];
     let (scans, warnings) = scan("zebra profile", &args.input, &mut samples)?;
     notes.extend(warnings);
-    let counts = &samples[0].counts;
+    choose(args, &p, &mut target, budget, &scans, &samples[0], notes).map_err(Failure::runtime)
+}
+
+/// Ranks the keys counted in `sample`, chooses `k` and writes the files
+/// (every failure here is one of running).
+fn choose(
+    args: &ProfileArgs,
+    p: &Principle1,
+    target: &mut Target,
+    budget: u32,
+    scans: &[FileScan],
+    sample: &Sample,
+    mut notes: Vec<String>,
+) -> Result<Vec<String>, String> {
+    let counts = &sample.counts;
     let ranking = counts.rank_by_saving();
     if ranking.values == 0 {
         return Err("no key with values in the sampled records".into());
@@ -629,25 +658,19 @@ fn profile(args: &ProfileArgs) -> Result<Vec<String>, String> {
     if ranking.keys.is_empty() {
         let why = nothing_saved(&ranking);
         let mut head = vec!["zebra profile: no hot key: aggregation would save nothing".into()];
-        head.extend(input_lines(args, &target, &scans, &ranking));
+        head.extend(input_lines(args, target, scans, &ranking));
         head.push(format!("why: {why}"));
         head.push(
             "a hot-keys file without keys is refused by zebra switch: run this job without \
              ZEBRA_SWITCH (its pushes go to the servers unchanged)"
                 .into(),
         );
-        write_checked(&args.out, &target, false, |o| {
+        write_checked(&args.out, target, false, |o| {
             profile::write_hot_keys(o, &ranking, 0, &head)
         })?;
         cdf(0)?;
         notes.push(format!("no hot key written: {why}"));
         return Ok(notes);
-    }
-    if budget == 0 {
-        return Err(format!(
-            "c x m leaves no slot of the switch's {} a register for hot keys",
-            target.slots
-        ));
     }
     let choice = p.choose(&ranking, |k| target.fits(&ranking, k, budget));
     if choice.k == 0 {
@@ -669,17 +692,17 @@ fn profile(args: &ProfileArgs) -> Result<Vec<String>, String> {
         .map_err(|e| e.to_string())?;
     let head = header(
         args,
-        &p,
-        &target,
+        p,
+        target,
         budget,
-        &scans,
+        scans,
         &ranking,
         &choice,
         &config,
         refused.as_deref(),
         &bytes,
     );
-    write_checked(&args.out, &target, true, |o| {
+    write_checked(&args.out, target, true, |o| {
         profile::write_hot_keys(o, &ranking, choice.k, &head)
     })?;
     cdf(choice.k)?;
@@ -689,18 +712,12 @@ fn profile(args: &ProfileArgs) -> Result<Vec<String>, String> {
 
 /// Runs `zebra profile`.
 pub fn run(args: ProfileArgs) -> ExitCode {
-    match profile(&args) {
-        Ok(lines) => {
-            for l in lines {
-                eprintln!("zebra profile: {l}");
-            }
-            ExitCode::SUCCESS
+    let result = profile(&args).map(|lines| {
+        for l in lines {
+            eprintln!("zebra profile: {l}");
         }
-        Err(e) => {
-            eprintln!("zebra profile: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    });
+    finish("zebra profile", result)
 }
 
 #[cfg(test)]
@@ -778,6 +795,8 @@ mod tests {
 
         std::fs::write(&conf, "registers = 41\n").unwrap();
         let err = Target::load(&switch(Some(conf), None), &mut Vec::new()).unwrap_err();
+        assert_eq!(err.code(), 2);
+        let err = err.to_string();
         assert!(err.contains("hot.conf:1: registers = \"41\""), "{err}");
     }
 }

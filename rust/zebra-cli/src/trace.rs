@@ -2,12 +2,14 @@
 //! (`stats`).
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, Subcommand, ValueEnum};
 use zebra_hotkeys::synth::{generate, Model};
-use zebra_hotkeys::{trace, Record, Shape, SynthSpec, TraceWriter};
+use zebra_hotkeys::{trace, Record, Shape, SynthSpec, TraceError, TraceWriter};
+
+use crate::failure::{finish, Failure};
 
 /// `zebra trace` subcommands.
 #[derive(Debug, Subcommand)]
@@ -104,9 +106,9 @@ fn spec(a: &GenArgs) -> SynthSpec {
     s
 }
 
-fn gen(a: &GenArgs) -> Result<(), String> {
+fn gen(a: &GenArgs) -> Result<(), Failure> {
     let spec = spec(a);
-    let model = Model::fit(&spec).map_err(|e| e.to_string())?;
+    let model = Model::fit(&spec).map_err(Failure::usage)?;
     println!(
         "model: {} keys, Zipf exponent {:.4}, {:.1} draws a push -> {:.1} distinct keys a push; \
          top {} keys expected to take {:.2} % of the updates",
@@ -117,9 +119,9 @@ fn gen(a: &GenArgs) -> Result<(), String> {
         spec.hot_keys(),
         100.0 * model.expected_hot_share
     );
-    let mut w =
-        TraceWriter::create(&a.out, u64::MAX).map_err(|e| format!("{}: {e}", a.out.display()))?;
-    let g = generate(&spec, &model, &mut w).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let at = |e| Failure::runtime(format!("{}: {e}", a.out.display()));
+    let mut w = TraceWriter::create(&a.out, u64::MAX).map_err(at)?;
+    let g = generate(&spec, &model, &mut w).map_err(at)?;
     println!(
         "wrote {}: {} records ({} workers x {} rounds), {} pairs, {} bytes ({:.2} bytes a pair); \
          the top {} keys took {:.2} % of the pairs",
@@ -136,9 +138,9 @@ fn gen(a: &GenArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn stats(paths: &[PathBuf]) -> Result<(), String> {
+fn stats(paths: &[PathBuf]) -> Result<(), Failure> {
     for path in paths {
-        let mut reader = trace::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let mut reader = trace::open(path).map_err(|e| unreadable(path, e))?;
         let mut r = Record::default();
         let (mut records, mut pairs, mut values) = (0u64, 0u64, 0u64);
         let (mut workers, mut lens) = (BTreeSet::new(), BTreeSet::new());
@@ -181,17 +183,20 @@ fn stats(paths: &[PathBuf]) -> Result<(), String> {
     Ok(())
 }
 
+/// A trace named by an argument that cannot be read: a usage failure when
+/// it does not exist or is no trace, a runtime one when reading it fails.
+pub fn unreadable(path: &Path, e: TraceError) -> Failure {
+    match e {
+        TraceError::Io(e) => Failure::file(path, &e),
+        not_a_trace => Failure::usage(format!("{}: {not_a_trace}", path.display())),
+    }
+}
+
 /// Runs `zebra trace`.
 pub fn run(cmd: TraceCommand) -> ExitCode {
     let result = match &cmd {
         TraceCommand::Gen(a) => gen(a),
         TraceCommand::Stats { traces } => stats(traces),
     };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("zebra trace: {e}");
-            ExitCode::FAILURE
-        }
-    }
+    finish("zebra trace", result)
 }
