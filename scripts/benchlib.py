@@ -87,8 +87,11 @@ def online_precision(logdir, hot_keys, servers):
         top = [k for k, _ in hot_keys_of(hot_keys) if server_of(k, servers) == s][:len(decided)]
         out.append(len(set(top) & set(decided)) / len(top) if top else None)
     return out
-SWITCH_ADDED = re.compile(r"^\s*added\s+(\d+) packets, (\d+) pairs", re.M)
-SWITCH_ROUNDS = re.compile(r"^\s*rounds\s+(\d+) completed, (\d+) flushed", re.M)
+# The switch's metrics (docs/METRICS.md) as pslaunch --scrape saved them: one sample a line.
+METRIC_SAMPLE = re.compile(r"^([a-z_]+)(?:\{[^}]*\})? (\d+)$", re.M)
+# Every configuration with a switch serves its metrics and has them scraped when the job ends.
+SWITCH_METRICS = ("--metrics {ip:switch}:{port:metrics}",
+                  ["--scrape", "switch=http://{ip:switch}:{port:metrics}/metrics"])
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
 # BytePS's benchmarks race at start-up (scripts/suites/byteps-pslite.sh): such a run is retried.
 STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
@@ -199,9 +202,10 @@ def launch_cmd(args, config, workers, logdir, hot_keys, seed=1):
     if config in SWITCHED:
         os.makedirs(os.path.join(logdir, "stats"), exist_ok=True)
         cmd += ["--env", f"ZEBRA_STATS={os.path.join(logdir, 'stats', '%p')}"]
+    metrics, scrape = SWITCH_METRICS
     if config == "on+zero":
-        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}}{lossy}",
-                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}"]
+        cmd += ["--service", f"switch={args.zebra} switch --listen {{ip:switch}}:{{port:switch}} {metrics}{lossy}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}"] + scrape
     if config in ("on+switch", "on+online"):
         conf, keys = args.hot_config, f" --hot-keys {hot_keys}"
         if config == "on+online":
@@ -209,9 +213,9 @@ def launch_cmd(args, config, workers, logdir, hot_keys, seed=1):
             cmd += ["--env", f"ZEBRA_HOT=online:{args.online_rounds}"]
         else:
             cmd += ["--env", f"ZEBRA_HOT_KEYS={hot_keys}"]
-        cmd += ["--service", f"switch={args.zebra} switch --config {conf} "
-                f"--listen {{ip:switch}}:{{port:switch}} --workers {{workers}} --servers {{servers}}{keys}{lossy}",
-                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_CONFIG={conf}"]
+        cmd += ["--service", f"switch={args.zebra} switch --config {conf} --listen {{ip:switch}}:{{port:switch}} "
+                f"{metrics} --workers {{workers}} --servers {{servers}}{keys}{lossy}",
+                "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}", "--env", f"ZEBRA_HOT_CONFIG={conf}"] + scrape
     return cmd + ["--"]
 
 
@@ -285,15 +289,25 @@ def run_report(logdir):
     out = {"ok": report["ok"], "server_ingress_bytes": ingress, "elapsed_s": report["elapsed_s"]}
     if os.path.isdir(os.path.join(logdir, "stats")):
         out.update(hot_path_report(logdir))
-    switch_log = os.path.join(logdir, "switch.log")
-    if os.path.exists(switch_log):
-        with open(switch_log, errors="replace") as f:
-            stats = f.read()
-        added, rounds = SWITCH_ADDED.search(stats), SWITCH_ROUNDS.search(stats)
-        if added and rounds:
-            out.update(switch_pairs=int(added.group(2)), rounds_completed=int(rounds.group(1)),
-                       rounds_flushed=int(rounds.group(2)))
+    metrics = switch_metrics(logdir)
+    if metrics:
+        out.update(switch_pairs=metrics.get("zebra_switch_pairs_summed_total", 0),
+                   rounds_completed=metrics.get("zebra_switch_rounds_completed_total", 0),
+                   rounds_flushed=metrics.get("zebra_switch_rounds_flushed_total", 0))
     return out
+
+
+def switch_metrics(logdir):
+    """The switch's metrics scraped as its job ended (LOGDIR/switch.metrics), each summed over
+    its labels (every job, and what no job counted): {name: value}; {} without them."""
+    path = os.path.join(logdir, "switch.metrics")
+    if not os.path.exists(path):
+        return {}
+    totals = {}
+    with open(path, errors="replace") as f:
+        for name, value in METRIC_SAMPLE.findall(f.read()):
+            totals[name] = totals.get(name, 0) + int(value)
+    return totals
 
 
 def hot_path_report(logdir):

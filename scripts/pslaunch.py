@@ -411,6 +411,26 @@ class Job:
         for _, proc, _, _ in self.procs:
             proc.wait()
 
+    def scrape(self):
+        """--scrape NAME=URL: fetches each URL from inside NAME's network (its namespace on the
+        testbed) while the services still run, into LOGDIR/NAME.metrics; a failed fetch is
+        reported and leaves no file."""
+        fetch = ("import sys, urllib.request; "
+                 "sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())")
+        for name, url in parse_pairs(self.args.scrape, "--scrape").items():
+            url = expand(url, self.net, self.ports, self.counts())
+            try:
+                res = subprocess.run(self.net.wrap(name, [sys.executable, "-c", fetch, url]),
+                                     capture_output=True, text=True, timeout=30)
+                why = None if res.returncode == 0 else (res.stderr.strip().splitlines() or ["?"])[-1]
+            except subprocess.TimeoutExpired:
+                why = "no answer in 30 s"
+            if why:
+                print(f"pslaunch: --scrape {name}: {url}: {why}", file=sys.stderr)
+                continue
+            with open(os.path.join(self.args.logdir, f"{name}.metrics"), "w") as f:
+                f.write(res.stdout)
+
     def stop_services(self):
         """Services run until the job ends: SIGTERM, then SIGKILL after a grace period."""
         services = [(n, p) for n, p, _, s in self.procs if s and p.poll() is None]
@@ -471,6 +491,7 @@ class Job:
         failure = self.start()
         if failure is None:
             failure = self.watch(started + self.args.timeout)
+        self.scrape()
         self.stop_services()
         self.kill_all()
         elapsed = time.monotonic() - started
@@ -537,6 +558,11 @@ def parse_args(argv=None):
                    "line; {ip:NAME} is a node's or service's address, {port:NAME} a free port chosen once per "
                    "run, {workers} and {servers} the counts, e.g. "
                    "--service 'switch=zebra switch --listen {ip:switch}:{port:switch} --workers {workers}'")
+    p.add_argument("--scrape", action="append", default=[], metavar="NAME=URL",
+                   help="when the job's nodes have ended, before the services stop: fetch URL from inside "
+                   "NAME's network into LOGDIR/NAME.metrics (placeholders as in --service), e.g. "
+                   "'switch=http://{ip:switch}:{port:metrics}/metrics' beside `zebra switch --metrics "
+                   "{ip:switch}:{port:metrics}`")
     p.add_argument("--service-wait", type=float, default=0.5,
                    help="seconds between starting the services and the job (default 0.5)")
     p.add_argument("--quiet", action="store_true", help="print nothing on success")
