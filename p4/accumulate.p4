@@ -264,7 +264,6 @@ control BiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
         hdr.pairs[18].index = hdr.pairs[18].index + bias;
         hdr.pairs[19].index = hdr.pairs[19].index + bias;
         hdr.pairs[20].index = hdr.pairs[20].index + bias;
-        hdr.pairs[21].index = hdr.pairs[21].index + bias;
     }
 }
 
@@ -291,7 +290,6 @@ control UnbiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
         hdr.pairs[18].index = hdr.pairs[18].index - bias;
         hdr.pairs[19].index = hdr.pairs[19].index - bias;
         hdr.pairs[20].index = hdr.pairs[20].index - bias;
-        hdr.pairs[21].index = hdr.pairs[21].index - bias;
     }
 }
 

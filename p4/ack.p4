@@ -14,8 +14,8 @@
 #include "types.p4"
 #include "headers.p4"
 
-const bit<16> RESPONSE_UDP_LEN = 8 + 16;
-const bit<16> RESPONSE_IPV4_LEN = 20 + 8 + 16;
+const bit<16> RESPONSE_UDP_LEN = 8 + RESPONSE_LEN;
+const bit<16> RESPONSE_IPV4_LEN = 20 + 8 + RESPONSE_LEN;
 
 control Answer(inout header_t hdr, in zebra_bridge_h bridge) {
     mac_addr_t mac;

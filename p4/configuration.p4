@@ -42,7 +42,7 @@ const int SLOT_BITS = 16;
 /* Sparse pairs one pipeline pass handles: what the paper's 192-byte packet
  * carries, (consts::DEFAULT_PACKET_SIZE - HOT_HEADER_LEN) / PAIR_LEN. The
  * controller refuses a packet_size that would put more pairs in a packet. */
-const int PAIRS_PER_PASS = 22;
+const int PAIRS_PER_PASS = 21;
 
 /* Most pairs a HOT packet may announce (consts::MAX_PAIRS_PER_PACKET): a
  * count above is a malformed datagram, dropped; a count between

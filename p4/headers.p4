@@ -51,21 +51,23 @@ header zebra_common_h {
     bit<16>      job;
 }
 
-/* HOT and HOT_DENSE bytes 6-15 (worker -> switch). */
+/* HOT and HOT_DENSE bytes 6-19 (worker -> switch); token: the job's
+ * membership token (member_check.p4, docs/SECURITY.md). */
 header zebra_hot_h {
-    bit<16> worker;
-    bit<32> round;
-    bit<16> seq;
-    bit<8>  flags;
-    bit<8>  count;
+    bit<16>   worker;
+    bit<32>   round;
+    bit<16>   seq;
+    bit<8>    flags;
+    bit<8>    count;
+    token_t   token;
 }
 
-/* HOT_DENSE bytes 16-19: hot index of the first value. */
+/* HOT_DENSE bytes 20-23: hot index of the first value. */
 header zebra_dense_h {
     bit<32> base;
 }
 
-/* HOT bytes 16..: one (hot index, value) pair. */
+/* HOT bytes 20..: one (hot index, value) pair. */
 header zebra_pair_h {
     bit<32> index;
     value_t value;
@@ -82,13 +84,15 @@ header zebra_value_h {
     value_t value;
 }
 
-/* ACK and FALLBACK bytes 6-15 (switch -> worker). */
+/* ACK and FALLBACK bytes 6-19 (switch -> worker); token: the job's token,
+ * handed to the member answered (0 for UNKNOWN_JOB and BAD_WORKER). */
 header zebra_response_h {
     bit<16>           worker;
     bit<32>           round;
     bit<16>           seq;
     bit<8>            flags;
     fallback_reason_t reason;
+    token_t           token;
 }
 
 /* AGGREGATE bytes 6-39 (switch CPU -> server); runs of (base, len, values) follow. */
@@ -118,17 +122,20 @@ header zebra_coverage_h {
     bit<8>  reserved;
 }
 
-/* AGGREGATE_ACK bytes 6-15 (server -> switch CPU). */
+/* AGGREGATE_ACK bytes 6-19 (server -> switch CPU). */
 header zebra_aggregate_ack_h {
     bit<16> server;
     bit<32> round;
     bit<16> part;
     bit<16> reserved;
+    token_t token;
 }
 
-/* REGISTER and REGISTER_ACK bytes 6-7 (server <-> switch CPU). */
+/* REGISTER and REGISTER_ACK bytes 6-11 (server <-> switch CPU); the
+ * admission fields and a REGISTER_ACK's epoch follow, read by the CPU. */
 header zebra_register_h {
     bit<16> server;
+    token_t token;
 }
 
 /* UPDATE bytes 6-21 (server -> switch -> workers): the fields up to the

@@ -151,7 +151,6 @@ control DropPositionalPairs(inout header_t hdr) {
         hdr.pairs[18].setInvalid();
         hdr.pairs[19].setInvalid();
         hdr.pairs[20].setInvalid();
-        hdr.pairs[21].setInvalid();
     }
 }
 

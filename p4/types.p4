@@ -22,7 +22,7 @@ const bit<8> IP_PROTOCOL_UDP = 17;
 
 /* Bytes 0-1 of every datagram ("ZB") and byte 2. */
 const bit<16> ZEBRA_MAGIC = 0x5A42;
-const bit<8> ZEBRA_VERSION = 1;
+const bit<8> ZEBRA_VERSION = 2;
 
 /* Byte 3. UPDATE and UPDATE_ACK are the pull half (docs/PULL.md), passed on
  * unchanged by replicate.p4. */
@@ -63,6 +63,12 @@ const bit<8> COVERAGE_FLAGS_RESERVED = 0xFE;
  * the shortest UPDATE (its fixed header, consts::UPDATE_HEADER_LEN) and the
  * length of an UPDATE_ACK (consts::UPDATE_ACK_LEN). */
 const bit<16> UPDATE_TARGET_ALL = 0xFFFF;
+
+/* Fixed lengths of the packets the pipeline checks or builds
+ * (consts::HOT_HEADER_LEN, HOT_DENSE_HEADER_LEN, RESPONSE_LEN). */
+const bit<16> HOT_HEADER_LEN = 20;
+const bit<16> HOT_DENSE_HEADER_LEN = 24;
+const bit<16> RESPONSE_LEN = 20;
 const bit<16> UPDATE_HEADER_LEN = 28;
 const bit<16> UPDATE_ACK_LEN = 20;
 
@@ -76,7 +82,8 @@ enum bit<8> fallback_reason_t {
     SEQ_OVERFLOW = 4,
     BAD_FORMAT   = 5,
     UNKNOWN_JOB  = 6,
-    BAD_WORKER   = 7
+    BAD_WORKER   = 7,
+    FAR_AHEAD    = 8
 }
 
 /* ---- Values and indices ---- */
@@ -90,6 +97,7 @@ typedef bit<16> state_index_t;                /* round state, worker state */
 typedef bit<32> record_index_t;
 typedef bit<16> cover_index_t;
 typedef bit<64> worker_bitmap_t;
+typedef bit<32> token_t;                      /* a job's membership token (consts::TOKEN_LEN) */
 
 /* An untouched slot reads out as I32_MIN; a touched slot holding exactly
  * I32_MIN (a sum saturated downwards) reads out as I32_MIN + 1. */

@@ -174,8 +174,8 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
     apply {
         if (by_position) {
             flags = position_flags.get({
-                10w0,
-                hdr.pairs[21].index[31:31], hdr.pairs[20].index[31:31], hdr.pairs[19].index[31:31],
+                11w0,
+                hdr.pairs[20].index[31:31], hdr.pairs[19].index[31:31],
                 hdr.pairs[18].index[31:31], hdr.pairs[17].index[31:31], hdr.pairs[16].index[31:31],
                 hdr.pairs[15].index[31:31], hdr.pairs[14].index[31:31], hdr.pairs[13].index[31:31],
                 hdr.pairs[12].index[31:31], hdr.pairs[11].index[31:31], hdr.pairs[10].index[31:31],
@@ -184,8 +184,8 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
                 hdr.pairs[3].index[31:31],  hdr.pairs[2].index[31:31],  hdr.pairs[1].index[31:31],
                 hdr.pairs[0].index[31:31]});
             present = position_present.get({
-                10w0,
-                (bit<1>)hdr.pairs[21].isValid(), (bit<1>)hdr.pairs[20].isValid(), (bit<1>)hdr.pairs[19].isValid(),
+                11w0,
+                (bit<1>)hdr.pairs[20].isValid(), (bit<1>)hdr.pairs[19].isValid(),
                 (bit<1>)hdr.pairs[18].isValid(), (bit<1>)hdr.pairs[17].isValid(), (bit<1>)hdr.pairs[16].isValid(),
                 (bit<1>)hdr.pairs[15].isValid(), (bit<1>)hdr.pairs[14].isValid(), (bit<1>)hdr.pairs[13].isValid(),
                 (bit<1>)hdr.pairs[12].isValid(), (bit<1>)hdr.pairs[11].isValid(), (bit<1>)hdr.pairs[10].isValid(),
@@ -237,9 +237,9 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
 
     apply {
         if (ig_md.dense) {
-            implied_len = ((bit<16>)hdr.hot.count << 2) + 28;
+            implied_len = ((bit<16>)hdr.hot.count << 2) + 8 + HOT_DENSE_HEADER_LEN;
         } else {
-            implied_len = ((bit<16>)hdr.hot.count << 3) + 24;
+            implied_len = ((bit<16>)hdr.hot.count << 3) + 8 + HOT_HEADER_LEN;
         }
         ig_md.malformed = hdr.udp.length != implied_len || hdr.hot.round == 0;
 

@@ -130,6 +130,13 @@ impl Registration {
         restarted
     }
 
+    /// Shows `token` (the job's, from a REGISTER_ACK) in the REGISTERs
+    /// sent from now on.
+    fn set_token(&mut self, token: u32) {
+        let at = zebra_proto::wire::register::field::TOKEN;
+        self.datagram[at].copy_from_slice(&token.to_be_bytes());
+    }
+
     fn on_ack(&mut self, now: Timestamp, admit: Option<Admission>) {
         if let Some(a) = admit {
             if a.capacity == 0 && self.granted != Some(0) {
@@ -210,6 +217,12 @@ impl Machine for ServerMachine {
             if let Ok(Message::Register(r)) = Message::parse(bytes) {
                 if r.ack && r.job == self.job && r.server == self.index {
                     self.registration.on_ack(now, r.admit);
+                    // The job's token, which the server shows from now on
+                    // (`docs/SECURITY.md`); none in a refused admission.
+                    if r.token != 0 {
+                        self.server.set_token(r.token);
+                        self.registration.set_token(self.server.token());
+                    }
                     let had_parts = self.server.stats().parts > 0;
                     if self.registration.on_epoch(r.epoch, had_parts)
                         && self
@@ -275,6 +288,7 @@ impl ServerLink {
             .filter(zebra_config::HotLoss::is_active)
             .map(|l| FaultInjector::new(l, fault::stream(b'v', config.job, config.rank)));
         let (tx, rx) = mpsc::channel();
+        let token = server.token();
         let machine = ServerMachine {
             server,
             job: config.job,
@@ -287,6 +301,7 @@ impl ServerLink {
                     ack: false,
                     admit: config.admission,
                     epoch: 0,
+                    token,
                 }
                 .to_bytes(),
                 next: Timestamp::ZERO,

@@ -1,18 +1,22 @@
 //! The software switch on a UDP socket (`zebra switch`).
 //!
 //! One thread runs [`zebra_proto::Switch`]: every datagram goes to
-//! `handle_packet` with the monotonic time; ACK and FALLBACK go back to the
-//! datagram's source; AGGREGATE and COVERAGE parts go to the address of
-//! their `(job, server)`, pinned in the configuration or learned from the
-//! server's REGISTER (the switch CPU's part). A part for a server with no
-//! address yet is counted as unroutable and stays pending in the switch,
-//! which resends it on `aggregate_rto`.
+//! `handle_datagram` with its source address and the monotonic time; ACK
+//! and FALLBACK go back to the datagram's source; AGGREGATE and COVERAGE
+//! parts go to the address of their `(job, server)`, pinned in the
+//! configuration or by the server's first REGISTER (the switch CPU's part).
+//! A part for a server with no address yet is counted as unroutable and
+//! stays pending in the switch, which resends it on `aggregate_rto`.
+//!
+//! Only a job's members take part (`docs/SECURITY.md`): the switch pins
+//! each member to the address of its first datagram and hands it the job's
+//! token, drawn here at random; a datagram for a member from another
+//! address, or with a wrong token once the member has shown the right one,
+//! is refused and counted.
 //!
 //! The pull half (`docs/PULL.md`): an UPDATE from a server is copied to every
-//! worker of its job the switch has heard from (or to the one it targets),
-//! an UPDATE_ACK goes to the server's REGISTER address. A worker's address
-//! is the source of its latest HOT packet the switch answered for its job
-//! and rank.
+//! worker of its job the switch has pinned (or to the one it targets), an
+//! UPDATE_ACK goes to the server's pinned address.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -23,7 +27,7 @@ use zebra_config::HotLoss;
 use zebra_net::Stack;
 use zebra_proto::consts::{packet_type, VALUE_LEN};
 use zebra_proto::wire::{Admission, FallbackReason, Message, RegisterRepr};
-use zebra_proto::{Config, JobConfig, Switch, SwitchAction, SwitchStats, Timestamp};
+use zebra_proto::{Config, JobConfig, Refusal, Role, Switch, SwitchAction, SwitchStats, Timestamp};
 
 use crate::fault::{self, FaultInjector};
 use crate::io::{HotSocket, IoStats, Machine, Node, Sends};
@@ -36,8 +40,8 @@ pub struct SwitchNodeConfig {
     pub listen: SocketAddr,
     /// The protocol configuration all parties share.
     pub proto: Config,
-    /// Server addresses fixed in advance, by `(job, server)`; a REGISTER
-    /// does not replace them.
+    /// Server addresses fixed in advance, by `(job, server)`: the servers
+    /// are pinned to them before they speak.
     pub server_addrs: BTreeMap<(u16, u16), SocketAddr>,
     /// Faults injected on every send.
     pub loss: Option<HotLoss>,
@@ -79,18 +83,20 @@ pub struct SwitchNodeStats {
     pub open_rounds: usize,
     /// Aggregate parts waiting for their server's ACK.
     pub pending_parts: usize,
-    /// Known server addresses: `(job, server, address)`.
+    /// Server addresses, pinned: `(job, server, address)`.
     pub servers: Vec<(u16, u16, SocketAddr)>,
     /// REGISTER datagrams accepted (keep-alives included).
     pub registrations: u64,
-    /// REGISTER datagrams refused (unknown job or server, or an address
-    /// pinned by the configuration).
+    /// REGISTER datagrams refused (unknown job or server, or not from the
+    /// server: another address than the one it is pinned to, or a wrong
+    /// token; those are in the switch's `refused_*` counters too).
     pub register_refused: u64,
     /// Aggregate parts not sent for want of a server address (resent later).
     pub unroutable: u64,
     /// Jobs admitted as their servers registered.
     pub admitted: u64,
-    /// Known worker addresses: `(job, rank, address)`, learned from HOT packets.
+    /// Worker addresses, pinned by their first datagram: `(job, rank,
+    /// address)`.
     pub workers: Vec<(u16, u16, SocketAddr)>,
     /// UPDATE datagrams sent to workers (one part copied to `n` workers is `n`).
     pub update_copies: u64,
@@ -225,16 +231,9 @@ fn accumulator_bytes(config: &Config, slots: u32) -> u64 {
     VALUE_LEN as u64 * u64::from(config.registers) * u64::from(slots) * u64::from(config.copies)
 }
 
-#[derive(Debug, Clone, Copy)]
-struct ServerAddr {
-    addr: SocketAddr,
-    pinned: bool,
-}
-
 #[derive(Debug)]
 struct SwitchMachine {
     switch: Switch,
-    servers: BTreeMap<(u16, u16), ServerAddr>,
     registrations: u64,
     register_refused: u64,
     unroutable: u64,
@@ -242,10 +241,6 @@ struct SwitchMachine {
     admit: Option<JobConfig>,
     /// Jobs admitted.
     admitted: u64,
-    /// Each worker's address, `(job, rank)`: the source of its latest HOT
-    /// packet the switch answered for that job and rank (the latest source
-    /// wins; issue 20 will pin a job's members instead).
-    workers: BTreeMap<(u16, u16), SocketAddr>,
     update_copies: u64,
     update_unroutable: u64,
     /// `SwitchNodeConfig::epoch`.
@@ -257,30 +252,19 @@ struct SwitchMachine {
 impl SwitchMachine {
     fn route(&mut self, action: SwitchAction, src: Option<SocketAddr>, out: &mut Sends) {
         match action {
-            SwitchAction::Ack {
-                job,
-                worker,
-                payload,
-            } => self.answer(job, worker, true, src, payload, out),
-            SwitchAction::Fallback {
-                job,
-                worker,
-                reason,
-                payload,
-            } => {
-                // Any answer but these two names a job and rank the switch has.
-                let member = !matches!(
-                    reason,
-                    FallbackReason::UnknownJob | FallbackReason::BadWorker
-                );
-                self.answer(job, worker, member, src, payload, out);
+            // An answer goes back to the datagram's source: the worker's
+            // pinned address, or anyone's for an unknown job or worker.
+            SwitchAction::Ack { payload, .. } | SwitchAction::Fallback { payload, .. } => {
+                if let Some(src) = src {
+                    out.push((src, payload));
+                }
             }
             SwitchAction::Update {
                 job,
                 target: Some(rank),
                 payload,
-            } => match self.workers.get(&(job, rank)) {
-                Some(&addr) => {
+            } => match self.switch.member_addr(job, Role::Worker, rank) {
+                Some(addr) => {
                     self.update_copies += 1;
                     out.push((addr, payload));
                 }
@@ -292,7 +276,7 @@ impl SwitchMachine {
                 payload,
             } => {
                 let before = out.len();
-                for (_, &addr) in self.workers.range((job, 0)..=(job, u16::MAX)) {
+                for (_, addr) in self.switch.member_addrs(job, Role::Worker) {
                     out.push((addr, payload.clone()));
                 }
                 let copies = (out.len() - before) as u64;
@@ -303,8 +287,8 @@ impl SwitchMachine {
                 job,
                 server,
                 payload,
-            } => match self.servers.get(&(job, server)) {
-                Some(s) => out.push((s.addr, payload)),
+            } => match self.switch.member_addr(job, Role::Server, server) {
+                Some(addr) => out.push((addr, payload)),
                 None => self.update_unroutable += 1,
             },
             SwitchAction::Aggregate {
@@ -312,42 +296,13 @@ impl SwitchMachine {
                 server,
                 payload,
                 ..
-            } => match self.servers.get(&(job, server)) {
-                Some(s) => out.push((s.addr, payload)),
+            } => match self.switch.member_addr(job, Role::Server, server) {
+                Some(addr) => out.push((addr, payload)),
                 None => {
                     self.unroutable += 1;
                     log::debug!("switch: no address for job {job} server {server} yet");
                 }
             },
-        }
-    }
-
-    /// An answer to a HOT packet goes back to its source, which is worker
-    /// `rank`'s address when the switch has that `member`.
-    fn answer(
-        &mut self,
-        job: u16,
-        rank: u16,
-        member: bool,
-        src: Option<SocketAddr>,
-        payload: Vec<u8>,
-        out: &mut Sends,
-    ) {
-        if let Some(src) = src {
-            if member {
-                self.learn_worker(job, rank, src);
-            }
-            out.push((src, payload));
-        }
-    }
-
-    fn learn_worker(&mut self, job: u16, rank: u16, src: SocketAddr) {
-        match self.workers.insert((job, rank), src) {
-            Some(old) if old == src => {}
-            old => log::info!(
-                "switch: job {job} worker {rank} at {src}{}",
-                old.map(|a| format!(" (was {a})")).unwrap_or_default()
-            ),
         }
     }
 
@@ -425,6 +380,7 @@ impl SwitchMachine {
                         ack: true,
                         admit: Some(refused),
                         epoch: self.epoch,
+                        token: 0,
                         ..r
                     }
                     .to_bytes(),
@@ -432,50 +388,35 @@ impl SwitchMachine {
                 return;
             }
         }
-        let known = self
-            .switch
-            .config()
-            .job(r.job)
-            .is_some_and(|j| r.server < j.servers);
-        if !known {
-            self.refuse(r.job);
-            log::warn!(
-                "switch: REGISTER from {src} for job {} server {}, which the configuration does not have",
-                r.job,
-                r.server
-            );
-            return;
-        }
-        let key = (r.job, r.server);
-        match self.servers.get(&key) {
-            Some(s) if s.pinned && s.addr != src => {
-                log::warn!(
-                    "switch: REGISTER from {src} for job {} server {}, pinned to {} by the configuration",
-                    r.job,
-                    r.server,
-                    s.addr
-                );
+        let token = match self.switch.register(Some(src), &r) {
+            Ok(token) => token,
+            Err(None) => {
                 self.refuse(r.job);
+                log::warn!(
+                    "switch: REGISTER from {src} for job {} server {}, which the configuration does not have",
+                    r.job,
+                    r.server
+                );
                 return;
             }
-            Some(s) if s.addr == src => {}
-            old => {
-                log::info!(
-                    "switch: job {} server {} at {src}{}",
+            Err(Some(refusal)) => {
+                self.refuse(r.job);
+                let pinned = self.switch.member_addr(r.job, Role::Server, r.server);
+                log::warn!(
+                    "switch: REGISTER from {src} for job {} server {} refused: {}",
                     r.job,
                     r.server,
-                    old.map(|s| format!(" (was {})", s.addr))
-                        .unwrap_or_default()
+                    match refusal {
+                        Refusal::Address => format!(
+                            "the server is pinned to {}",
+                            pinned.map_or_else(|| "another place".into(), |a| a.to_string())
+                        ),
+                        Refusal::Token => "not the job's token".into(),
+                    }
                 );
-                self.servers.insert(
-                    key,
-                    ServerAddr {
-                        addr: src,
-                        pinned: false,
-                    },
-                );
+                return;
             }
-        }
+        };
         self.registrations += 1;
         self.job_registrations.entry(r.job).or_default().0 += 1;
         let admit = r.admit.map(|a| Admission {
@@ -488,6 +429,7 @@ impl SwitchMachine {
                 ack: true,
                 admit,
                 epoch: self.epoch,
+                token,
                 ..r
             }
             .to_bytes(),
@@ -527,21 +469,32 @@ impl SwitchMachine {
             .collect()
     }
 
+    /// Every job's pinned members of `role`: `(job, rank, address)`.
+    fn members(&self, role: Role) -> Vec<(u16, u16, SocketAddr)> {
+        self.switch
+            .config()
+            .jobs
+            .iter()
+            .flat_map(|j| {
+                self.switch
+                    .member_addrs(j.id, role)
+                    .into_iter()
+                    .map(move |(rank, addr)| (j.id, rank, addr))
+            })
+            .collect()
+    }
+
     fn stats(&self, io: IoStats) -> SwitchNodeStats {
         SwitchNodeStats {
             switch: self.switch.stats().clone(),
             open_rounds: self.switch.open_rounds(),
             pending_parts: self.switch.pending_parts(),
-            servers: self
-                .servers
-                .iter()
-                .map(|(&(j, s), a)| (j, s, a.addr))
-                .collect(),
+            servers: self.members(Role::Server),
             registrations: self.registrations,
             register_refused: self.register_refused,
             unroutable: self.unroutable,
             admitted: self.admitted,
-            workers: self.workers.iter().map(|(&(j, w), &a)| (j, w, a)).collect(),
+            workers: self.members(Role::Worker),
             update_copies: self.update_copies,
             update_unroutable: self.update_unroutable,
             io,
@@ -561,7 +514,7 @@ impl Machine for SwitchMachine {
                 }
             }
         }
-        for a in self.switch.handle_packet(now, bytes) {
+        for a in self.switch.handle_datagram(now, Some(src), bytes) {
             self.route(a, Some(src), out);
         }
     }
@@ -587,17 +540,16 @@ pub struct SwitchNode {
 impl SwitchNode {
     /// Validates the configuration, binds the socket and starts the thread.
     pub fn start(config: SwitchNodeConfig) -> Result<SwitchNode, StartError> {
-        let switch = match config.admit {
+        let mut switch = match config.admit {
             Some(_) => Switch::with_admission(config.proto.clone())?,
             None => Switch::new(config.proto.clone())?,
         };
-        let mut servers = BTreeMap::new();
+        // Tokens nobody off the path can guess (`docs/SECURITY.md`).
+        switch.set_token_source(Box::new(|| rand::random::<u32>().max(1)));
         for (&(job, server), &addr) in &config.server_addrs {
-            let known = config.proto.job(job).is_some_and(|j| server < j.servers);
-            if !known {
+            if !switch.pin_server(job, server, addr) {
                 return Err(StartError::UnknownServer { job, server });
             }
-            servers.insert((job, server), ServerAddr { addr, pinned: true });
         }
         let socket = HotSocket::bind(config.listen, config.stack.as_ref()).map_err(|source| {
             StartError::Io {
@@ -611,13 +563,11 @@ impl SwitchNode {
             .map(|l| FaultInjector::new(l, fault::stream(b's', 0, 0)));
         let machine = SwitchMachine {
             switch,
-            servers,
             registrations: 0,
             register_refused: 0,
             unroutable: 0,
             admit: config.admit.clone(),
             admitted: 0,
-            workers: BTreeMap::new(),
             update_copies: 0,
             update_unroutable: 0,
             epoch: config.epoch,

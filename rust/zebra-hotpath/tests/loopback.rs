@@ -102,7 +102,7 @@ fn garbage_at_the_switch_is_counted_not_fatal() {
         let n = rng.below(120) as usize;
         let mut b: Vec<u8> = (0..n).map(|_| rng.next_u64() as u8).collect();
         if i % 2 == 0 && b.len() >= 4 {
-            b[..4].copy_from_slice(&[0x5A, 0x42, 1, (i % 11) as u8]);
+            b[..4].copy_from_slice(&[0x5A, 0x42, zebra_proto::consts::VERSION, (i % 11) as u8]);
         }
         junk.send_to(&b, at).unwrap();
         sent += 1;
@@ -113,6 +113,7 @@ fn garbage_at_the_switch_is_counted_not_fatal() {
         ack: false,
         admit: None,
         epoch: 0,
+        token: 0,
     };
     junk.send_to(&stranger.to_bytes(), at).unwrap();
     c.run(&plans, rounds, "garbage");
@@ -129,6 +130,123 @@ fn garbage_at_the_switch_is_counted_not_fatal() {
         usize::from(SERVERS),
         "the stranger was not recorded"
     );
+}
+
+/// Issue 20: only members take part. Once the job's members have spoken
+/// (pinned, and shown the token the switch handed them), a socket outside
+/// the job sends forged REGISTERs (with and without admission, with a made-up
+/// token), HOT packets for the next round (fresh and flagged RETX), aggregate
+/// acknowledgements and a round far in the future: every one is refused and
+/// counted, no server's address moves, and the next rounds' sums stay exact.
+#[test]
+fn a_socket_outside_the_job_changes_nothing_and_is_counted() {
+    use zebra_proto::wire::{Admission, AggregateAckRepr, HotBody, HotRepr};
+    let rounds = 20;
+    let half = rounds / 2;
+    let (plans, expected) = plan(77, rounds);
+    let mut c = Cluster::start(true, None);
+    c.run(&plans, half, "members first");
+    let switch = c.switch.as_ref().unwrap();
+    let at = switch.local_addr();
+    let before = switch.stats();
+    assert_eq!(before.servers.len(), usize::from(SERVERS));
+    assert_eq!(before.workers.len(), usize::from(WORKERS));
+
+    let stranger = UdpSocket::bind(localhost()).unwrap();
+    let mut forged: Vec<Vec<u8>> = Vec::new();
+    for (admit, token) in [
+        (None, 0),
+        (None, 0x1234_5678),
+        (
+            Some(Admission {
+                workers: WORKERS,
+                capacity: 64,
+            }),
+            0,
+        ),
+    ] {
+        forged.push(
+            RegisterRepr {
+                job: JOB,
+                server: 0,
+                ack: false,
+                admit,
+                epoch: 0,
+                token,
+            }
+            .to_bytes(),
+        );
+    }
+    let registers = forged.len() as u64;
+    let hot = |round: u32, retransmission: bool, token: u32| HotRepr {
+        job: JOB,
+        worker: 0,
+        round,
+        seq: 0,
+        retransmission,
+        done: true,
+        fixed: false,
+        token,
+        body: HotBody::Sparse(vec![(0, 1000f32.to_bits()), (1, (-7f32).to_bits())]),
+    };
+    for (round, retx, token) in [
+        (half + 1, false, 0),
+        (half + 1, true, 0x1234_5678),
+        (half + 2, false, 0),
+        (half + 1 + (1 << 24), false, 0),
+    ] {
+        forged.push(hot(round, retx, token).to_bytes());
+    }
+    for (round, part) in [(half, 0), (half + 1, 0), (half + 1, 1)] {
+        forged.push(
+            AggregateAckRepr {
+                job: JOB,
+                server: 0,
+                round,
+                part,
+                token: 0,
+            }
+            .to_bytes(),
+        );
+    }
+    for f in &forged {
+        stranger.send_to(f, at).unwrap();
+    }
+    let t = Instant::now();
+    loop {
+        let st = switch.stats();
+        if st.switch.refused_address >= forged.len() as u64 {
+            break;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "not all refused: {st}"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    stranger
+        .set_read_timeout(Some(Duration::from_millis(50)))
+        .unwrap();
+    let mut buf = [0u8; 2048];
+    assert!(
+        stranger.recv_from(&mut buf).is_err(),
+        "a stranger is never answered (no token handed out)"
+    );
+
+    c.run_from(&plans, half + 1, rounds, "after the forgeries");
+    c.check(&expected, rounds, "after the forgeries");
+    let st = c.finish().unwrap();
+    assert_eq!(
+        st.switch.refused_address,
+        forged.len() as u64,
+        "every forged datagram refused for its address, nothing else: {st}"
+    );
+    assert_eq!(st.switch.refused_token, 0, "{st}");
+    assert_eq!(st.register_refused - before.register_refused, registers);
+    assert_eq!(st.servers, before.servers, "no server moved");
+    assert_eq!(st.workers, before.workers, "no worker moved");
+    assert_eq!(st.switch.total_fallbacks(), before.switch.total_fallbacks());
+    assert_eq!(st.switch.bad_packets, 0);
 }
 
 #[test]
@@ -288,6 +406,7 @@ fn updates_reach_the_workers_heard_from_and_acks_the_server() {
         ack: false,
         admit: None,
         epoch: 0,
+        token: 0,
     };
     server.send_to(&register.to_bytes(), at).unwrap();
     assert!(recv(&server, packet_type::REGISTER_ACK).is_some());
@@ -301,6 +420,7 @@ fn updates_reach_the_workers_heard_from_and_acks_the_server() {
             retransmission: false,
             done: false,
             fixed: false,
+            token: 0,
             body: HotBody::Sparse(vec![(w as u32, 1.0f32.to_bits())]),
         };
         s.send_to(&hot.to_bytes(), at).unwrap();

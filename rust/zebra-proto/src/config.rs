@@ -41,6 +41,12 @@ pub struct JobConfig {
     /// Ranks `0..dense_ranks` travel as dense blocks (every worker sends
     /// every block, zeros included, SwitchML style); the rest as sparse pairs.
     pub dense_ranks: u32,
+    /// The job's membership token when it has a key (`ZEBRA_JOB_KEY`): every
+    /// member derives it from the key and shows it from its first datagram,
+    /// and the switch pins only members that show it. 0: no key; the
+    /// switch draws a token and hands it to the members it pins
+    /// (`docs/SECURITY.md`).
+    pub token: u32,
 }
 
 impl JobConfig {
@@ -56,6 +62,7 @@ impl JobConfig {
             number: NumberMode::F32,
             layout: LayoutKind::Heat,
             dense_ranks: 0,
+            token: 0,
         }
     }
 
@@ -115,6 +122,11 @@ pub struct Config {
     pub aggregate_size: usize,
     /// Most packets one worker may send for one round (sequence numbers `0..max_seqs`).
     pub max_seqs: u16,
+    /// How far ahead of a job's newest round (the highest it opened) a hot
+    /// packet's round may be; a packet further ahead is refused (FALLBACK
+    /// `FarAhead`), not remembered, so one stray or forged round cannot
+    /// make the job's later rounds late. A job's first round is not limited.
+    pub max_round_ahead: u32,
     /// How workers pack sparse pairs into packets.
     pub packing: Packing,
     /// A round still open this long after its first packet is flushed.
@@ -161,6 +173,7 @@ impl Config {
             packet_size: consts::DEFAULT_PACKET_SIZE,
             aggregate_size: consts::MAX_PACKET_SIZE,
             max_seqs: consts::DEFAULT_MAX_SEQS,
+            max_round_ahead: consts::DEFAULT_MAX_ROUND_AHEAD,
             packing: Packing::Strict,
             round_timeout: Duration::from_millis(50),
             aggregate_rto: Duration::from_millis(2),
@@ -201,6 +214,9 @@ impl Config {
         }
         if self.max_seqs == 0 {
             return Err(E::MaxSeqs);
+        }
+        if self.max_round_ahead == 0 {
+            return Err(E::MaxRoundAhead);
         }
         for (name, d) in [
             ("round_timeout", self.round_timeout),
@@ -396,6 +412,9 @@ pub enum ConfigError {
     /// `max_seqs` is zero.
     #[error("max_seqs must be at least 1")]
     MaxSeqs,
+    /// `max_round_ahead` is zero.
+    #[error("max_round_ahead must be at least 1")]
+    MaxRoundAhead,
     /// A timeout or interval is zero.
     #[error("{0} must be longer than zero")]
     ZeroTime(&'static str),
@@ -493,7 +512,7 @@ mod tests {
     fn defaults_validate_and_derive_sizes() {
         let c = ok();
         c.validate().unwrap();
-        assert_eq!(c.pairs_per_packet(), 22);
+        assert_eq!(c.pairs_per_packet(), 21);
         assert_eq!(c.dense_values_per_packet(), 32);
         assert_eq!(c.aggregate_run_bytes_per_packet(), 1432);
         assert_eq!(c.aggregate_values_per_packet_worst(), 143);
@@ -517,6 +536,7 @@ mod tests {
             ),
             (|c| c.packet_size = 20, ConfigError::PacketSize(20)),
             (|c| c.max_seqs = 0, ConfigError::MaxSeqs),
+            (|c| c.max_round_ahead = 0, ConfigError::MaxRoundAhead),
             (
                 |c| c.round_timeout = Duration::ZERO,
                 ConfigError::ZeroTime("round_timeout"),

@@ -6,8 +6,9 @@
 
 /// First two bytes of every Zebra hot-path datagram ("ZB").
 pub const MAGIC: u16 = 0x5A42;
-/// Wire format version carried in byte 2.
-pub const VERSION: u8 = 1;
+/// Wire format version carried in byte 2 (2: a job token in every packet a
+/// member sends and in the switch's answers; version 1 had none).
+pub const VERSION: u8 = 2;
 
 /// Default UDP port of the aggregator (switch) and of the hot-path sockets.
 pub const DEFAULT_UDP_PORT: u16 = 9950;
@@ -39,23 +40,30 @@ pub mod packet_type {
     pub const UPDATE_ACK: u8 = 11;
 }
 
-/// Header length of a sparse hot packet; pairs follow.
-pub const HOT_HEADER_LEN: usize = 16;
-/// Header length of a dense hot packet; values follow.
-pub const HOT_DENSE_HEADER_LEN: usize = 20;
-/// Length of an ACK or FALLBACK datagram.
-pub const RESPONSE_LEN: usize = 16;
+/// A job's membership token (`docs/SECURITY.md`): a nonzero u32 the switch
+/// hands its members (in REGISTER_ACK, ACK and FALLBACK) and they show in
+/// every HOT, HOT_DENSE, AGGREGATE_ACK and REGISTER; 0 in a member's packet:
+/// it has none yet.
+pub const TOKEN_LEN: usize = 4;
+/// Header length of a sparse hot packet (its token at 16..20); pairs follow.
+pub const HOT_HEADER_LEN: usize = 20;
+/// Header length of a dense hot packet (token, then the base); values follow.
+pub const HOT_DENSE_HEADER_LEN: usize = 24;
+/// Length of an ACK or FALLBACK datagram (the job's token at 16..20).
+pub const RESPONSE_LEN: usize = 20;
 /// Header length of an aggregate part; pairs follow.
 pub const AGGREGATE_HEADER_LEN: usize = 40;
 /// Header length of a coverage part; bitmap bytes follow.
 pub const COVERAGE_HEADER_LEN: usize = 24;
-/// Length of an aggregate ACK datagram.
-pub const AGGREGATE_ACK_LEN: usize = 16;
-/// Length of a REGISTER datagram (a REGISTER_ACK adds [`EPOCH_LEN`]).
-pub const REGISTER_LEN: usize = 8;
+/// Length of an aggregate ACK datagram (the server's token at 16..20).
+pub const AGGREGATE_ACK_LEN: usize = 20;
+/// Length of a REGISTER datagram, its token last (a REGISTER_ACK adds
+/// [`EPOCH_LEN`]).
+pub const REGISTER_LEN: usize = 12;
 /// Length of a REGISTER that asks the switch to admit its job (the job's
-/// size follows the header; its REGISTER_ACK adds [`EPOCH_LEN`]).
-pub const REGISTER_ADMIT_LEN: usize = 16;
+/// size follows the header, then the token; its REGISTER_ACK adds
+/// [`EPOCH_LEN`]).
+pub const REGISTER_ADMIT_LEN: usize = 20;
 /// The switch's incarnation (a nonzero u32 chosen at start) at the end of
 /// every REGISTER_ACK: a server that sees it change knows the switch lost
 /// its state (`docs/RELIABILITY.md`, "The switch killed and started again").
@@ -113,3 +121,7 @@ pub const DEFAULT_SLOTS: u32 = 1024;
 pub const DEFAULT_COPIES: u8 = 2;
 /// Default per-worker, per-round packet limit.
 pub const DEFAULT_MAX_SEQS: u16 = 4096;
+/// Default of how far ahead of a job's newest round a hot packet's round may
+/// be (16 PS-lite barrier epochs of 65,536 rounds); a packet further ahead is
+/// refused (FALLBACK `FarAhead`), not remembered.
+pub const DEFAULT_MAX_ROUND_AHEAD: u32 = 1 << 20;

@@ -135,6 +135,9 @@ pub struct Server {
     watermark: u32,
     newest_reported: u32,
     stats: ServerStats,
+    /// The job's membership token this server shows in its acknowledgements
+    /// (its key's, else the one its REGISTER_ACK brought; 0: none yet).
+    token: u32,
 }
 
 impl Server {
@@ -153,7 +156,21 @@ impl Server {
             watermark: 0,
             newest_reported: 0,
             stats: ServerStats::default(),
+            token: jc.token,
         })
+    }
+
+    /// The job's membership token this server shows (0: none yet).
+    pub fn token(&self) -> u32 {
+        self.token
+    }
+
+    /// Takes the job's token the switch handed out (in a REGISTER_ACK);
+    /// ignored for a job with a key, whose token the server has.
+    pub fn set_token(&mut self, token: u32) {
+        if self.job.token == 0 && token != 0 {
+            self.token = token;
+        }
     }
 
     /// Counters.
@@ -200,6 +217,7 @@ impl Server {
                 server,
                 round,
                 part: index,
+                token: self.token,
             }
             .to_bytes(),
         );

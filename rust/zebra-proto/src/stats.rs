@@ -25,7 +25,7 @@ pub struct SwitchStats {
     /// Hot packets older than the worker's record (a stale copy): dropped.
     pub stale: u64,
     /// Fallback notices sent for new packets, by reason code (index = code).
-    pub fallbacks: [u64; 8],
+    pub fallbacks: [u64; 9],
     /// ACKs sent (duplicates included).
     pub acks: u64,
     /// Rounds closed because every worker finished.
@@ -56,6 +56,15 @@ pub struct SwitchStats {
     /// Well-formed UPDATEs and UPDATE_ACKs dropped: a job, server or worker
     /// the switch does not have, or an UPDATE longer than `aggregate_size`.
     pub updates_refused: u64,
+    /// Datagrams naming a member of a job (a REGISTER, HOT, AGGREGATE_ACK,
+    /// UPDATE or UPDATE_ACK) refused, unanswered, because they came from
+    /// another address than the one the member is pinned to
+    /// (`docs/SECURITY.md`).
+    pub refused_address: u64,
+    /// Datagrams from a member's address refused, unanswered, because they
+    /// showed another token than the job's once the member had shown the
+    /// right one (or, in a job with a key, from the first).
+    pub refused_token: u64,
 }
 
 impl SwitchStats {
@@ -106,6 +115,8 @@ impl SwitchStats {
             updates_copied,
             update_acks,
             updates_refused,
+            refused_address,
+            refused_token,
         } = self;
         let grow = |to: &mut u64, b: u64, a: u64| *to += a.saturating_sub(b);
         grow(packets, before.packets, after.packets);
@@ -161,6 +172,17 @@ impl SwitchStats {
             before.updates_refused,
             after.updates_refused,
         );
+        grow(
+            refused_address,
+            before.refused_address,
+            after.refused_address,
+        );
+        grow(refused_token, before.refused_token, after.refused_token);
+    }
+
+    /// Datagrams refused as not from a member of their job, unanswered.
+    pub fn refused(&self) -> u64 {
+        self.refused_address + self.refused_token
     }
 }
 

@@ -60,6 +60,15 @@
 //! until its server acknowledges it, retransmitting on `aggregate_rto`
 //! (doubling, at most 16×) up to `aggregate_max_retries` times.
 //!
+//! # Members (`docs/SECURITY.md`)
+//!
+//! Only a job's members take part: every datagram naming a worker or a
+//! server of a job is checked against the job's [`members`] (pinned
+//! addresses, the job's token) before it touches any state; a refused one
+//! is counted (`refused_address`, `refused_token`) and not answered. A hot
+//! packet whose round is more than `max_round_ahead` rounds past the
+//! job's newest round is refused with FALLBACK `FarAhead` and not recorded.
+//!
 //! # Updates (the pull half)
 //!
 //! The switch keeps no state for a server's UPDATE parts and the workers'
@@ -79,13 +88,18 @@ use crate::consts::{
 };
 use crate::flow::Flow;
 use crate::layout::Layout;
+use crate::rng::SplitMix64;
 use crate::rto::RttEstimator;
 use crate::stats::SwitchStats;
 use crate::time::Timestamp;
 use crate::wire::{
     aggregate, update, update_ack, AggregateAckRepr, AggregateRepr, CoverBits, CoverageRepr,
-    FallbackReason, HotRepr, Message, ResponseKind, ResponseRepr,
+    FallbackReason, HotRepr, Message, RegisterRepr, ResponseKind, ResponseRepr,
 };
+
+mod members;
+use members::Members;
+pub use members::{Refusal, Role, Source};
 
 /// A party the I/O layer maps to an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -263,6 +277,10 @@ struct JobState {
     hits: Vec<u64>,
     /// This job's share of the switch's counters.
     stats: SwitchStats,
+    /// Who takes part.
+    members: Members,
+    /// The newest round opened (0: none yet): how far ahead a round may be.
+    newest: u32,
 }
 
 /// Flushed rounds remembered per job to measure them by their late packets.
@@ -282,8 +300,9 @@ impl JobState {
         }
     }
 
-    /// A job's state, its region from slot `base` of every register.
-    fn new(config: &Config, cfg: &JobConfig, base: u32) -> JobState {
+    /// A job's state, its region from slot `base` of every register; its
+    /// token `token` unless its key gives one.
+    fn new(config: &Config, cfg: &JobConfig, base: u32, token: u32) -> JobState {
         let (n, w) = (cfg.workers as usize, config.copies as usize);
         JobState {
             cfg: cfg.clone(),
@@ -301,6 +320,11 @@ impl JobState {
             cover: vec![CoverWord::default(); n * w * config.cover_words()],
             hits: vec![0; cfg.hot_keys as usize],
             stats: SwitchStats::default(),
+            members: match cfg.token {
+                0 => Members::new(token, false, cfg.workers, cfg.servers),
+                key => Members::new(key, true, cfg.workers, cfg.servers),
+            },
+            newest: 0,
         }
     }
 }
@@ -324,6 +348,17 @@ struct Pending {
 
 type PartKey = (u16, u32, u16, u16);
 
+/// Where the switch draws each job's token from (nonzero values).
+pub type TokenSource = Box<dyn FnMut() -> u32 + Send>;
+
+/// The token source a switch starts with: seeded, so a simulation is
+/// deterministic, and so not secret; a switch on a network is given a
+/// random one ([`Switch::set_token_source`]).
+fn seeded_tokens() -> TokenSource {
+    let mut rng = SplitMix64::new(0x5A42_70CE);
+    Box::new(move || (rng.next_u64() as u32).max(1))
+}
+
 /// The switch model. See the module documentation.
 pub struct Switch {
     config: Config,
@@ -334,6 +369,7 @@ pub struct Switch {
     /// timeout) and the window of parts in flight.
     flows: BTreeMap<(u16, u16), Flow<PartKey>>,
     stats: SwitchStats,
+    tokens: TokenSource,
 }
 
 impl fmt::Debug for Switch {
@@ -367,11 +403,12 @@ impl Switch {
         let entries = config.copies as usize * config.slots as usize;
         let registers = vec![vec![Slot::default(); entries]; config.registers as usize];
         let mut base = 0;
+        let mut tokens = seeded_tokens();
         let jobs = config
             .jobs
             .iter()
             .map(|cfg| {
-                let job = JobState::new(&config, cfg, base);
+                let job = JobState::new(&config, cfg, base, tokens());
                 base += config.region_slots(cfg);
                 job
             })
@@ -383,7 +420,18 @@ impl Switch {
             pending: BTreeMap::new(),
             flows: BTreeMap::new(),
             stats: SwitchStats::default(),
+            tokens,
         }
+    }
+
+    /// Draws jobs' tokens from `tokens` from now on (a switch on a network:
+    /// random, unpredictable tokens), and draws again the token of every job
+    /// none of whose members is pinned yet and that has no key.
+    pub fn set_token_source(&mut self, mut tokens: TokenSource) {
+        for job in &mut self.jobs {
+            job.members.redraw(tokens());
+        }
+        self.tokens = tokens;
     }
 
     /// Admits `job` into the memory after the jobs it has (the control
@@ -403,8 +451,104 @@ impl Switch {
             .iter()
             .map(|j| self.config.region_slots(j))
             .sum();
-        self.jobs.push(JobState::new(&self.config, cfg, base));
+        let token = (self.tokens)().max(1);
+        self.jobs
+            .push(JobState::new(&self.config, cfg, base, token));
         Ok(())
+    }
+
+    fn job_index(&self, job: u16) -> Option<usize> {
+        self.jobs.iter().position(|j| j.cfg.id == job)
+    }
+
+    /// Job `job`'s membership token, if the switch has the job.
+    pub fn job_token(&self, job: u16) -> Option<u32> {
+        self.job_index(job).map(|j| self.jobs[j].members.token())
+    }
+
+    /// Whether job `job`'s token comes from its key.
+    pub fn job_keyed(&self, job: u16) -> Option<bool> {
+        self.job_index(job).map(|j| self.jobs[j].members.keyed())
+    }
+
+    /// Pins server `server` of job `job` to `addr` before it speaks (an
+    /// address fixed in the configuration). `false` when the switch has no
+    /// such server.
+    pub fn pin_server(&mut self, job: u16, server: u16, addr: std::net::SocketAddr) -> bool {
+        self.job_index(job)
+            .is_some_and(|j| self.jobs[j].members.pin(Role::Server, server, addr))
+    }
+
+    /// Where member `(role, rank)` of job `job` is pinned, if it is and the
+    /// transport names addresses.
+    pub fn member_addr(&self, job: u16, role: Role, rank: u16) -> Option<std::net::SocketAddr> {
+        let j = self.job_index(job)?;
+        self.jobs[j].members.source(role, rank).flatten()
+    }
+
+    /// The pinned members of `role` of job `job` with their addresses:
+    /// `(rank, address)`, by rank.
+    pub fn member_addrs(&self, job: u16, role: Role) -> Vec<(u16, std::net::SocketAddr)> {
+        self.job_index(job)
+            .map(|j| self.jobs[j].members.addresses(role).collect())
+            .unwrap_or_default()
+    }
+
+    /// Checks a datagram from `source` naming member `(role, rank)` of job
+    /// index `j`; counts a refusal (for the job too).
+    fn admit_member(
+        &mut self,
+        j: usize,
+        role: Role,
+        rank: u16,
+        source: Source,
+        token: Option<u32>,
+    ) -> Result<(), Refusal> {
+        let job = &mut self.jobs[j];
+        match job.members.check(role, rank, source, token) {
+            Ok(pinned) => {
+                if pinned {
+                    log::info!(
+                        "switch: job {} {role:?} {rank} pinned to {}",
+                        job.cfg.id,
+                        source.map_or_else(|| "its transport".to_string(), |a| a.to_string())
+                    );
+                }
+                Ok(())
+            }
+            Err(refusal) => {
+                let bump = |s: &mut SwitchStats| match refusal {
+                    Refusal::Address => s.refused_address += 1,
+                    Refusal::Token => s.refused_token += 1,
+                };
+                bump(&mut self.stats);
+                log::debug!(
+                    "switch: datagram for job {} {role:?} {rank} from {source:?} refused: {refusal:?}",
+                    job.cfg.id
+                );
+                Err(refusal)
+            }
+        }
+    }
+
+    /// A server's REGISTER from `source` (the switch CPU's part): `Ok` with
+    /// the job's token to hand out in the REGISTER_ACK when the switch has
+    /// the job and server and the REGISTER comes from the server's pinned
+    /// address (pinning it if it is the server's first datagram); `Err(None)`
+    /// for a job or server the switch does not have, `Err(Some(refusal))`
+    /// when it is not from the member. Refusals are counted, for the job too.
+    pub fn register(&mut self, source: Source, r: &RegisterRepr) -> Result<u32, Option<Refusal>> {
+        let Some(j) = self
+            .job_index(r.job)
+            .filter(|&j| r.server < self.jobs[j].cfg.servers)
+        else {
+            return Err(None);
+        };
+        self.for_job(Some(j), |s| {
+            s.admit_member(j, Role::Server, r.server, source, Some(r.token))
+        })
+        .map_err(Some)?;
+        Ok(self.jobs[j].members.token())
     }
 
     /// The configuration.
@@ -491,23 +635,36 @@ impl Switch {
             .count()
     }
 
-    /// Handles one datagram. Malformed or unexpected bytes are counted and
-    /// dropped; nothing here panics on input.
+    /// Handles one datagram from a transport without addresses (in-memory
+    /// simulations): [`handle_datagram`](Self::handle_datagram) with no
+    /// source, so members are told apart by their tokens only.
     pub fn handle_packet(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<SwitchAction> {
-        let job = self.job_of(bytes);
-        self.for_job(job, |s| s.handle(now, bytes))
+        self.handle_datagram(now, None, bytes)
     }
 
-    fn handle(&mut self, now: Timestamp, bytes: &[u8]) -> Vec<SwitchAction> {
+    /// Handles one datagram from `source`. Malformed or unexpected bytes,
+    /// and datagrams naming a member of a job that do not come from it, are
+    /// counted and dropped; nothing here panics on input.
+    pub fn handle_datagram(
+        &mut self,
+        now: Timestamp,
+        source: Source,
+        bytes: &[u8],
+    ) -> Vec<SwitchAction> {
+        let job = self.job_of(bytes);
+        self.for_job(job, |s| s.handle(now, source, bytes))
+    }
+
+    fn handle(&mut self, now: Timestamp, source: Source, bytes: &[u8]) -> Vec<SwitchAction> {
         self.stats.packets += 1;
         match bytes.get(3).copied() {
-            Some(packet_type::UPDATE) => return self.on_update(bytes),
-            Some(packet_type::UPDATE_ACK) => return self.on_update_ack(bytes),
+            Some(packet_type::UPDATE) => return self.on_update(source, bytes),
+            Some(packet_type::UPDATE_ACK) => return self.on_update_ack(source, bytes),
             _ => {}
         }
         match Message::parse(bytes) {
-            Ok(Message::Hot(h)) => self.on_hot(now, &h, bytes.len()),
-            Ok(Message::AggregateAck(a)) => self.on_aggregate_ack(now, a),
+            Ok(Message::Hot(h)) => self.on_hot(now, source, &h, bytes.len()),
+            Ok(Message::AggregateAck(a)) => self.on_aggregate_ack(now, source, a),
             Ok(other) => {
                 log::debug!("switch: unexpected {other:?}");
                 self.stats.bad_packets += 1;
@@ -531,7 +688,7 @@ impl Switch {
     /// An UPDATE: copied, unchanged, to the job's workers (or the one it
     /// targets) when its job, server and target exist and it is no longer
     /// than an aggregate part may be; else counted and dropped.
-    fn on_update(&mut self, bytes: &[u8]) -> Vec<SwitchAction> {
+    fn on_update(&mut self, source: Source, bytes: &[u8]) -> Vec<SwitchAction> {
         let p = match update::Packet::new_checked(bytes) {
             Ok(p) => p,
             Err(e) => return self.malformed("UPDATE", bytes.len(), e),
@@ -549,6 +706,14 @@ impl Switch {
             self.stats.updates_refused += 1;
             return Vec::new();
         }
+        if let Some(j) = self.job_index(job) {
+            if self
+                .admit_member(j, Role::Server, p.server(), source, None)
+                .is_err()
+            {
+                return Vec::new();
+            }
+        }
         self.stats.updates_copied += 1;
         vec![SwitchAction::Update {
             job,
@@ -559,7 +724,7 @@ impl Switch {
 
     /// An UPDATE_ACK: forwarded, unchanged, to its server when its job,
     /// server and worker exist; else counted and dropped.
-    fn on_update_ack(&mut self, bytes: &[u8]) -> Vec<SwitchAction> {
+    fn on_update_ack(&mut self, source: Source, bytes: &[u8]) -> Vec<SwitchAction> {
         let p = match update_ack::Packet::new_checked(bytes) {
             Ok(p) => p,
             Err(e) => return self.malformed("UPDATE_ACK", bytes.len(), e),
@@ -576,6 +741,14 @@ impl Switch {
             );
             self.stats.updates_refused += 1;
             return Vec::new();
+        }
+        if let Some(j) = self.job_index(job) {
+            if self
+                .admit_member(j, Role::Worker, p.worker(), source, None)
+                .is_err()
+            {
+                return Vec::new();
+            }
         }
         self.stats.update_acks += 1;
         vec![SwitchAction::UpdateAck {
@@ -700,13 +873,28 @@ impl Switch {
         rounds.chain(parts).min()
     }
 
-    fn respond(h: &HotRepr, kind: ResponseKind) -> Vec<u8> {
+    /// An answer to `h`, with the job's token when `h` came from a member
+    /// (0 otherwise: an unknown job or worker).
+    fn respond(&self, h: &HotRepr, kind: ResponseKind) -> Vec<u8> {
+        let member = !matches!(
+            kind,
+            ResponseKind::Fallback {
+                reason: FallbackReason::UnknownJob | FallbackReason::BadWorker,
+                ..
+            }
+        );
+        let token = if member {
+            self.job_token(h.job).unwrap_or(0)
+        } else {
+            0
+        };
         ResponseRepr {
             job: h.job,
             worker: h.worker,
             round: h.round,
             seq: h.seq,
             kind,
+            token,
         }
         .to_bytes()
     }
@@ -720,7 +908,7 @@ impl Switch {
         if !duplicate {
             self.stats.fallbacks[reason as usize] += 1;
         }
-        let payload = Self::respond(h, ResponseKind::Fallback { reason, duplicate });
+        let payload = self.respond(h, ResponseKind::Fallback { reason, duplicate });
         vec![SwitchAction::Fallback {
             job: h.job,
             worker: h.worker,
@@ -734,12 +922,18 @@ impl Switch {
         SwitchAction::Ack {
             job: h.job,
             worker: h.worker,
-            payload: Self::respond(h, ResponseKind::Ack { duplicate }),
+            payload: self.respond(h, ResponseKind::Ack { duplicate }),
         }
     }
 
-    fn on_hot(&mut self, now: Timestamp, h: &HotRepr, len: usize) -> Vec<SwitchAction> {
-        let Some(j) = self.jobs.iter().position(|s| s.cfg.id == h.job) else {
+    fn on_hot(
+        &mut self,
+        now: Timestamp,
+        source: Source,
+        h: &HotRepr,
+        len: usize,
+    ) -> Vec<SwitchAction> {
+        let Some(j) = self.job_index(h.job) else {
             return self.fallback(h, FallbackReason::UnknownJob, false);
         };
         let (n, k, fixed) = {
@@ -748,6 +942,12 @@ impl Switch {
         };
         if h.worker >= n {
             return self.fallback(h, FallbackReason::BadWorker, false);
+        }
+        if self
+            .admit_member(j, Role::Worker, h.worker, source, Some(h.token))
+            .is_err()
+        {
+            return Vec::new();
         }
         if h.fixed != fixed || len > self.config.packet_size {
             return self.fallback(h, FallbackReason::BadFormat, false);
@@ -758,6 +958,12 @@ impl Switch {
         let pairs = h.body.pairs();
         if pairs.iter().any(|&(r, _)| r >= k) {
             return self.fallback(h, FallbackReason::OutOfRange, false);
+        }
+        let newest = self.jobs[j].newest;
+        if newest != 0 && h.round > newest.saturating_add(self.config.max_round_ahead) {
+            // Not remembered: a stray or forged round far ahead would make
+            // every later round of the job late in its copy.
+            return self.fallback(h, FallbackReason::FarAhead, false);
         }
 
         let w = self.config.copies as usize;
@@ -796,6 +1002,7 @@ impl Switch {
                     opened_at: now,
                     complete_workers: 0,
                 };
+                job.newest = job.newest.max(h.round);
                 ADDED
             }
         } else {
@@ -1022,7 +1229,23 @@ impl Switch {
         out
     }
 
-    fn on_aggregate_ack(&mut self, now: Timestamp, a: AggregateAckRepr) -> Vec<SwitchAction> {
+    fn on_aggregate_ack(
+        &mut self,
+        now: Timestamp,
+        source: Source,
+        a: AggregateAckRepr,
+    ) -> Vec<SwitchAction> {
+        if let Some(j) = self
+            .job_index(a.job)
+            .filter(|&j| a.server < self.jobs[j].cfg.servers)
+        {
+            if self
+                .admit_member(j, Role::Server, a.server, source, Some(a.token))
+                .is_err()
+            {
+                return Vec::new();
+            }
+        }
         let key = (a.job, a.round, a.server, a.part);
         // An acknowledgement of a part never sent (still waiting for the
         // window) is not genuine: taking it would leave the part's place in
@@ -1144,5 +1367,7 @@ fn coverage_parts(
         .collect()
 }
 
+#[cfg(test)]
+mod member_tests;
 #[cfg(test)]
 mod tests;

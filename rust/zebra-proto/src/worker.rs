@@ -141,13 +141,20 @@ struct TxPacket {
 }
 
 impl TxPacket {
+    /// The packet, showing `token` (the job's token as the worker knows it
+    /// now, which may have come after the packet was built).
+    fn send(&mut self, token: u32) -> WorkerAction {
+        hot::Packet::new_unchecked(&mut self.bytes[..]).set_token(token);
+        WorkerAction::Send(self.bytes.clone())
+    }
+
     /// The packet again, flagged RETX, now in `state`.
-    fn resend(&mut self, state: TxState) -> WorkerAction {
+    fn resend(&mut self, state: TxState, token: u32) -> WorkerAction {
         self.state = state;
         let mut view = hot::Packet::new_unchecked(&mut self.bytes[..]);
         let f = view.flags();
         view.set_flags(f | flags::RETX);
-        WorkerAction::Send(self.bytes.clone())
+        self.send(token)
     }
 }
 
@@ -180,6 +187,9 @@ pub struct Worker {
     /// Rounds up to this one go to the servers, not the switch
     /// ([`Worker::restart`]).
     bypass_through: u32,
+    /// The job's membership token as this worker knows it: its key's, else
+    /// the one in the switch's latest answer (0: none yet).
+    token: u32,
 }
 
 impl Worker {
@@ -205,12 +215,18 @@ impl Worker {
             kept: VecDeque::new(),
             kept_pairs: 0,
             bypass_through: 0,
+            token: jc.token,
         })
     }
 
     /// Counters.
     pub fn stats(&self) -> &WorkerStats {
         &self.stats
+    }
+
+    /// The job's membership token this worker shows (0: none yet).
+    pub fn token(&self) -> u32 {
+        self.token
     }
 
     /// Rounds pushed but not yet settled (sending or queued).
@@ -262,6 +278,11 @@ impl Worker {
                 return Vec::new();
             }
         };
+        // The switch hands the job's token to its members in every answer
+        // (a job with a key has its own from the start).
+        if resp.token != 0 && self.job.token == 0 {
+            self.token = resp.token;
+        }
         let Some(tx) = self.active.get_mut(&resp.round) else {
             self.stats.stale_responses += 1;
             return Vec::new();
@@ -474,13 +495,16 @@ impl Worker {
                 }
                 if parked {
                     self.stats.busy_resends += 1;
-                    out.push(p.resend(TxState::InFlight {
-                        first_sent,
-                        deadline: now + self.rtt.backoff(retries),
-                        retries,
-                        busy,
-                        parked: false,
-                    }));
+                    out.push(p.resend(
+                        TxState::InFlight {
+                            first_sent,
+                            deadline: now + self.rtt.backoff(retries),
+                            retries,
+                            busy,
+                            parked: false,
+                        },
+                        self.token,
+                    ));
                     continue;
                 }
                 // Give up after `worker_max_retries` resends, and not before the
@@ -500,13 +524,16 @@ impl Worker {
                     )));
                 } else {
                     self.stats.retransmits += 1;
-                    out.push(p.resend(TxState::InFlight {
-                        first_sent,
-                        deadline: now + self.rtt.backoff(retries + 1),
-                        retries: retries + 1,
-                        busy,
-                        parked: false,
-                    }));
+                    out.push(p.resend(
+                        TxState::InFlight {
+                            first_sent,
+                            deadline: now + self.rtt.backoff(retries + 1),
+                            retries: retries + 1,
+                            busy,
+                            parked: false,
+                        },
+                        self.token,
+                    ));
                 }
             }
             if tx.unsettled == 0 {
@@ -579,7 +606,7 @@ impl Worker {
                     busy: 0,
                     parked: false,
                 };
-                out.push(WorkerAction::Send(p.bytes.clone()));
+                out.push(p.send(self.token));
                 tx.next_unsent += 1;
                 self.in_flight += 1;
                 self.stats.packets += 1;
@@ -664,6 +691,7 @@ impl Worker {
                 retransmission: false,
                 done: seq + 1 == keep,
                 fixed: mode.is_fixed(),
+                token: self.token,
                 body,
             };
             packets.push(TxPacket {
@@ -748,6 +776,7 @@ mod tests {
             round: h.round,
             seq: h.seq,
             kind,
+            token: 0,
         }
         .to_bytes()
     }
@@ -999,6 +1028,7 @@ mod tests {
             round: 2,
             seq: 0,
             kind: ResponseKind::Ack { duplicate: false },
+            token: 0,
         };
         assert!(w
             .handle_packet(Timestamp::ZERO, &other.to_bytes())

@@ -477,6 +477,7 @@ fn hot_headers_match_the_wire() {
             range("seq", h::SEQ),
             byte("flags", h::FLAGS),
             byte("count", h::COUNT),
+            range("token", h::TOKEN),
         ],
         consts::HOT_HEADER_LEN,
     );
@@ -518,6 +519,7 @@ fn response_header_matches_the_wire() {
             range("seq", r::SEQ),
             byte("flags", r::FLAGS),
             byte("reason", r::REASON),
+            range("token", r::TOKEN),
         ],
         consts::RESPONSE_LEN,
     );
@@ -578,6 +580,7 @@ fn server_headers_match_the_wire() {
                 range("round", k::ROUND),
                 range("part", k::PART),
                 range("reserved", k::RESERVED),
+                range("token", k::TOKEN),
             ],
             consts::AGGREGATE_ACK_LEN,
         );
@@ -588,7 +591,7 @@ fn server_headers_match_the_wire() {
             &p4,
             "zebra_register_h",
             6,
-            &[range("server", g::SERVER)],
+            &[range("server", g::SERVER), range("token", g::TOKEN)],
             consts::REGISTER_LEN,
         );
     }
@@ -636,6 +639,9 @@ fn update_headers_match_the_wire() {
         ("UPDATE_TARGET_ALL", usize::from(consts::UPDATE_TARGET_ALL)),
         ("UPDATE_HEADER_LEN", consts::UPDATE_HEADER_LEN),
         ("UPDATE_ACK_LEN", consts::UPDATE_ACK_LEN),
+        ("HOT_HEADER_LEN", consts::HOT_HEADER_LEN),
+        ("HOT_DENSE_HEADER_LEN", consts::HOT_DENSE_HEADER_LEN),
+        ("RESPONSE_LEN", consts::RESPONSE_LEN),
         (
             "UPDATE_WORKER_ENTRIES",
             p4.konst("MAX_JOBS") as usize * consts::MAX_WORKERS,
@@ -716,6 +722,7 @@ fn fallback_reasons() {
         FallbackReason::BadFormat => "BAD_FORMAT",
         FallbackReason::UnknownJob => "UNKNOWN_JOB",
         FallbackReason::BadWorker => "BAD_WORKER",
+        FallbackReason::FarAhead => "FAR_AHEAD",
     };
     let mut want = vec![("ADDED".to_string(), 0u128)];
     want.extend(

@@ -213,11 +213,18 @@ impl Cluster {
     /// slot copies: round `r` once every worker has settled round `r - 2`.
     /// Then pumps until everything is settled.
     pub fn run(&mut self, plans: &Plan, rounds: u32, ctx: &str) {
+        self.run_from(plans, 1, rounds, ctx);
+    }
+
+    /// [`run`](Self::run) for rounds `first..=rounds` of the plans, the
+    /// rounds before them already run.
+    pub fn run_from(&mut self, plans: &Plan, first: u32, rounds: u32, ctx: &str) {
         let t = Instant::now();
-        let mut next = 1u32;
+        let mut next = first;
         loop {
             while next <= rounds
-                && (next <= 2 || (0..WORKERS).all(|w| self.settled.contains_key(&(w, next - 2))))
+                && (next <= first + 1
+                    || (0..WORKERS).all(|w| self.settled.contains_key(&(w, next - 2))))
             {
                 for (w, link) in self.workers.iter().enumerate() {
                     let (r, pairs) = &plans[w][next as usize - 1];

@@ -51,6 +51,7 @@ fn hot_packet(worker: u16, round: u32, seq: u16, done: bool, pairs: Vec<(u32, u3
         retransmission: false,
         done,
         fixed: false,
+        token: 0,
         body: HotBody::Sparse(pairs),
     }
     .to_bytes()

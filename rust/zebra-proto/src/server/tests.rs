@@ -25,6 +25,7 @@ fn hot(worker: u16, round: u32, seq: u16, done: bool, pairs: &[(u32, f32)]) -> V
         retransmission: false,
         done,
         fixed: false,
+        token: 0,
         body: HotBody::Sparse(pairs.iter().map(|&(r, v)| (r, v.to_bits())).collect()),
     }
     .to_bytes()

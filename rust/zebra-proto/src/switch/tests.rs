@@ -26,6 +26,7 @@ fn hot(worker: u16, round: u32, seq: u16, done: bool, pairs: &[(u32, f32)]) -> H
         retransmission: false,
         done,
         fixed: false,
+        token: 0,
         body: HotBody::Sparse(pairs.iter().map(|&(r, v)| (r, v.to_bits())).collect()),
     }
 }
@@ -75,6 +76,7 @@ fn ack(part: u16) -> Vec<u8> {
         server: 0,
         round: 1,
         part,
+        token: 0,
     }
     .to_bytes()
 }
@@ -251,7 +253,7 @@ fn bad_input_is_counted_or_refused_never_added() {
     let mut s = Switch::new(config(2, 1)).unwrap();
     assert!(s.handle_packet(Timestamp(0), b"").is_empty());
     assert!(s
-        .handle_packet(Timestamp(0), &[0x5A, 0x42, 1, 1, 0, 1])
+        .handle_packet(Timestamp(0), &[0x5A, 0x42, 2, 1, 0, 1])
         .is_empty());
     let ack = ResponseRepr {
         job: 1,
@@ -259,6 +261,7 @@ fn bad_input_is_counted_or_refused_never_added() {
         round: 1,
         seq: 0,
         kind: ResponseKind::Ack { duplicate: false },
+        token: 0,
     };
     assert!(s.handle_packet(Timestamp(0), &ack.to_bytes()).is_empty());
     assert_eq!(s.stats().bad_packets, 3);
@@ -333,6 +336,7 @@ fn aggregate_parts_are_kept_until_acked_then_given_up() {
         server: 0,
         round: 7,
         part: 0,
+        token: 0,
     };
     s.handle_packet(Timestamp(10), &ack.to_bytes());
     s.handle_packet(Timestamp(10), &ack.to_bytes());
@@ -399,6 +403,7 @@ fn aggregate_timeout_learns_a_slow_server() {
                     server: 0,
                     round,
                     part,
+                    token: 0,
                 };
                 s.handle_packet(Timestamp(t), &ack.to_bytes());
             } else {

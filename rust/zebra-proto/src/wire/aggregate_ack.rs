@@ -4,6 +4,7 @@
 //!  0..2  magic   2 version   3 type (7)
 //!  4..6  job     6..8 server 8..12 round
 //! 12..14 part   14..16 reserved (0)
+//! 16..20 token  the job's membership token (0: the server has none yet)
 //! ```
 
 use super::{check_common, emit_common, get_u16, get_u32, put_u16, put_u32, Error, Field, Result};
@@ -20,6 +21,8 @@ pub mod field {
     pub const PART: Field = 12..14;
     /// Reserved, zero.
     pub const RESERVED: Field = 14..16;
+    /// The job's membership token.
+    pub const TOKEN: Field = 16..20;
 }
 
 super::packet_view!("an aggregate ACK", "a well-formed aggregate ACK");
@@ -48,6 +51,8 @@ pub struct AggregateAckRepr {
     pub round: u32,
     /// Part acknowledged.
     pub part: u16,
+    /// The job's membership token (0: the server has none yet).
+    pub token: u32,
 }
 
 impl AggregateAckRepr {
@@ -60,6 +65,7 @@ impl AggregateAckRepr {
             server: get_u16(b, field::SERVER),
             round: get_u32(b, field::ROUND),
             part: get_u16(b, field::PART),
+            token: get_u32(b, field::TOKEN),
         })
     }
 
@@ -71,6 +77,7 @@ impl AggregateAckRepr {
         put_u32(buf, field::ROUND, self.round);
         put_u16(buf, field::PART, self.part);
         put_u16(buf, field::RESERVED, 0);
+        put_u32(buf, field::TOKEN, self.token);
     }
 
     /// The ACK as a new buffer.
@@ -92,9 +99,13 @@ mod tests {
             server: 1,
             round: 77,
             part: 3,
+            token: 0xDEAD_BEEF,
         };
         let mut b = r.to_bytes();
-        assert_eq!(b, [0x5A, 0x42, 1, 7, 0, 9, 0, 1, 0, 0, 0, 77, 0, 3, 0, 0]);
+        assert_eq!(
+            b,
+            [0x5A, 0x42, 2, 7, 0, 9, 0, 1, 0, 0, 0, 77, 0, 3, 0, 0, 0xDE, 0xAD, 0xBE, 0xEF]
+        );
         assert_eq!(
             AggregateAckRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             r

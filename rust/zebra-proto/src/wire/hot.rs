@@ -4,8 +4,9 @@
 //!  0..2  magic          2 version      3 type (1 HOT, 2 HOT_DENSE)
 //!  4..6  job            6..8 worker    8..12 round
 //! 12..14 seq           14 flags       15 count
-//! HOT:       16..  count × (index u32, value u32)
-//! HOT_DENSE: 16..20 base (first hot index), 20.. count × value u32
+//! 16..20 token (the job's membership token; 0: the worker has none yet)
+//! HOT:       20..  count × (index u32, value u32)
+//! HOT_DENSE: 20..24 base (first hot index), 24.. count × value u32
 //! ```
 //!
 //! Flags: RETX (a retransmission, same seq), DONE (the worker's last packet
@@ -30,8 +31,10 @@ pub mod field {
     pub const FLAGS: usize = 14;
     /// Number of pairs or values.
     pub const COUNT: usize = 15;
+    /// The job's membership token (0: none yet).
+    pub const TOKEN: Field = 16..20;
     /// Dense only: hot index of the first value.
-    pub const BASE: Field = 16..20;
+    pub const BASE: Field = 20..24;
 }
 
 /// Flag bits.
@@ -107,6 +110,10 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn count(&self) -> usize {
         self.buffer.as_ref()[field::COUNT] as usize
     }
+    /// Membership token.
+    pub fn token(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::TOKEN)
+    }
     /// Dense: first hot index.
     pub fn base(&self) -> u32 {
         get_u32(self.buffer.as_ref(), field::BASE)
@@ -128,6 +135,11 @@ impl<T: AsRef<[u8]> + AsMut<[u8]>> Packet<T> {
     /// Sets the flag byte (used to mark a retransmission in place).
     pub fn set_flags(&mut self, f: u8) {
         self.buffer.as_mut()[field::FLAGS] = f;
+    }
+    /// Sets the membership token (a worker that learned it since the
+    /// packet was built).
+    pub fn set_token(&mut self, token: u32) {
+        put_u32(self.buffer.as_mut(), field::TOKEN, token);
     }
 }
 
@@ -189,6 +201,8 @@ pub struct HotRepr {
     pub done: bool,
     /// FIXED flag.
     pub fixed: bool,
+    /// The job's membership token (0: the worker has none yet).
+    pub token: u32,
     /// Pairs or dense block.
     pub body: HotBody,
 }
@@ -220,6 +234,7 @@ impl HotRepr {
             retransmission: f & flags::RETX != 0,
             done: f & flags::DONE != 0,
             fixed: f & flags::FIXED != 0,
+            token: p.token(),
             body,
         })
     }
@@ -253,6 +268,7 @@ impl HotRepr {
         put_u16(buf, field::SEQ, self.seq);
         buf[field::FLAGS] = self.flag_byte();
         buf[field::COUNT] = self.body.len() as u8;
+        put_u32(buf, field::TOKEN, self.token);
         match &self.body {
             HotBody::Sparse(pairs) => {
                 for (i, &(idx, v)) in pairs.iter().enumerate() {
@@ -292,6 +308,7 @@ mod tests {
             retransmission: false,
             done: true,
             fixed: false,
+            token: 0xA1B2_C3D4,
             body: HotBody::Sparse(vec![(1, 1.5f32.to_bits()), (33, (-2.0f32).to_bits())]),
         }
     }
@@ -300,12 +317,12 @@ mod tests {
     fn sparse_round_trip_and_bytes() {
         let r = sparse();
         let b = r.to_bytes();
-        assert_eq!(b.len(), 32);
+        assert_eq!(b.len(), 36);
         assert_eq!(
-            &b[..16],
-            &[0x5A, 0x42, 1, 1, 0, 7, 0, 3, 0, 0, 0, 42, 0, 5, 0x02, 2]
+            &b[..20],
+            &[0x5A, 0x42, 2, 1, 0, 7, 0, 3, 0, 0, 0, 42, 0, 5, 0x02, 2, 0xA1, 0xB2, 0xC3, 0xD4]
         );
-        assert_eq!(&b[16..24], &[0, 0, 0, 1, 0x3F, 0xC0, 0, 0]);
+        assert_eq!(&b[20..28], &[0, 0, 0, 1, 0x3F, 0xC0, 0, 0]);
         assert_eq!(
             HotRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             r
@@ -323,7 +340,8 @@ mod tests {
             ..sparse()
         };
         let b = r.to_bytes();
-        assert_eq!(b.len(), 32);
+        assert_eq!(b.len(), 36);
+        assert_eq!(&b[16..24], &[0xA1, 0xB2, 0xC3, 0xD4, 0, 0, 0, 64]);
         let parsed = HotRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap();
         assert_eq!(parsed, r);
         assert_eq!(parsed.body.pairs(), vec![(64, 1), (65, 2), (66, 3)]);
@@ -346,7 +364,7 @@ mod tests {
     fn malformed_are_errors() {
         let good = sparse().to_bytes();
         assert!(matches!(
-            Packet::new_checked(&good[..31]),
+            Packet::new_checked(&good[..35]),
             Err(Error::Truncated { .. })
         ));
         let mut long = good.clone();

@@ -306,11 +306,11 @@ mod tests {
             Err(Error::BadVersion(9))
         );
         assert_eq!(
-            Message::parse(&[0x5A, 0x42, 1, 99]),
+            Message::parse(&[0x5A, 0x42, 2, 99]),
             Err(Error::UnknownType(99))
         );
         assert_eq!(
-            Message::parse(&[0x5A, 0x42, 1, 12]),
+            Message::parse(&[0x5A, 0x42, 2, 12]),
             Err(Error::UnknownType(12))
         );
         let ack = UpdateAckRepr {
@@ -326,10 +326,10 @@ mod tests {
             Error::WrongType(11)
         );
         assert!(matches!(
-            Message::parse(&[0x5A, 0x42, 1, 1]),
+            Message::parse(&[0x5A, 0x42, 2, 1]),
             Err(Error::Truncated { .. })
         ));
-        let reg = [0x5A, 0x42, 1, 8, 0, 1, 0, 2];
+        let reg = [0x5A, 0x42, 2, 8, 0, 1, 0, 2, 0, 0, 0, 5];
         assert_eq!(
             Message::parse(&reg),
             Ok(Message::Register(RegisterRepr {
@@ -338,6 +338,7 @@ mod tests {
                 ack: false,
                 admit: None,
                 epoch: 0,
+                token: 5,
             }))
         );
         assert_eq!(Message::parse(&reg).unwrap().to_bytes(), reg);

@@ -9,12 +9,16 @@
 //!
 //! ```text
 //!  0..2  magic   2 version   3 type (8 REGISTER, 9 REGISTER_ACK)
-//!  4..6  job     6..8 server
-//!  with admission (16 bytes):
-//!  8..10 workers   10..12 reserved (0)   12..16 capacity
-//!  REGISTER_ACK only, last 4 bytes (so 12 or 20 bytes long):
+//!  4..6  job     6..8 server   8..12 token
+//!  with admission (20 bytes):
+//! 12..14 workers   14..16 reserved (0)   16..20 capacity
+//!  REGISTER_ACK only, last 4 bytes (so 16 or 24 bytes long):
 //!  epoch: the switch's incarnation, nonzero, new at every start
 //! ```
+//!
+//! The token (`docs/SECURITY.md`): in a REGISTER, the job's membership
+//! token as the server knows it (0: none yet, its first REGISTER); in a
+//! REGISTER_ACK, the job's token, which the server shows from then on.
 //!
 //! With admission, a REGISTER asks for a job of `workers` workers holding
 //! `capacity` hot values (this server's share); the REGISTER_ACK says what
@@ -35,13 +39,15 @@ pub mod field {
     use super::Field;
     /// Server index.
     pub const SERVER: Field = 6..8;
+    /// The job's membership token.
+    pub const TOKEN: Field = 8..12;
     /// With admission: workers of the job.
-    pub const WORKERS: Field = 8..10;
+    pub const WORKERS: Field = 12..14;
     /// With admission: zero.
-    pub const RESERVED: Field = 10..12;
+    pub const RESERVED: Field = 14..16;
     /// With admission: hot values asked for (REGISTER) or granted
     /// (REGISTER_ACK; 0: refused).
-    pub const CAPACITY: Field = 12..16;
+    pub const CAPACITY: Field = 16..20;
     /// REGISTER_ACK: the switch's epoch, in the last four bytes.
     pub const fn epoch(len: usize) -> Field {
         len - crate::consts::EPOCH_LEN..len
@@ -51,7 +57,7 @@ pub mod field {
 super::packet_view!("a REGISTER or REGISTER_ACK", "a well-formed registration");
 
 impl<T: AsRef<[u8]>> Packet<T> {
-    /// Checks header, type and length (8 bytes, or 16 with admission; a
+    /// Checks header, type and length (12 bytes, or 20 with admission; a
     /// REGISTER_ACK 4 more, its epoch, which must not be 0), and that the
     /// reserved bytes are zero.
     pub fn check_len(&self) -> Result<()> {
@@ -103,6 +109,9 @@ pub struct RegisterRepr {
     /// REGISTER_ACK: the switch's epoch (nonzero; a new one at every start
     /// of the switch). 0 in a REGISTER.
     pub epoch: u32,
+    /// The job's membership token: as the server knows it (REGISTER; 0:
+    /// none yet), or as the switch hands it out (REGISTER_ACK).
+    pub token: u32,
 }
 
 impl RegisterRepr {
@@ -125,17 +134,22 @@ impl RegisterRepr {
             } else {
                 0
             },
+            token: get_u32(b, field::TOKEN),
         })
     }
 
     /// Length of the datagram.
     pub fn len(&self) -> usize {
-        let body = if self.admit.is_some() {
+        self.body_len() + if self.ack { EPOCH_LEN } else { 0 }
+    }
+
+    /// Length without a REGISTER_ACK's epoch.
+    fn body_len(&self) -> usize {
+        if self.admit.is_some() {
             REGISTER_ADMIT_LEN
         } else {
             REGISTER_LEN
-        };
-        body + if self.ack { EPOCH_LEN } else { 0 }
+        }
     }
 
     /// Never empty (a header at least).
@@ -158,6 +172,7 @@ impl RegisterRepr {
             put_u16(buf, field::RESERVED, 0);
             put_u32(buf, field::CAPACITY, a.capacity);
         }
+        put_u32(buf, field::TOKEN, self.token);
         if self.ack {
             put_u32(buf, field::epoch(self.len()), self.epoch);
         }
@@ -184,9 +199,14 @@ mod tests {
             ack: false,
             admit: None,
             epoch: 0,
+            token: 0x1122_3344,
         };
         let b = r.to_bytes();
-        assert_eq!(b, [0x5A, 0x42, 1, 8, 0, 9, 0, 1]);
+        assert_eq!(
+            b,
+            [0x5A, 0x42, 2, 8, 0, 9, 0, 1, 0x11, 0x22, 0x33, 0x44],
+            "the token ends a REGISTER"
+        );
         assert_eq!(
             RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             r
@@ -198,8 +218,8 @@ mod tests {
         };
         assert_eq!(
             a.to_bytes(),
-            [0x5A, 0x42, 1, 9, 0, 9, 0, 1, 0xA1, 0xB2, 0xC3, 0xD4],
-            "the epoch ends a REGISTER_ACK"
+            [0x5A, 0x42, 2, 9, 0, 9, 0, 1, 0x11, 0x22, 0x33, 0x44, 0xA1, 0xB2, 0xC3, 0xD4],
+            "the token, then the epoch, end a REGISTER_ACK"
         );
         assert_eq!(
             RegisterRepr::parse(&Packet::new_checked(&a.to_bytes()[..]).unwrap()).unwrap(),
@@ -215,8 +235,8 @@ mod tests {
         let b = admit.to_bytes();
         assert_eq!(
             b,
-            [0x5A, 0x42, 1, 8, 0, 9, 0, 1, 0, 3, 0, 0, 1, 2, 3, 4],
-            "the job's size after the header"
+            [0x5A, 0x42, 2, 8, 0, 9, 0, 1, 0x11, 0x22, 0x33, 0x44, 0, 3, 0, 0, 1, 2, 3, 4],
+            "the token after the header, then the job's size"
         );
         assert_eq!(
             RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
@@ -228,8 +248,8 @@ mod tests {
             ..admit
         };
         let b = granted.to_bytes();
-        assert_eq!(b.len(), 20);
-        assert_eq!(&b[16..], [0, 0, 0, 7]);
+        assert_eq!(b.len(), 24);
+        assert_eq!(&b[16..], [1, 2, 3, 4, 0, 0, 0, 7]);
         assert_eq!(
             RegisterRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
             granted
@@ -244,14 +264,15 @@ mod tests {
             ack: true,
             admit: None,
             epoch: 5,
+            token: 1,
         }
         .to_bytes();
         assert!(matches!(
-            Packet::new_checked(&a[..8]),
+            Packet::new_checked(&a[..12]),
             Err(Error::Truncated { .. })
         ));
         let mut zero = a.clone();
-        zero[8..].fill(0);
+        zero[12..].fill(0);
         assert_eq!(
             Packet::new_checked(&zero[..]).err(),
             Some(Error::Invalid("REGISTER_ACK epoch 0"))
@@ -266,10 +287,11 @@ mod tests {
             ack: false,
             admit: None,
             epoch: 0,
+            token: 0,
         }
         .to_bytes();
         assert!(matches!(
-            Packet::new_checked(&b[..7]),
+            Packet::new_checked(&b[..11]),
             Err(Error::Truncated { .. })
         ));
         b.push(0);
@@ -277,14 +299,14 @@ mod tests {
             Packet::new_checked(&b[..]),
             Err(Error::Truncated { .. })
         ));
-        b.resize(16, 0);
+        b.resize(20, 0);
         assert!(Packet::new_checked(&b[..]).is_ok(), "with admission");
-        b[10] = 1;
+        b[14] = 1;
         assert!(matches!(
             Packet::new_checked(&b[..]),
             Err(Error::Invalid(_))
         ));
-        b[10] = 0;
+        b[14] = 0;
         b.push(0);
         assert!(matches!(
             Packet::new_checked(&b[..]),

@@ -6,7 +6,12 @@
 //!  4..6  job      6..8 worker 8..12 round
 //! 12..14 seq     14 flags (ACK: 0x01 DUP, a repeat of an earlier answer)
 //! 15     reason (FALLBACK: why; ACK: 0)
+//! 16..20 token   the job's membership token (0: an answer for a job or
+//!                worker the switch does not have)
 //! ```
+//!
+//! The token is how a worker learns its job's token: it shows it in every
+//! packet it sends after (`docs/SECURITY.md`).
 
 use super::{check_common, emit_common, get_u16, get_u32, put_u16, put_u32, Error, Field, Result};
 use crate::consts::{packet_type, RESPONSE_LEN};
@@ -24,6 +29,8 @@ pub mod field {
     pub const FLAGS: usize = 14;
     /// Fallback reason.
     pub const REASON: usize = 15;
+    /// The job's membership token.
+    pub const TOKEN: Field = 16..20;
 }
 
 /// Flag bits.
@@ -52,11 +59,14 @@ pub enum FallbackReason {
     UnknownJob = 6,
     /// A worker rank beyond the job's workers.
     BadWorker = 7,
+    /// A round further ahead of the job's newest round than
+    /// `max_round_ahead`: refused, not remembered.
+    FarAhead = 8,
 }
 
 impl FallbackReason {
     /// All reasons, by code.
-    pub const ALL: [FallbackReason; 7] = [
+    pub const ALL: [FallbackReason; 8] = [
         FallbackReason::Late,
         FallbackReason::WindowFull,
         FallbackReason::OutOfRange,
@@ -64,6 +74,7 @@ impl FallbackReason {
         FallbackReason::BadFormat,
         FallbackReason::UnknownJob,
         FallbackReason::BadWorker,
+        FallbackReason::FarAhead,
     ];
 
     /// The reason with wire code `c`.
@@ -131,6 +142,10 @@ impl<T: AsRef<[u8]>> Packet<T> {
     pub fn reason(&self) -> u8 {
         self.buffer.as_ref()[field::REASON]
     }
+    /// The job's membership token.
+    pub fn token(&self) -> u32 {
+        get_u32(self.buffer.as_ref(), field::TOKEN)
+    }
 }
 
 /// A parsed response.
@@ -146,6 +161,8 @@ pub struct ResponseRepr {
     pub seq: u16,
     /// ACK or FALLBACK.
     pub kind: ResponseKind,
+    /// The job's membership token (0: none).
+    pub token: u32,
 }
 
 impl ResponseRepr {
@@ -169,6 +186,7 @@ impl ResponseRepr {
             round: p.round(),
             seq: p.seq(),
             kind,
+            token: p.token(),
         })
     }
 
@@ -187,6 +205,7 @@ impl ResponseRepr {
         put_u16(buf, field::SEQ, self.seq);
         buf[field::FLAGS] = if dup { flags::DUP } else { 0 };
         buf[field::REASON] = reason;
+        put_u32(buf, field::TOKEN, self.token);
     }
 
     /// The response as a new buffer.
@@ -221,9 +240,10 @@ mod tests {
                 round: 3,
                 seq: 4,
                 kind,
+                token: 9,
             };
             let b = r.to_bytes();
-            assert_eq!(b.len(), 16);
+            assert_eq!(b.len(), 20);
             assert_eq!(
                 ResponseRepr::parse(&Packet::new_checked(&b[..]).unwrap()).unwrap(),
                 r
@@ -238,9 +258,13 @@ mod tests {
                 reason: FallbackReason::WindowFull,
                 duplicate: false,
             },
+            token: 0x0102_0304,
         }
         .to_bytes();
-        assert_eq!(b, [0x5A, 0x42, 1, 4, 0, 1, 0, 2, 0, 0, 0, 3, 0, 4, 0, 2]);
+        assert_eq!(
+            b,
+            [0x5A, 0x42, 2, 4, 0, 1, 0, 2, 0, 0, 0, 3, 0, 4, 0, 2, 1, 2, 3, 4]
+        );
     }
 
     #[test]
@@ -251,6 +275,7 @@ mod tests {
             round: 3,
             seq: 4,
             kind: ResponseKind::Ack { duplicate: false },
+            token: 0,
         }
         .to_bytes();
         b[15] = 1;

@@ -119,7 +119,7 @@ mod tests {
         let b = r.to_bytes();
         assert_eq!(
             b,
-            [0x5A, 0x42, 1, 11, 0, 9, 0, 1, 0, 0, 1, 44, 0, 3, 0, 5, 0, 0, 0, 0]
+            [0x5A, 0x42, 2, 11, 0, 9, 0, 1, 0, 0, 1, 44, 0, 3, 0, 5, 0, 0, 0, 0]
         );
         let p = Packet::new_checked(&b[..]).unwrap();
         assert_eq!((p.job(), p.server(), p.worker()), (9, 1, 5));
