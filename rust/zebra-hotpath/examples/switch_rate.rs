@@ -60,6 +60,9 @@ struct Args {
 }
 
 const JOB: u16 = 1;
+/// The switch node's I/O thread (`zebra_hotpath::io`), and the echo's.
+const SWITCH_THREAD: &str = "zebra-switch";
+const ECHO_THREAD: &str = "rate-echo";
 
 fn config(args: &Args) -> Config {
     Config::new(vec![JobConfig::new(JOB, args.workers, args.hot_keys, 1)])
@@ -94,6 +97,23 @@ struct Measured {
     pairs: u64,
     packets: u64,
     seconds: f64,
+    /// CPU seconds of the thread that handles the datagrams (the switch's or
+    /// the echo's), where it has one.
+    busy: Option<f64>,
+}
+
+/// CPU seconds this process's thread `name` has run, from the kernel's
+/// scheduler statistics (`/proc/self/task/*/schedstat`, nanoseconds).
+fn thread_cpu(name: &str) -> Option<f64> {
+    for task in std::fs::read_dir("/proc/self/task").ok()?.flatten() {
+        let comm = std::fs::read_to_string(task.path().join("comm")).unwrap_or_default();
+        if comm.trim_end() == name {
+            let stat = std::fs::read_to_string(task.path().join("schedstat")).ok()?;
+            let ns: u64 = stat.split_whitespace().next()?.parse().ok()?;
+            return Some(ns as f64 / 1e9);
+        }
+    }
+    None
 }
 
 /// Checks the servers' sums against the pushes'.
@@ -186,6 +206,7 @@ fn model(args: &Args, plan: &Pushes, want: &BTreeMap<(u32, u32), i64>) -> Measur
         pairs: switch.stats().added_pairs,
         packets,
         seconds: in_switch.as_secs_f64(),
+        busy: Some(in_switch.as_secs_f64()),
     }
 }
 
@@ -213,6 +234,7 @@ fn udp(args: &Args, plan: &Pushes, want: &BTreeMap<(u32, u32), i64>) -> Measured
         std::thread::sleep(Duration::from_millis(2));
     }
     let before = node.stats();
+    let cpu_before = thread_cpu(SWITCH_THREAD);
     let start = Instant::now();
     let mut settled = vec![0u32; args.workers as usize];
     let mut got = BTreeMap::new();
@@ -263,6 +285,9 @@ fn udp(args: &Args, plan: &Pushes, want: &BTreeMap<(u32, u32), i64>) -> Measured
     }
     let seconds = start.elapsed().as_secs_f64();
     let after = node.stats();
+    let busy = thread_cpu(SWITCH_THREAD)
+        .zip(cpu_before)
+        .map(|(a, b)| a - b);
     let t = Instant::now();
     while got.len() < want.len() && t.elapsed() < Duration::from_secs(5) {
         while let Some(e) = server.try_recv() {
@@ -282,6 +307,7 @@ fn udp(args: &Args, plan: &Pushes, want: &BTreeMap<(u32, u32), i64>) -> Measured
         pairs: after.switch.added_pairs - before.switch.added_pairs,
         packets: after.io.rx_datagrams - before.io.rx_datagrams,
         seconds,
+        busy,
     }
 }
 
@@ -297,17 +323,21 @@ fn echo(senders: u16, window: usize, size: usize, seconds: f64) -> Measured {
     let stop = Arc::new(AtomicBool::new(false));
     let echoer = {
         let stop = stop.clone();
-        std::thread::spawn(move || {
-            let mut buf = vec![0u8; 65536];
-            let mut n = 0u64;
-            while !stop.load(Ordering::Relaxed) {
-                if let Ok((len, from)) = server.recv_from(&mut buf) {
-                    n += 1;
-                    let _ = server.send_to(&buf[..len], from);
+        std::thread::Builder::new()
+            .name(ECHO_THREAD.into())
+            .spawn(move || {
+                let mut buf = vec![0u8; 65536];
+                let mut n = 0u64;
+                while !stop.load(Ordering::Relaxed) {
+                    if let Ok((len, from)) = server.recv_from(&mut buf) {
+                        n += 1;
+                        let _ = server.send_to(&buf[..len], from);
+                    }
                 }
-            }
-            n
-        })
+                let busy = thread_cpu(ECHO_THREAD);
+                (n, busy)
+            })
+            .expect("the echo thread starts")
     };
     let start = Instant::now();
     let threads: Vec<_> = (0..senders)
@@ -336,11 +366,12 @@ fn echo(senders: u16, window: usize, size: usize, seconds: f64) -> Measured {
     for t in threads {
         t.join().expect("a sender");
     }
-    let packets = echoer.join().expect("the echo");
+    let (packets, busy) = echoer.join().expect("the echo");
     Measured {
         pairs: 0,
         packets,
         seconds: start.elapsed().as_secs_f64(),
+        busy,
     }
 }
 
@@ -376,8 +407,16 @@ fn main() {
                 args.echo_seconds,
             ),
         };
+        let busy = m.busy.map_or("thread CPU unknown".into(), |b| {
+            format!(
+                "its thread busy {:.3} s ({:.0} %): {:.0} datagrams per busy second",
+                b,
+                100.0 * b / m.seconds,
+                m.packets as f64 / b
+            )
+        });
         println!(
-            "switch_rate: {mode}: {} pairs, {} datagrams in {:.3} s: {:.0} pairs/s, {:.0} datagrams/s",
+            "switch_rate: {mode}: {} pairs, {} datagrams in {:.3} s: {:.0} pairs/s, {:.0} datagrams/s; {busy}",
             m.pairs,
             m.packets,
             m.seconds,
