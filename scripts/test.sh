@@ -158,6 +158,8 @@ run_part shim "$root/cpp-shim/tests/run.sh" "$root/dist"
 run_part zmq-conformance "$root/tests/zmq-conformance/run.sh" "$root/dist"
 run_part fuzz fuzz
 run_part p4-control-plane "$root/p4/run_tests.sh"
+# The P4 program against Tofino 1's limits (an estimate from the sources: p4/resources.py).
+run_part p4-resources python3 "$root/p4/fit/tests/run.py"
 run_part netns-stack netns_stack
 # The emulated testbed of scripts/pslaunch.py (--net netns); skipped, with the reason,
 # without root.
