@@ -285,16 +285,27 @@ class Timers(unittest.TestCase):
 
 class Servers(unittest.TestCase):
     def test_registrations(self):
-        d = ServerDirectory(7, 2, pinned={1: (0x0A000002, 9951)}, neighbors={0x0A000002: SERVER1_MAC}, epoch=5)
+        d = ServerDirectory(7, 2, pinned={1: (0x0A000002, 9951)}, neighbors={0x0A000002: SERVER1_MAC}, epoch=5, token=9)
         self.assertIsNotNone(d.address(1), "pinned with a known MAC")
         self.assertIsNone(d.address(0))
         self.assertIsNone(d.on_register(8, 0, *SERVER0), "unknown job")
         self.assertIsNone(d.on_register(7, 2, *SERVER0), "unknown server")
         self.assertIsNone(d.on_register(7, 1, *SERVER0), "pinned elsewhere")
-        self.assertEqual(d.on_register(7, 0, *SERVER0), bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0, 0, 0, 0, 5]))
+        self.assertEqual(d.on_register(7, 0, *SERVER0), bytes([0x5A, 0x42, 2, 9, 0, 7, 0, 0, 0, 0, 0, 9, 0, 0, 0, 5]))
         self.assertNotEqual(ServerDirectory(7, 2).epoch, 0, "an epoch is drawn, never 0")
+        self.assertNotEqual(ServerDirectory(7, 2).token, 0, "a token is drawn, never 0")
         self.assertEqual((d.address(0).ip, d.address(0).port), SERVER0[:2])
         self.assertEqual((d.registrations, d.refused), (1, 3))
+        # Only the members take part (docs/SECURITY.md): server 0 is pinned
+        # to its first REGISTER's address, and must show the token once it has.
+        stranger = (0x0A0000EE, 4444, SERVER0[2])
+        self.assertIsNone(d.on_register(7, 0, *stranger, token=9), "another address, even with the token")
+        self.assertIsNotNone(d.on_register(7, 0, *SERVER0, token=9))
+        self.assertIsNone(d.on_register(7, 0, *SERVER0, token=0), "the token is required once shown")
+        self.assertFalse(d.check(0, stranger[0], stranger[1], 9), "an acknowledgement from a stranger")
+        self.assertTrue(d.check(0, SERVER0[0], SERVER0[1], 9))
+        self.assertEqual((d.address(0).ip, d.address(0).port), SERVER0[:2], "server 0 did not move")
+        self.assertEqual((d.refused_address, d.refused_token), (3, 1), "server 1's pinned elsewhere above too")
 
 
 def readout_frames(round_, flushed, values, progress):
@@ -344,11 +355,11 @@ class ControllerLoop(unittest.TestCase):
         self.assertIn((consts.CtlKind.RELEASE, 1, None), sent)
         self.assertEqual(self.c.unroutable, 1, "server 0 has not registered: its part waits")
 
-        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 2, 8, 0, 7, 0, 0, 0, 0, 0, 0]), SERVER0)]
         self.c.step(200)
-        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]) + struct.pack(">I", self.c.servers[7].epoch))])
+        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 2, 9, 0, 7, 0, 0]) + struct.pack(">II", self.c.servers[7].token, self.c.servers[7].epoch))])
 
-        acks = [to_cpu(struct.pack(">HBBHHIHH", 0x5A42, 1, 7, 7, 1, 1, part, 0), (0x0A000002, 9951, SERVER1_MAC))
+        acks = [to_cpu(struct.pack(">HBBHHIHHI", 0x5A42, 2, 7, 7, 1, 1, part, 0, 0), (0x0A000002, 9951, SERVER1_MAC))
                 for part in range(1)]
         self.b.inbox = acks
         self.c.step(2_100)
@@ -441,14 +452,14 @@ class TwoServerJobs(unittest.TestCase):
         self.assertEqual(struct.unpack_from(">H", agg, 4), (8,), "job 8")
         self.assertEqual(struct.unpack_from(">IHI", agg, 40), (3, 1, 20), "hot index 3 of the job: key 2^63's")
         self.assertIn((consts.CtlKind.RELEASE, 1, None), sent)
-        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 8, 0, 0]), SERVER0)]
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 2, 8, 0, 8, 0, 0, 0, 0, 0, 0]), SERVER0)]
         self.c.step(200)
         self.assertEqual(sent_datagrams(self.b), [], "server 0 of job 8 is PS-lite server 1, pinned elsewhere: refused")
-        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 7, 0, 0]), SERVER0)]
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 2, 8, 0, 7, 0, 0, 0, 0, 0, 0]), SERVER0)]
         self.c.step(300)
-        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 1, 9, 0, 7, 0, 0]) + struct.pack(">I", self.c.servers[7].epoch))],
+        self.assertEqual(sent_datagrams(self.b), [(SERVER0[0], SERVER0[1], bytes([0x5A, 0x42, 2, 9, 0, 7, 0, 0]) + struct.pack(">II", self.c.servers[7].token, self.c.servers[7].epoch))],
                          "PS-lite server 0 registers as server 0 of job 7")
-        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 1, 8, 0, 9, 0, 0]), SERVER0)]
+        self.b.inbox = [to_cpu(bytes([0x5A, 0x42, 2, 8, 0, 9, 0, 0, 0, 0, 0, 0]), SERVER0)]
         self.c.step(400)
         self.assertEqual(sent_datagrams(self.b), [], "job 9 is not loaded")
 

@@ -26,7 +26,7 @@ W1_MOVED = Peer(1, MAC1, 0x0A000013, 40002)
 
 
 def register(job, server, ip, port, mac):
-    payload = bytes([0x5A, 0x42, 1, consts.PacketType.REGISTER, 0, job, 0, server])
+    payload = bytes([0x5A, 0x42, consts.VERSION, consts.PacketType.REGISTER, 0, job, 0, server, 0, 0, 0, 0])
     return Ctl(consts.CtlKind.TO_CPU, 0, job).pack() + udp_frame(mac, 0x0200000000FA, ip, SWITCH_IP, port, 9950, payload)
 
 
@@ -127,15 +127,11 @@ class TwoJobs(unittest.TestCase):
         self.c.step(0)
         self.assertEqual(servers()[(7, 0)], {"port": 1, "mac": MAC1, "ip": 0x0A000001, "udp_port": 9960})
         self.b.inbox = [register(7, 0, 0x0A000003, 9961, MAC2)]
-        self.c.step(1)
-        self.assertEqual(servers()[(7, 0)], {"port": 2, "mac": MAC2, "ip": 0x0A000003, "udp_port": 9961},
-                         "registered again from elsewhere: replaced")
-        self.assertEqual(len(servers()), 2)
-        self.b.inbox = [register(7, 0, 0x0A000004, 9962, 0x0CC47A0000FF)]
         with self.assertLogs("zebra_ctl", "WARNING"):
-            self.c.step(2)
-        self.assertEqual(self.r.unroutable, 1, "a MAC without an L2 route: the CPU could not reach it either")
-        self.assertEqual(servers()[(7, 0)]["ip"], 0x0A000003)
+            self.c.step(1)
+        self.assertEqual(servers()[(7, 0)], {"port": 1, "mac": MAC1, "ip": 0x0A000001, "udp_port": 9960},
+                         "registered again from elsewhere: refused, the server is pinned (docs/SECURITY.md)")
+        self.assertEqual(len(servers()), 2)
 
     def test_a_removed_job_leaves_nothing_and_the_other_stays(self):
         self.learn(7, 0, W0)

@@ -225,7 +225,7 @@ class Errors(unittest.TestCase):
     def test_config_errors_have_the_rust_texts(self):
         c = Config([JobConfig(1, 4, 1000, 2)])
         c.validate()
-        self.assertEqual((c.pairs_per_packet(), c.dense_values_per_packet(), c.aggregate_run_bytes_per_packet(), c.aggregate_values_per_packet_worst()), (22, 32, 1432, 143))
+        self.assertEqual((c.pairs_per_packet(), c.dense_values_per_packet(), c.aggregate_run_bytes_per_packet(), c.aggregate_values_per_packet_worst()), (21, 32, 1432, 143))
         self.assertEqual((c.region_slots(c.jobs[0]), c.cover_words()), (32, 128))
         cases = [
             (lambda c: setattr(c, "registers", 41), "registers = 41: expected 1..=40"),

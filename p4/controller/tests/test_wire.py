@@ -30,7 +30,7 @@ class ZebraDatagrams(unittest.TestCase):
                                complete=0b0011, fixed=True, flushed=True, total=40,
                                pairs=[(3, 0xFFFFFFFE), (4, 9), (0x10000, 5)])
         want = bytes([
-            0x5A, 0x42, 1, 5, 0, 7,          # magic, version, AGGREGATE, job
+            0x5A, 0x42, 2, 5, 0, 7,          # magic, version, AGGREGATE, job
             0, 1,                            # server
             1, 2, 3, 4,                      # round
             0, 2, 0, 5,                      # part, parts
@@ -48,22 +48,24 @@ class ZebraDatagrams(unittest.TestCase):
 
     def test_coverage_bytes(self):
         all_ = encode_coverage(1, 0, 5, 1, 3, worker=2, first_seq=0, nbits=4, bitmap=None)
-        self.assertEqual(all_, bytes([0x5A, 0x42, 1, 6, 0, 1, 0, 0, 0, 0, 0, 5, 0, 1, 0, 3, 0, 2, 0, 0, 0, 4, 1, 0]))
+        self.assertEqual(all_, bytes([0x5A, 0x42, 2, 6, 0, 1, 0, 0, 0, 0, 0, 5, 0, 1, 0, 3, 0, 2, 0, 0, 0, 4, 1, 0]))
         mapped = encode_coverage(1, 0, 5, 2, 3, worker=2, first_seq=8, nbits=10, bitmap=b"\x05\x02")
         self.assertEqual(len(mapped), consts.COVERAGE_HEADER_LEN + 2)
         self.assertEqual(mapped[22], 0, "no ALL flag")
         self.assertEqual(mapped[24:], b"\x05\x02")
 
     def test_register_ack_and_parsing(self):
-        self.assertEqual(encode_register_ack(3, 1, 0xA1B2C3D4), bytes([0x5A, 0x42, 1, 9, 0, 3, 0, 1, 0xA1, 0xB2, 0xC3, 0xD4]))
+        self.assertEqual(encode_register_ack(3, 1, 0xA1B2C3D4, 0x11223344),
+                         bytes([0x5A, 0x42, 2, 9, 0, 3, 0, 1, 0x11, 0x22, 0x33, 0x44, 0xA1, 0xB2, 0xC3, 0xD4]),
+                         "the token after the server, the epoch last")
         for bad in [0, 1 << 32]:
             with self.assertRaises(WireError):
-                encode_register_ack(3, 1, bad)
-        self.assertEqual(parse_datagram(bytes([0x5A, 0x42, 1, 8, 0, 3, 0, 1])), Register(3, 1))
-        ack = bytes([0x5A, 0x42, 1, 7, 0, 3, 0, 1, 0, 0, 0, 9, 0, 4, 0, 0])
-        self.assertEqual(parse_datagram(ack), AggregateAck(3, 1, 9, 4))
-        for bad in [ack[:15], ack[:14] + b"\x00\x01", b"\x5A\x43" + ack[2:], b"\x5A\x42\x02" + ack[3:],
-                    bytes([0x5A, 0x42, 1, 5]) + ack[4:], b"\x5A"]:
+                encode_register_ack(3, 1, bad, 1)
+        self.assertEqual(parse_datagram(bytes([0x5A, 0x42, 2, 8, 0, 3, 0, 1, 0, 0, 0, 6])), Register(3, 1, 6))
+        ack = bytes([0x5A, 0x42, 2, 7, 0, 3, 0, 1, 0, 0, 0, 9, 0, 4, 0, 0, 0, 0, 0, 6])
+        self.assertEqual(parse_datagram(ack), AggregateAck(3, 1, 9, 4, 6))
+        for bad in [ack[:19], ack[:14] + b"\x00\x01" + ack[16:], b"\x5A\x43" + ack[2:], b"\x5A\x42\x01" + ack[3:],
+                    bytes([0x5A, 0x42, 2, 5]) + ack[4:], b"\x5A"]:
             with self.assertRaises(WireError):
                 parse_datagram(bad)
 

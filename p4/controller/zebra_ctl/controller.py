@@ -166,13 +166,17 @@ class Controller:
     def _on_datagram(self, now, f):
         msg = parse_datagram(f.payload)
         if isinstance(msg, AggregateAck):
+            directory = self.servers.get(msg.job)
+            if directory is not None and msg.server < directory.servers and not directory.check(msg.server, f.src_ip, f.src_port, msg.token):
+                log.debug("AGGREGATE_ACK for job %d server %d not from it: refused", msg.job, msg.server)
+                return
             if msg.job in self.plans:
                 self.store.ack(now, msg.job, msg.server, msg.round, msg.part)
                 for action in self.store.drain(now):
                     self._do(action)
         elif isinstance(msg, Register):
             directory = self.servers.get(msg.job)
-            reply = None if directory is None else directory.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac)
+            reply = None if directory is None else directory.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac, msg.token)
             if reply is None:
                 log.warning("REGISTER for job %d server %d refused", msg.job, msg.server)
                 return

@@ -56,16 +56,25 @@ class ServerAddress:
     port: int
     mac: int = None
     pinned: bool = False
+    # The server has shown the job's token (docs/SECURITY.md).
+    proven: bool = False
 
 
 class ServerDirectory:
-    """Where the aggregates of (job, server) go: pinned by the settings
-    (server_addr), or the source address of the server's REGISTER."""
+    """Where the aggregates of (job, server) go, and who may acknowledge them:
+    each server pinned by the settings (server_addr) or by the source address
+    of its first REGISTER, and the job's token, handed out in REGISTER_ACK
+    (zebra-proto's switch/members.rs, docs/SECURITY.md)."""
 
-    def __init__(self, job, servers, pinned=None, neighbors=None, epoch=None):
+    def __init__(self, job, servers, pinned=None, neighbors=None, epoch=None, token=None):
         self.job = job
         # This incarnation's epoch, in every REGISTER_ACK (docs: WIRE.md).
         self.epoch = epoch if epoch is not None else (secrets.randbits(32) or 1)
+        # The job's membership token, drawn at random (nobody off the path
+        # can guess it), shown by the servers once handed out.
+        self.token = token if token is not None else (secrets.randbits(32) or 1)
+        self.refused_address = 0
+        self.refused_token = 0
         self.servers = servers
         self.neighbors = dict(neighbors or {})
         self.addresses = {}
@@ -74,22 +83,37 @@ class ServerDirectory:
         self.registrations = 0
         self.refused = 0
 
-    def on_register(self, job, server, ip, port, mac):
+    def check(self, server, ip, port, token):
+        """Whether a datagram from (ip, port) showing token comes from server
+        `server` (which the job has), pinning the server at its first one;
+        refusals counted by reason (Members::check)."""
+        known = self.addresses.get(server)
+        if known is None:
+            self.addresses[server] = ServerAddress(ip, port, proven=token == self.token)
+            return True
+        if (known.ip, known.port) != (ip, port):
+            self.refused_address += 1
+            return False
+        if token == self.token:
+            known.proven = True
+        elif known.proven:
+            self.refused_token += 1
+            return False
+        return True
+
+    def on_register(self, job, server, ip, port, mac, token=0):
         """The REGISTER_ACK to send back to the source, or None (refused:
-        unknown job or server, or a pinned server registering from elsewhere)."""
+        unknown job or server, or not from the server: another address than
+        its pinned one, or a wrong token once it has shown the right one)."""
         if job != self.job or server >= self.servers:
             self.refused += 1
             return None
-        known = self.addresses.get(server)
-        if known is not None and known.pinned and (known.ip, known.port) != (ip, port):
+        if not self.check(server, ip, port, token):
             self.refused += 1
             return None
-        if known is not None and known.pinned:
-            known.mac = mac
-        else:
-            self.addresses[server] = ServerAddress(ip, port, mac)
+        self.addresses[server].mac = mac
         self.registrations += 1
-        return encode_register_ack(job, server, self.epoch)
+        return encode_register_ack(job, server, self.epoch, self.token)
 
     def address(self, server):
         """The address to send to, or None when not known yet (or no MAC)."""

@@ -97,7 +97,8 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
             f"slots = {proto.slots} with {proto.copies} copies: the P4 registers have "
             f"{consts.P4_REGISTER_ENTRIES} entries (REGISTER_ENTRIES)"
         )
-    longest = consts.HOT_HEADER_LEN + consts.PAIR_LEN * consts.P4_PAIRS_PER_PASS
+    # The longest packet whose pairs fit in a pass (pairs_per_packet).
+    longest = consts.HOT_HEADER_LEN + consts.PAIR_LEN * (consts.P4_PAIRS_PER_PASS + 1) - 1
     if proto.packet_size > longest:
         problems.append(
             f"packet_size = {proto.packet_size}: a pass of the P4 program holds {consts.P4_PAIRS_PER_PASS} pairs, "

@@ -78,12 +78,15 @@ def encode_coverage(job, server, round_, part, parts, worker, first_seq, nbits, 
     return bytes(out)
 
 
-def encode_register_ack(job, server, epoch):
+def encode_register_ack(job, server, epoch, token):
     """epoch: the controller's incarnation (nonzero, drawn at start), last in every
-    REGISTER_ACK, so that servers see a switch that was started again."""
+    REGISTER_ACK, so that servers see a switch that was started again. token:
+    the job's membership token, handed to the server (docs/SECURITY.md)."""
     if not 0 < epoch < 1 << 32:
         raise WireError(f"epoch {epoch} is not a nonzero u32")
-    return _common(consts.PacketType.REGISTER_ACK, job) + struct.pack(">HI", server, epoch)
+    if not 0 <= token < 1 << 32:
+        raise WireError(f"token {token} is not a u32")
+    return _common(consts.PacketType.REGISTER_ACK, job) + struct.pack(">HII", server, token, epoch)
 
 
 @dataclass(frozen=True)
@@ -92,12 +95,14 @@ class AggregateAck:
     server: int
     round: int
     part: int
+    token: int = 0
 
 
 @dataclass(frozen=True)
 class Register:
     job: int
     server: int
+    token: int = 0
 
 
 def parse_datagram(data):
@@ -112,15 +117,15 @@ def parse_datagram(data):
     if ptype == consts.PacketType.AGGREGATE_ACK:
         if len(data) != consts.AGGREGATE_ACK_LEN:
             raise WireError(f"AGGREGATE_ACK of {len(data)} bytes")
-        server, round_, part, reserved = struct.unpack_from(">HIHH", data, 6)
+        server, round_, part, reserved, token = struct.unpack_from(">HIHHI", data, 6)
         if reserved != 0:
             raise WireError("reserved bytes set")
-        return AggregateAck(job, server, round_, part)
+        return AggregateAck(job, server, round_, part, token)
     if ptype == consts.PacketType.REGISTER:
         if len(data) != consts.REGISTER_LEN:
             raise WireError(f"REGISTER of {len(data)} bytes")
-        (server,) = struct.unpack_from(">H", data, 6)
-        return Register(job, server)
+        server, token = struct.unpack_from(">HI", data, 6)
+        return Register(job, server, token)
     raise WireError(f"packet type {ptype} is not for the switch CPU")
 
 
