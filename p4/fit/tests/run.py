@@ -22,6 +22,10 @@ class Lines(unittest.TextTestResult):
         super().addFailure(test, err)
         self.stream.write(f"FAIL p4-fit.{test.id().split('.', 1)[1]}\n")
 
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self.stream.write(f"SKIP p4-fit.{test.id().split('.', 1)[1]} ({reason})\n")
+
     def addError(self, test, err):
         super().addError(test, err)
         self.stream.write(f"FAIL p4-fit.{test.id().split('.', 1)[1]}\n")
