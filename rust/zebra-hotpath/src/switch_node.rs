@@ -189,12 +189,17 @@ impl fmt::Display for SwitchNodeStats {
             "  registrations    {} accepted, {} refused, {} jobs admitted",
             self.registrations, self.register_refused, self.admitted
         )?;
+        writeln!(
+            f,
+            "  refused          {} not from the member's address, {} with a wrong token",
+            s.refused_address, s.refused_token
+        )?;
         for (job, server, addr) in &self.servers {
             writeln!(f, "  server           job {job} server {server} at {addr}")?;
         }
         writeln!(
             f,
-            "  workers          {} known (from their HOT packets)",
+            "  workers          {} pinned (by their first datagram)",
             self.workers.len()
         )?;
         writeln!(

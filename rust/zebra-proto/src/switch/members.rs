@@ -23,7 +23,8 @@
 //! A refused datagram changes nothing and is not answered. On a Tofino the
 //! same checks are a table lookup by `(job, role, rank)` returning the pinned
 //! address and the job's token, and one register bit per member for "has
-//! shown the token" (`p4/member_check.p4`).
+//! shown the token" (`docs/SECURITY.md`; the control plane does the servers'
+//! part, the pipeline's part is not written yet).
 
 use std::net::SocketAddr;
 
