@@ -263,6 +263,8 @@ int RunWorker(const Config& cfg) {
   std::deque<InFlight> in_flight;
   double push_seconds = 0;
   int pushes = wl.Pushes(me);
+  // The push+wait time of each tenth of the pushes, for the timeline line.
+  std::vector<double> tenths(10, 0.0);
   for (int p = 0; p < pushes; ++p) {
     ps::SArray<float> vals(PushValues(wl, mine, me, p));
     auto t0 = std::chrono::steady_clock::now();
@@ -271,7 +273,9 @@ int RunWorker(const Config& cfg) {
       kv.Wait(in_flight.front().ts);
       in_flight.pop_front();
     }
-    push_seconds += Seconds(t0);
+    double took = Seconds(t0);
+    push_seconds += took;
+    tenths[static_cast<size_t>(p) * 10 / pushes] += took;
     if (cfg.shape == kAsync) {
       long long us = wl.PauseUs(me, p);
       if (us > 0) std::this_thread::sleep_for(std::chrono::microseconds(us));
@@ -282,7 +286,13 @@ int RunWorker(const Config& cfg) {
     kv.Wait(in_flight.front().ts);
     in_flight.pop_front();
   }
-  push_seconds += Seconds(t0);
+  double drained = Seconds(t0);
+  push_seconds += drained;
+  tenths.back() += drained;
+  std::ostringstream timeline;
+  for (double t : tenths) timeline << " " << static_cast<long long>(t * 1e6);
+  std::printf("shapes: timeline worker rank %d: push+wait per tenth of the pushes (us):%s\n", me,
+              timeline.str().c_str());
 
   ps::Postoffice::Get()->Barrier(0, ps::kWorkerGroup);
   KeyList all = AllKeys(wl, ranges);
