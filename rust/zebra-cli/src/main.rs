@@ -1,6 +1,7 @@
 //! `zebra`: the command-line front of Zebra for PS-lite.
 
 mod failure;
+mod launch;
 mod metrics;
 mod precision;
 mod profile;
@@ -73,6 +74,20 @@ enum Command {
     /// rankings restricted to the keys both hold (the share of those key pairs ordered
     /// differently; 0 = same order). One pass over the traces for every rate and seed.
     Precision(precision::PrecisionArgs),
+    /// Print the variables that put a job on Zebra, as `export` lines for `eval`.
+    ///
+    /// LD_PRELOAD (the shim first, before what LD_PRELOAD already held), ZEBRA_ENABLE=1 and,
+    /// with --switch, ZEBRA_SWITCH: `eval "$(zebra env --switch HOST:PORT)"` before a
+    /// launcher that copies its environment to every process it starts (MXNet's `--launcher
+    /// local`, PS-lite's tests/local.sh). docs/LAUNCH.md: every launcher.
+    Env(launch::EnvArgs),
+    /// Run a command with the variables of `zebra env` set.
+    ///
+    /// `zebra run --switch HOST:PORT -- python -m mxnet.tools.launch ...` puts the launcher and
+    /// every process it starts on Zebra; in front of the command a remote launcher runs (ssh)
+    /// it puts that process on Zebra. Exits as the command does; 2 when the command is not
+    /// found or an argument is bad.
+    Run(launch::RunArgs),
 }
 
 /// The settings table as `zebra config --list` prints it: a header and one
@@ -107,6 +122,8 @@ fn main() -> ExitCode {
         Command::Trace(cmd) => trace::run(cmd),
         Command::Profile(args) => profile::run(args),
         Command::Precision(args) => precision::run(args),
+        Command::Env(args) => launch::env(args),
+        Command::Run(args) => launch::run(args),
     }
 }
 
