@@ -171,6 +171,11 @@ run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
 [ $quick = 1 ] || run_part bench-train-smoke python3 "$root/tests/testbed/test_bench_train.py"
 [ $quick = 1 ] || run_part bench-agg-smoke python3 "$root/tests/testbed/test_bench_agg.py"
 [ $quick = 1 ] || run_part bench-online-smoke python3 "$root/tests/testbed/test_bench_online.py"
+# The documented launchers (docs/LAUNCH.md), each in a network namespace (root): MXNet's
+# `mxnet.tools.launch --launcher local` under `zebra run`, PS-lite's tests/local.sh after
+# `zebra env`, and the README's newcomer block word for word (the wheel built, pip-installed
+# into a fresh venv with no index, an MXNet job beside the switch); about 2 minutes.
+[ $quick = 1 ] || run_part launchers "$root/tests/launch/run.sh"
 # The chaos suite (issue 18, docs/RELIABILITY.md): faults injected into real BytePS PS-lite
 # and MXNet jobs on the netns testbed while they run (the switch killed, stopped; hot-path
 # loss, duplication, reordering; a server's link cut; a worker killed), every result checked
