@@ -69,8 +69,9 @@ for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
 unset LD_PRELOAD PYTHONPATH PORT DMLC_ROLE DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT
 
 # in_host NAME SECONDS SCRIPT: runs bash -c SCRIPT in a new network namespace (lo, and
-# 198.51.100.1/24 on a veth with the default route), killed after SECONDS; then stops
-# (SIGTERM, after 5 s SIGKILL) whatever it left running there and removes the namespace.
+# 198.51.100.1/24 on a veth with the default route), killed after SECONDS; then waits for
+# the job's processes to end, stops (SIGTERM, after 5 s SIGKILL) whatever is left there
+# (the switch) and removes the namespace.
 in_host() {
   local name=$1 seconds=$2 script=$3 ns=zebra-launch-$$-$1 rc
   ip netns add "$ns" || return 1
@@ -82,7 +83,17 @@ in_host() {
   ip -n "$ns" route add default dev va
   timeout -k 5 "$seconds" ip netns exec "$ns" bash -c "$script"
   rc=$?
-  local pids i
+  local pids p i others
+  # MXNet's launcher returns when the scheduler ends, its workers and servers may still be
+  # exiting (writing their ZEBRA_STATS reports): up to 15 s for all but the switch.
+  for i in $(seq 30); do
+    others=0
+    for p in $(ip netns pids "$ns"); do
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = zebra ] || others=1
+    done
+    [ "$others" = 0 ] && break
+    sleep 0.5
+  done
   for i in 1 2 3 4 5 6 7 8 9 10 11; do
     pids=$(ip netns pids "$ns")
     [ -z "$pids" ] && break
