@@ -1028,6 +1028,10 @@ impl ServerAgent {
              switch: {why}{detail}",
             self.server
         );
+        // The rounds in flight would hold their pushes at the pull half's
+        // gate for workers whose rounds do not line up (the usual reason to
+        // step aside) until the gate's timeout.
+        self.pull_stand_aside(format_args!("aggregation stepped aside"));
     }
 
     /// Fallback pairs to apply (`ServerAction::Apply`).
@@ -1352,17 +1356,27 @@ impl ServerAgent {
         let missing: Vec<u16> = (0..self.config.workers)
             .filter(|&w| self.arrived[w as usize] < r)
             .collect();
+        self.stats.pull_gate_timeouts += 1;
+        self.pull_stand_aside(format_args!(
+            "round {r} waited {gate:?} for workers {missing:?} to push it (the workers' rounds \
+             do not line up)"
+        ));
+    }
+
+    /// Pull half: stands aside on this server for the rest of the job (its
+    /// pulls go to it), after a BREAK if workers may hold copies; logged
+    /// with `why` once.
+    fn pull_stand_aside(&mut self, why: std::fmt::Arguments) {
+        let Some(p) = self.pull.as_mut().filter(|p| p.active) else {
+            return;
+        };
+        p.active = false;
+        p.must_wait(&mut self.stats);
         self.stats.pull_aside += 1;
         log::warn!(
-            "server {}: the pull half stands aside: round {r} waited {gate:?} for workers \
-             {missing:?} to push it (the workers' rounds do not line up); pulls go to this \
-             server",
+            "server {}: the pull half stands aside: {why}; pulls go to this server",
             self.server
         );
-        if let Some(p) = &mut self.pull {
-            p.active = false;
-            p.must_wait(&mut self.stats);
-        }
     }
 
     fn ready(&self, h: &Held) -> bool {

@@ -163,6 +163,9 @@ pub struct ServerAgentStats {
     /// (held for a BREAK while workers could hold copies).
     pub pull_gated: u64,
     /// Pull half: 1 once it stood aside on this server (rounds that do not
-    /// line up; logged).
+    /// line up, or aggregation stepped aside; logged).
     pub pull_aside: u64,
+    /// Pull half: pushes its gate held to the gate's timeout (each makes it
+    /// stand aside).
+    pub pull_gate_timeouts: u64,
 }
