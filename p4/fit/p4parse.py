@@ -296,28 +296,14 @@ class Parser:
             self.next()
             name = self.ident()
             params = self.params()
-            self.expect("{")
-            locals_, states = [], []
-            while not self.at("}"):
-                if self.at("state"):
-                    states.append(self.state())
-                else:
-                    locals_.append(self.local_declaration())
-            self.expect("}")
+            states, locals_ = self.braced("state", self.state, self.local_declaration)
             return ("parser", name, params, locals_, states, where)
         if t.text == "control":
             self.next()
             name = self.ident()
             params = self.params()
-            self.expect("{")
-            locals_, body = [], None
-            while not self.at("}"):
-                if self.at("apply"):
-                    self.next()
-                    body = self.block()
-                else:
-                    locals_.append(self.local_declaration())
-            self.expect("}")
+            bodies, locals_ = self.braced("apply", self.after_keyword(self.block), self.local_declaration)
+            body = bodies[-1] if bodies else None
             if body is None:
                 self.error(t, f"control {name} has no apply block")
             return ("control", name, params, locals_, body, where)
@@ -462,20 +448,32 @@ class Parser:
         self.expect("}")
         return ("table", name, tbl, where)
 
+    def braced(self, keyword, special, other):
+        """`{ ... }`: the items starting at `keyword` parsed by `special()`, the others by
+        `other()`; both lists, in order."""
+        self.expect("{")
+        specials, others = [], []
+        while not self.at("}"):
+            if self.at(keyword):
+                specials.append(special())
+            else:
+                others.append(other())
+        self.expect("}")
+        return specials, others
+
+    def after_keyword(self, parse):
+        """A parser of what follows the current keyword."""
+        def take():
+            self.next()
+            return parse()
+        return take
+
     def state(self):
         where = self.where()
         self.expect("state")
         name = self.ident()
-        self.expect("{")
-        stmts = []
-        trans = None
-        while not self.at("}"):
-            if self.at("transition"):
-                self.next()
-                trans = self.transition()
-            else:
-                stmts.append(self.statement())
-        self.expect("}")
+        transitions, stmts = self.braced("transition", self.after_keyword(self.transition), self.statement)
+        trans = transitions[-1] if transitions else None
         if trans is None:
             self.error(self.peek(), f"state {name} has no transition")
         return ("state", name, stmts, trans, where)
