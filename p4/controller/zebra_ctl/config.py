@@ -57,6 +57,7 @@ class Config:
     worker_max_retries: int = 10
     worker_max_in_flight: int = 256
     worker_retain_pairs: int = 1 << 20
+    max_round_ahead: int = consts.DEFAULT_MAX_ROUND_AHEAD
     uncertain_timeout_us: int = 5_000_000
     server_history: int = 4096
     update_window: int = consts.DEFAULT_UPDATE_WINDOW

@@ -96,6 +96,7 @@ pub const KNOBS: &[Knob] = &[
     knob("worker_max_retries", "worker-max-retries", "N", "10", "worker: resends before a packet's pairs go to the servers as uncertain fallback"),
     knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     knob("worker_retain_pairs", "worker-retain-pairs", "N", "1048576", "worker: hot pairs of settled rounds kept (8 bytes each, oldest rounds dropped first) until the server answers, so that what a switch held when it was killed is sent to the servers when it starts again; 0: none (a restart then costs those rounds' hot sums, reported by the servers)"),
+    knob("max_round_ahead", "max-round-ahead", "ROUNDS", "1048576", "switch: a hot packet more than ROUNDS rounds past its job's newest round is refused (FALLBACK FarAhead, counted), not remembered (docs/SECURITY.md)"),
     knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)"),
     knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
     knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): a server keeps its updates of the last N seqs (older ones unacknowledged are given up); a worker that sees update n takes any still missing below n - N + 1 as a gap; 1..=1024"),
@@ -521,6 +522,7 @@ impl Builder {
                 self.config().worker_max_in_flight = int(e, 1, 1 << 20)?;
             }
             "worker_retain_pairs" => self.config().worker_retain_pairs = int(e, 0, 1 << 30)?,
+            "max_round_ahead" => self.config().max_round_ahead = int(e, 1, u32::MAX)?,
             "uncertain_timeout_ms" => self.config().uncertain_timeout = millis(e)?,
             "server_history" => self.config().server_history = int(e, 1, u32::MAX)?,
             "update_window" => {
@@ -835,6 +837,7 @@ mod tests {
                 want.worker_max_in_flight.to_string(),
             ),
             ("worker_retain_pairs", want.worker_retain_pairs.to_string()),
+            ("max_round_ahead", want.max_round_ahead.to_string()),
             (
                 "uncertain_timeout_ms",
                 want.uncertain_timeout.as_millis().to_string(),
