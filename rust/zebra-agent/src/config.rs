@@ -72,7 +72,9 @@ pub struct AgentConfig {
     /// happens. The hot path's `max_seqs`.
     pub max_clean_values: u32,
     /// Online hot keys (`crate::online`): each server re-ranks its keys
-    /// after the first rounds; `None` keeps the starting set.
+    /// after the first rounds; `None` keeps the starting set, unwatched.
+    /// With a hot-keys file, [`OnlineConfig::file`] keeps the file's keys
+    /// but watches what they cost and steps aside as online servers do.
     pub online: Option<OnlineConfig>,
     /// The pull half (`crate::pull`, `docs/PULL.md`): servers read each
     /// round's hot values back and send them once through the switch;

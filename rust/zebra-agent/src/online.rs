@@ -91,6 +91,12 @@ pub struct OnlineConfig {
     /// try aggregation once more (doubling each time it steps aside again,
     /// at most 16×); zero: never.
     pub retry: Duration,
+    /// A hot-keys file's watcher ([`OnlineConfig::file`]): every decision
+    /// installs the starting set's keys (the file's) instead of a ranking of
+    /// the counted ones. The census only times the workers' whole pushes
+    /// (the pace baseline) and checks what the keys would save; the rules to
+    /// step aside and the retry are the online ones.
+    pub fixed: bool,
 }
 
 /// Default of [`OnlineConfig::retry`].
@@ -127,6 +133,20 @@ impl OnlineConfig {
             min_saving: MIN_SAVING,
             min_pace: MIN_PACE,
             retry: RETRY,
+            fixed: false,
+        }
+    }
+
+    /// The watcher of a hot-keys file: each server times every worker's
+    /// first `probe` pushes whole (no aggregation: the pace baseline), then
+    /// installs the file's keys at one round boundary, as an online decision
+    /// from no key does, and watches what they cost with the online rules
+    /// (pace, flushed rounds, saving), stepping aside and trying again
+    /// later as online servers do ([`OnlineConfig::fixed`]).
+    pub fn file(probe: u32) -> OnlineConfig {
+        OnlineConfig {
+            fixed: true,
+            ..OnlineConfig::new(probe)
         }
     }
 
@@ -553,7 +573,13 @@ impl Census {
         current: &[HotKey],
         capacity: u32,
     ) -> Option<&Decision> {
-        let keys = self.ranked(capacity);
+        // A file's watcher decides for the file's keys (`current`), from no
+        // key: its workers pushed whole until now.
+        let (keys, current) = if self.config.fixed {
+            (current_keys(current), &[][..])
+        } else {
+            (self.ranked(capacity), current)
+        };
         let now: Vec<u64> = current.iter().map(|k| k.key).collect();
         let new: Vec<u64> = keys.iter().map(|k| k.0).collect();
         let distance = zebra_hotkeys::kendall_tau_topk(&now, &new);
@@ -611,7 +637,7 @@ impl Census {
         if self.deadline().is_none_or(|d| now < d) {
             return None;
         }
-        if current.is_empty() {
+        if current.is_empty() || self.config.fixed {
             return self.conclude(self.next_epoch(), current, capacity);
         }
         // Keep the keys, or step aside (exact at any round too: a push
@@ -975,6 +1001,47 @@ mod tests {
         let told = c.tell(5);
         assert_eq!(told.len(), 2, "every worker told again");
         assert!(HotSetFrame::parse(&told[0][1]).unwrap().aside);
+    }
+
+    #[test]
+    fn a_files_watcher_decides_for_the_files_keys_from_no_key() {
+        let set = current();
+        let mut c = Census::new(OnlineConfig::file(2), 2);
+        for r in 1..=2 {
+            c.observe(Timestamp(0), 0, r, b"ps9", [(10, 2), (5, 2)].into_iter());
+            c.observe(Timestamp(0), 1, r, b"ps11", [(10, 2), (11, 2)].into_iter());
+        }
+        let d = c.decide_if_counted(set.server_keys(0), 4).unwrap();
+        assert_eq!(
+            (d.change, d.from_round, d.aside),
+            (true, 65_537, None),
+            "installed from the barrier epoch after every round seen: the workers pushed whole"
+        );
+        assert_eq!(
+            d.keys,
+            vec![(10, 2), (11, 2)],
+            "the file's, not the counted ranking"
+        );
+
+        // A worker missing at the deadline: the file's keys all the same,
+        // from a round nobody aggregated (nobody did before the decision).
+        let mut c = Census::new(OnlineConfig::file(2), 2);
+        c.observe(Timestamp(0), 0, 3, b"ps9", [(10, 2)].into_iter());
+        c.observe(Timestamp(0), 0, 4, b"ps9", [(11, 2)].into_iter());
+        c.observe(Timestamp(0), 1, 3, b"ps11", [(10, 2)].into_iter());
+        let now = Timestamp(0) + Duration::from_secs(5);
+        let d = c.decide_on_timeout(now, set.server_keys(0), 4).unwrap();
+        assert_eq!((d.change, d.from_round), (true, 65_537));
+        assert_eq!(d.keys, vec![(10, 2), (11, 2)]);
+
+        // Keys nobody pushes in the same round as another worker: aside.
+        let mut c = Census::new(OnlineConfig::file(1), 2);
+        c.observe(Timestamp(0), 0, 1, b"ps9", [(1, 2)].into_iter());
+        c.observe(Timestamp(0), 1, 1, b"ps11", [(2, 2)].into_iter());
+        let d = c.decide_if_counted(set.server_keys(0), 4).unwrap().clone();
+        assert_eq!((d.change, d.aside), (false, Some(Aside::NoSaving(0.0))));
+        let f = HotSetFrame::parse(&c.tell(5)[0][1]).unwrap();
+        assert!(f.aside && f.keys.is_empty(), "ASIDE carries no key");
     }
 
     #[test]

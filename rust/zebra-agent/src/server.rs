@@ -647,9 +647,11 @@ impl ServerAgent {
     /// wait; tells the workers that do not know yet.
     fn decide(&mut self, timeout_now: Option<Timestamp>) {
         let capacity = self.hot.indices(self.server);
-        // After a RECOUNT the workers push whole: no keys to keep.
+        // After a RECOUNT the workers push whole: no keys to keep. (A hot-keys
+        // file's watcher is given the file's keys: it decides for them.)
+        let fixed = self.config.online.as_ref().is_some_and(|o| o.fixed);
         let recount = self.census.as_ref().is_some_and(Census::is_recount);
-        let current = if recount {
+        let current = if recount && !fixed {
             &[]
         } else {
             self.hot.server_keys(self.server)
@@ -705,15 +707,26 @@ impl ServerAgent {
                     self.hot.server_keys(server).iter().map(|k| k.key).collect();
                 let kept = d.keys.iter().filter(|k| old.contains(&k.0)).count();
                 self.stats.online_changed += 1;
-                log::info!(
-                    "server {server}: online hot keys: {} new keys ({kept} of them hot before) \
-                     from round {} after {} pushes of {} keys (top-k Kendall tau distance \
-                     {distance})",
-                    d.keys.len(),
-                    d.from_round,
-                    d.pushes,
-                    d.keys_seen
-                );
+                if self.config.online.as_ref().is_some_and(|o| o.fixed) {
+                    log::info!(
+                        "server {server}: the hot-keys file's {} keys from round {} after {} \
+                         whole pushes (saving {:.1} %): watching what they cost",
+                        d.keys.len(),
+                        d.from_round,
+                        d.pushes,
+                        d.saving * 100.0
+                    );
+                } else {
+                    log::info!(
+                        "server {server}: online hot keys: {} new keys ({kept} of them hot \
+                         before) from round {} after {} pushes of {} keys (top-k Kendall tau \
+                         distance {distance})",
+                        d.keys.len(),
+                        d.from_round,
+                        d.pushes,
+                        d.keys_seen
+                    );
+                }
                 self.sets.push((d.from_round, Arc::new(set)));
                 if let Some(p) = &mut self.pull {
                     p.readback.break_chain();

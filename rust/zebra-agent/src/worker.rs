@@ -437,8 +437,8 @@ impl WorkerAgent {
         s.bytes_before += frames.iter().map(|f| f.len() as u64).sum::<u64>();
         s.bytes_after += out.iter().map(|f| f.len() as u64).sum::<u64>();
         s.trailer_bytes += trailer.len() as u64;
-        let to_switch = self.streams[server as usize].decision.is_some()
-            || !self.hot.server_keys(server).is_empty();
+        let to_switch =
+            self.streams[server as usize].decision.is_some() || !self.whole_until_decided(server);
         let stream = &mut self.streams[server as usize];
         // Rounds a decision closes, each one without hot keys (no SETTLE).
         let closes = stream.closing.take().map_or(Vec::new(), |c| c.closes);
@@ -481,6 +481,15 @@ impl WorkerAgent {
             .map_or(next, |first| first.max(next))
     }
 
+    /// Whether nobody aggregates to `server` before its first decision: it
+    /// started with no hot key, or a hot-keys file's watcher times whole
+    /// pushes first ([`crate::OnlineConfig::fixed`]). Those pushes do not go
+    /// to the switch.
+    fn whole_until_decided(&self, server: u16) -> bool {
+        self.hot.server_keys(server).is_empty()
+            || self.config.online.as_ref().is_some_and(|o| o.fixed)
+    }
+
     /// The hot set of round `round` of `server`'s job, or `None`: push it
     /// whole (online, between this worker's `T`-th push and the decision;
     /// `crate::online`).
@@ -492,7 +501,9 @@ impl WorkerAgent {
         match &stream.decision {
             _ if stream.recounting => None,
             Some((from, set)) if round >= *from => Some(set.clone()),
-            _ if stream.pushes < online.rounds && !stream.refused => Some(self.hot.clone()),
+            _ if stream.pushes < online.rounds && !stream.refused && !online.fixed => {
+                Some(self.hot.clone())
+            }
             _ => None,
         }
     }
@@ -624,6 +635,7 @@ impl WorkerAgent {
         // had sent its `e`-th BARRIER request.
         let offset = stream.epoch_offset + u32::from(h.from_round % EPOCH_ROUNDS == 1);
         let next = self.next_round(last, offset);
+        let whole_before = self.whole_until_decided(server);
         let stream = &mut self.streams[server as usize];
         stream.epoch_offset = offset;
         stream.recounting = false;
@@ -643,9 +655,10 @@ impl WorkerAgent {
         };
         stream.decision = Some((h.from_round, set));
         let mut closing = Closing::new(h.job, after_last, next, h.seen);
-        if self.hot.server_keys(server).is_empty() {
-            // Started with no key: nobody sent the switch a round before the
-            // decision's, so there is nothing before it to close.
+        if whole_before {
+            // Started with no key (or a file's watcher, whose workers push
+            // whole until the decision): nobody sent the switch a round
+            // before the decision's, so there is nothing before it to close.
             closing.closes.retain(|r| *r.start() >= h.from_round);
         }
         stream.closing = Some(closing);
