@@ -4,7 +4,6 @@
 // or refuses to create a context when the configuration cannot be honoured.
 #include <zmq.h>
 
-#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -38,6 +37,7 @@ constexpr const char *kFnNames[] = {
     "zmq_init",
 };
 static_assert(sizeof(kFnNames) / sizeof(kFnNames[0]) == static_cast<size_t>(Fn::count));
+static_assert(static_cast<size_t>(Fn::count) <= 128, "zebra-ffi's stats.rs counts 128 functions");
 
 enum Level : uint8_t { kError = 1, kWarn = 2, kInfo = 3 };
 
@@ -51,33 +51,22 @@ struct State {
   std::string real_error;
   RealLibzmq real;
   std::string real_path;  // ZEBRA_REAL_LIBZMQ, if set
-  std::atomic<uint64_t> calls[static_cast<size_t>(Fn::count)] = {};
 };
 
 State *the_state = nullptr;
 
-std::string mode_name(Mode mode) {
-  switch (mode) {
-    case Mode::Off:
-      return "off";
-    case Mode::On:
-      return "on";
-    case Mode::BadConfig:
-      return "refused (bad configuration)";
-  }
-  return "unknown";
-}
+// The counters and the report live in Rust (zebra-ffi's stats.rs), so that the
+// `zebra-stats` thread can write them while the process runs (ZEBRA_STATS_INTERVAL).
+void report_at_exit() { ffi::stats_at_exit(); }
 
-void report_at_exit() {
-  const State &s = *the_state;
-  std::string report = "pid " + std::to_string(getpid()) + "\nmode " + mode_name(s.mode) + "\n";
-  report += "real_libzmq " + (s.have_real ? s.real.origin : std::string("none")) + "\n";
-  report += "found_by " + (s.have_real ? s.real.found_by : std::string("none")) + "\n";
+void begin_stats(const State &s) {
+  std::string names;
   for (size_t i = 0; i < static_cast<size_t>(Fn::count); ++i) {
-    uint64_t n = s.calls[i].load(std::memory_order_relaxed);
-    if (n != 0) report += "call " + std::string(kFnNames[i]) + " " + std::to_string(n) + "\n";
+    if (i != 0) names += ' ';
+    names += kFnNames[i];
   }
-  ffi::write_stats(report);
+  ffi::stats_begin(s.have_real ? s.real.origin : std::string("none"),
+                   s.have_real ? s.real.found_by : std::string("none"), names);
 }
 
 State *make_state() {
@@ -94,7 +83,10 @@ State *make_state() {
     log(kError, "cannot forward to the real libzmq: " + s->real_error);
   }
   the_state = s;
-  if (s->count_calls) std::atexit(report_at_exit);
+  if (s->count_calls) {
+    begin_stats(*s);
+    std::atexit(report_at_exit);
+  }
   // Registered after the report so that it runs before it (atexit is last in, first out):
   // the report then carries the stack's final counters.
   std::atexit(ffi::shutdown_network);
@@ -115,7 +107,7 @@ class CountScope {
  public:
   CountScope(State &s, Fn fn) : active_(s.count_calls) {
     if (active_ && forward_depth++ == 0) {
-      s.calls[static_cast<size_t>(fn)].fetch_add(1, std::memory_order_relaxed);
+      ffi::count_call(static_cast<uint16_t>(fn));
     }
   }
   ~CountScope() {

@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval)
 
 usage() {
   cat <<EOF
@@ -56,6 +56,13 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
   shapes_negative       shapes --inject-wrong-expected must FAIL (the checker is alive)
                         (with SUITE_SWITCH the shapes tests run with no hot-keys file:
                         ZEBRA_HOT=online:5, every server's job sized by online_capacity)
+  stats_interval        exact_sums, 1 server, 2 workers, 800 rounds (200 beside a switch;
+                        a few seconds either way) with
+                        ZEBRA_STATS_INTERVAL=1: every process with the shim writes at least
+                        two periodic JSON lines and a final one, its counters growing
+                        (tests/lib/statslines.py; with SUITE_SWITCH the hot counters too);
+                        the checker must also fail on the lines cut to one and on them
+                        reversed. SKIP when no process has the shim (mode libzmq)
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -402,12 +409,44 @@ run_test() {
       elif grep -qE '^shapes: FAIL worker rank [0-9]+ .* got .* expected' "$JOB_LOGDIR"/worker-{0,1,2}.log 2>/dev/null; then
         pass "$name"
       else fail "$name" "no mismatch reported ($JOB_REASON); logs in $JOB_LOGDIR"; fi ;;
+    stats_interval)
+      # ZEBRA_STATS_INTERVAL (docs/METRICS.md, "Watching a process"): JSON Lines while the
+      # job runs. The processes with the shim: every node, or PSLAUNCH_PRELOAD_NAMES's.
+      local stats="$LOGDIR/$name/stats" nodes=4 hot=() names="${PSLAUNCH_PRELOAD_NAMES:-}"
+      [ -n "$names" ] && [ -n "$PRELOAD" ] && nodes=$(tr ',' '\n' <<<"$names" | grep -c .)
+      local rounds=800
+      # Beside the switch a round takes longer: as many seconds with fewer rounds.
+      [ -n "${SUITE_SWITCH:-}" ] && hot=(--hot) rounds=200
+      rm -rf "$stats"
+      mkdir -p "$stats"
+      if ! run_job "$name" 1 2 "ZEBRA_STATS=$stats/%p" ZEBRA_STATS_INTERVAL=1 -- exact_sums --rounds="$rounds"; then
+        fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"
+      elif ! every_log worker 2 '^exact_sums: OK checked [1-9][0-9]* values'; then
+        fail "$name" "a worker did not report OK; logs in $JOB_LOGDIR"
+      elif [ -z "$(ls -A "$stats")" ] && [ -z "$PRELOAD" ]; then
+        echo "SKIP $name (no process has the shim: SUITE_PRELOAD is empty and the binaries use the real libzmq)"
+      elif ! python3 "$ROOT/tests/lib/statslines.py" check "$stats" --processes "$nodes" "${hot[@]}" \
+          >"$JOB_LOGDIR/statslines.txt" 2>&1; then
+        fail "$name" "$(head -n 1 "$JOB_LOGDIR/statslines.txt"); logs in $JOB_LOGDIR"
+      else
+        # The checker is alive: one process's lines cut to its first and last, then reversed.
+        local bad="$JOB_LOGDIR/stats-bad" one
+        one="$(ls "$stats" | head -n 1)"
+        rm -rf "$bad" && mkdir -p "$bad/cut" "$bad/reversed"
+        sed -n '1p;$p' "$stats/$one" >"$bad/cut/$one"
+        tac "$stats/$one" >"$bad/reversed/$one"
+        if python3 "$ROOT/tests/lib/statslines.py" check "$bad/cut" --processes 1 >/dev/null 2>&1; then
+          fail "$name" "statslines.py passed a file with one periodic line: $bad/cut/$one"
+        elif python3 "$ROOT/tests/lib/statslines.py" check "$bad/reversed" --processes 1 >/dev/null 2>&1; then
+          fail "$name" "statslines.py passed a file in reverse order: $bad/reversed/$one"
+        else pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/statslines.txt"; fi
+      fi ;;
   esac
 }
 
 binary_of() {
   case "$1" in
-    exact_sums*) echo exact_sums ;;
+    exact_sums*|stats_interval) echo exact_sums ;;
     mf_train*) echo mf_train ;;
     trace_*|documented_path) echo trace_replay ;;
     shapes_*) echo shapes ;;

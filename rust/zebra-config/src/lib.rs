@@ -42,6 +42,11 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ZEBRA_HOT_LOSS",
         default: "(off)",
+    Variable {
+        name: "ZEBRA_STATS_INTERVAL",
+        default: "(off: at exit only)",
+        help: "with ZEBRA_STATS: every SECONDS (e.g. `1` or `0.5`) while the process runs, write its statistics to the ZEBRA_STATS destination as one JSON object per line (JSON Lines), and a last one at exit, in place of the at-exit `key value` report; `0`: off",
+    },
         help: "seeded fault injection on every hot-path send, for tests: a drop probability (`0.05`) or `drop=P,dup=P,delay=P,delay_ms=MS,seed=N`",
     },
     Variable {
@@ -277,6 +282,8 @@ pub struct Config {
     pub net: Network,
     pub dpdk_args: Option<String>,
     pub net_ip: Option<Ipv4Cidr>,
+    /// `ZEBRA_STATS_INTERVAL`: write the statistics as JSON Lines this often.
+    pub stats_interval: Option<std::time::Duration>,
     pub net_gateway: Option<std::net::Ipv4Addr>,
     /// `ZEBRA_TRACE`, `%p` already replaced (`%r` is the worker rank, known later).
     pub trace: Option<String>,
@@ -312,6 +319,7 @@ impl Default for Config {
             trace: None,
             trace_max_bytes: 256 << 20,
         }
+            stats_interval: None,
     }
 }
 
@@ -375,6 +383,24 @@ impl Config {
         pid: u32,
     ) -> Result<Config, ConfigErrors> {
         let mut cfg = Config::default();
+/// `ZEBRA_STATS_INTERVAL`: seconds, `0` or empty for off.
+fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static str> {
+    const EXPECTED: &str =
+        "expected seconds between reports, 0.01..=86400 (e.g. 1 or 0.5), or 0 for off";
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let seconds: f64 = v.parse().map_err(|_| EXPECTED)?;
+    if seconds == 0.0 {
+        Ok(None)
+    } else if (0.01..=86_400.0).contains(&seconds) {
+        Ok(Some(std::time::Duration::from_secs_f64(seconds)))
+    } else {
+        Err(EXPECTED)
+    }
+}
+
         let mut errors = Vec::new();
         let mut zebra_log = None;
         let mut rust_log = None;
@@ -397,6 +423,7 @@ impl Config {
                         });
                     }
                 }
+        let mut interval_as_typed = String::new();
                 "ZEBRA_STATS" => match value {
                     "" => {}
                     "stderr" => cfg.stats = Some(StatsSink::Stderr),
@@ -424,6 +451,17 @@ impl Config {
                         value: value.to_string(),
                         expected: "expected HOST:PORT (e.g. 10.0.0.250:9950)",
                     }),
+                "ZEBRA_STATS_INTERVAL" => match parse_interval(value) {
+                    Ok(interval) => {
+                        cfg.stats_interval = interval;
+                        interval_as_typed = value.to_string();
+                    }
+                    Err(expected) => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_STATS_INTERVAL",
+                        value: value.to_string(),
+                        expected,
+                    }),
+                },
                 },
                 "ZEBRA_HOT_KEYS" | "ZEBRA_HOT_CONFIG" if value.trim().is_empty() => {}
                 "ZEBRA_HOT_KEYS" => cfg.hot_keys = Some(PathBuf::from(value)),
@@ -572,6 +610,13 @@ mod tests {
         assert_eq!(c.hot_mode, HotMode::Auto);
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
         for (v, want) in [
+        if cfg.stats_interval.is_some() && cfg.stats.is_none() {
+            errors.push(ConfigError::BadValue {
+                name: "ZEBRA_STATS_INTERVAL",
+                value: interval_as_typed,
+                expected: "ZEBRA_STATS_INTERVAL needs ZEBRA_STATS (stderr or a file path) to say where the statistics go",
+            });
+        }
             ("online", HotMode::Online { rounds: None }),
             ("online:30", HotMode::Online { rounds: Some(30) }),
             ("file", HotMode::File),
@@ -738,6 +783,33 @@ mod tests {
     fn docs_list_every_variable() {
         let doc = include_str!("../../../docs/CONFIG.md");
         for v in VARIABLES {
+    #[test]
+    fn stats_interval_values() {
+        let with = |v| parse(&[("ZEBRA_STATS", "stderr"), ("ZEBRA_STATS_INTERVAL", v)]);
+        assert_eq!(
+            with("1").unwrap().stats_interval,
+            Some(std::time::Duration::from_secs(1))
+        );
+        assert_eq!(
+            with(" 0.5 ").unwrap().stats_interval,
+            Some(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(with("0").unwrap().stats_interval, None);
+        assert_eq!(with("").unwrap().stats_interval, None);
+        assert_eq!(parse(&[]).unwrap().stats_interval, None);
+        for bad in ["-1", "1s", "NaN", "inf", "0.001", "100000"] {
+            let err = with(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("ZEBRA_STATS_INTERVAL={bad:?}: expected seconds")),
+                "{bad}: {err}"
+            );
+        }
+        let err = parse(&[("ZEBRA_STATS_INTERVAL", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs ZEBRA_STATS"), "{err}");
+    }
+
             assert!(
                 doc.contains(&format!("`{}`", v.name)),
                 "docs/CONFIG.md does not document {}",

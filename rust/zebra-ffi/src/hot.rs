@@ -50,6 +50,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use std::time::Duration;
 
+use crate::stats::{debug_to_json, json_string};
 use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
 use zebra_agent::{
@@ -682,6 +683,17 @@ impl WorkerSide {
         }
         out
     }
+
+    /// The same counters as JSON members (`"worker":{..}` and `"trace":{..}`, each
+    /// when there is one), for `ZEBRA_STATS_INTERVAL`.
+    fn json(&self, members: &mut Vec<String>) {
+        if let Some(s) = &self.splitter {
+            members.push(format!("\"worker\":{}", s.json()));
+        }
+        if let Some(t) = &self.tracer {
+            members.push(format!("\"trace\":{}", lock(t).json()));
+        }
+    }
 }
 
 /// `ZEBRA_TRACE`: the keys of every push this worker sends, each with its
@@ -753,6 +765,17 @@ impl Tracer {
         if let Err(e) = written {
             log::error!("zebra: trace {}: {e}", self.path);
         }
+    }
+
+    fn json(&self) -> String {
+        format!(
+            "{{\"pushes\":{},\"path\":{},\"bytes\":{},\"not_recorded\":{},\"unparsed\":{}}}",
+            self.pushes,
+            json_string(&self.path),
+            self.writer.bytes_written(),
+            self.writer.dropped(),
+            self.unparsed
+        )
     }
 
     fn report(&mut self) -> String {
@@ -1096,6 +1119,41 @@ impl Splitter {
                 }
             }
         }
+    }
+
+    fn json(&self) -> String {
+        let agent = lock(&self.agent);
+        let mut out = format!(
+            "{{\"rank\":{},\"agent\":{},\"push_errors\":{},\"settle_errors\":{},\"links\":{{",
+            agent.rank(),
+            debug_to_json(&format!("{:?}", agent.stats())),
+            self.push_errors.load(Ordering::Relaxed),
+            self.settle_errors.load(Ordering::Relaxed)
+        );
+        drop(agent);
+        let links: Vec<String> = self
+            .links
+            .iter()
+            .map(|(job, link)| {
+                format!(
+                    "\"{job}\":{}",
+                    debug_to_json(&format!("{:?}", link.stats()))
+                )
+            })
+            .collect();
+        out.push_str(&links.join(","));
+        out.push('}');
+        if let Some(p) = &self.pulls {
+            let p = lock(p);
+            out.push_str(&format!(
+                ",\"pull_half\":{},\"pull_copy\":{},\"pull_half_off\":{}",
+                debug_to_json(&format!("{:?}", p.stats())),
+                debug_to_json(&format!("{:?}", p.pulls().stats())),
+                p.off().map_or("null".into(), json_string)
+            ));
+        }
+        out.push('}');
+        out
     }
 
     fn report(&self) -> String {
@@ -1499,6 +1557,30 @@ impl ServerSide {
         }
     }
 
+    fn json(&self, received: Option<u64>) -> String {
+        let agent = lock(&self.agent);
+        let mut out = format!(
+            "{{\"rank\":{},\"router_bytes_received\":{},\"agent\":{}",
+            self.rank,
+            received.map_or("null".into(), |n| n.to_string()),
+            debug_to_json(&format!("{:?}", agent.stats()))
+        );
+        if let Some(link) = &self.link {
+            out.push_str(&format!(
+                ",\"link\":{}",
+                debug_to_json(&format!("{:?}", link.stats()))
+            ));
+        }
+        if let Some((active, readback)) = agent.pull_state() {
+            out.push_str(&format!(
+                ",\"pull_half\":{{\"on\":{active},\"read_back\":{}}}",
+                debug_to_json(&format!("{readback:?}"))
+            ));
+        }
+        out.push('}');
+        out
+    }
+
     fn report(&self, received: u64) -> String {
         let agent = lock(&self.agent);
         let mut out = format!(
@@ -1534,6 +1616,26 @@ pub fn report() -> String {
         out.push_str(&s.report(received));
     }
     out
+}
+
+/// The hot path's statistics as one JSON object (`null` without a hot path): members
+/// `worker`, `trace` and `server`, each when this process has one.
+pub fn report_json() -> String {
+    let Some(p) = PROCESS.get().and_then(Option::as_ref) else {
+        return "null".into();
+    };
+    let mut members = Vec::new();
+    if let Some(w) = p.worker() {
+        w.json(&mut members);
+    }
+    if let Some(s) = p.server() {
+        // None once the app closed its ROUTER (at exit): not a counter going back to 0.
+        let received = lock(&p.router)
+            .upgrade()
+            .map(|r| r.received_bytes.load(Ordering::Relaxed));
+        members.push(format!("\"server\":{}", s.json(received)));
+    }
+    format!("{{{}}}", members.join(","))
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 
 use std::sync::OnceLock;
 
-use zebra_config::{Config, StatsSink};
+use zebra_config::Config;
 
 #[allow(unsafe_code)]
 #[cxx::bridge(namespace = "zebra::ffi")]
@@ -41,8 +41,15 @@ mod ffi {
         fn startup() -> Startup;
         /// Logs one line from the C++ side; `level` is 1 (error) … 5 (trace).
         fn log_line(level: u8, message: &str);
-        /// Writes the at-exit statistics where ZEBRA_STATS says (no-op when unset).
-        fn write_stats(report: &str);
+        /// With ZEBRA_STATS: remembers the library the shim forwards to and the names of
+        /// the counted functions (space-separated, in the order of [`count_call`]'s
+        /// indices), and with ZEBRA_STATS_INTERVAL starts the `zebra-stats` thread.
+        fn stats_begin(real_libzmq: &str, found_by: &str, functions: &str);
+        /// One call of the zmq function `function` (an index into `stats_begin`'s names).
+        fn count_call(function: u16);
+        /// At exit: stops the `zebra-stats` thread and writes the last statistics where
+        /// ZEBRA_STATS says (no-op when unset).
+        fn stats_at_exit();
         /// At exit: stops the process's user-level stack if `ZEBRA_NET` started one
         /// (network thread joined, DPDK port closed, mbuf leak check, EAL cleanup) and
         /// keeps its final counters for the statistics. No-op on the kernel's network.
@@ -54,6 +61,7 @@ pub use ffi::{Mode, Startup};
 
 mod hot;
 mod native;
+mod stats;
 
 struct Decision {
     mode: Mode,
@@ -157,38 +165,49 @@ pub fn log_line(level: u8, message: &str) {
 }
 
 /// See the bridge declaration.
-pub fn write_stats(report: &str) {
+pub fn stats_begin(real_libzmq: &str, found_by: &str, functions: &str) {
+    let d = decision();
+    let Some(config) = d.config.as_ref() else {
+        return;
+    };
+    let Some(sink) = config.stats.as_ref() else {
+        return;
+    };
+    let process = stats::Process {
+        pid: std::process::id(),
+        mode: match d.mode {
+            Mode::Off => "off",
+            Mode::On => "on",
+            _ => "refused (bad configuration)",
+        },
+        real_libzmq: real_libzmq.to_string(),
+        found_by: found_by.to_string(),
+        functions: functions.split_whitespace().map(String::from).collect(),
+    };
+    stats::begin(process, sink, config.stats_interval);
+}
+
+/// See the bridge declaration.
+pub fn count_call(function: u16) {
+    stats::count_call(function);
+}
+
+/// See the bridge declaration.
+pub fn stats_at_exit() {
     let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else {
         return;
     };
-    let net = NET_REPORT.get().map_or("", String::as_str);
-    let report = format!("{report}{}{net}", hot::report());
-    match sink {
-        StatsSink::Stderr => eprint!("{report}"),
-        StatsSink::File(path) => {
-            if let Err(e) = write_whole(path, &report) {
-                log::error!(
-                    "zebra: cannot write ZEBRA_STATS file {}: {e}",
-                    path.display()
-                );
-            }
-        }
-    }
+    stats::at_exit(sink, NET_REPORT.get().map_or("", String::as_str));
 }
 
-/// Writes `text` to `path` so that a reader sees all of it or no file: a process killed
-/// while writing (a job torn down after one node failed) leaves only a hidden temporary
-/// file beside `path`, never a truncated report.
-fn write_whole(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    let name = path.file_name().ok_or_else(|| {
-        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
-    })?;
-    let mut hidden = std::ffi::OsString::from(".");
-    hidden.push(name);
-    hidden.push(format!(".{}.tmp", std::process::id()));
-    let temporary = path.with_file_name(hidden);
-    std::fs::write(&temporary, text)?;
-    std::fs::rename(&temporary, path)
+/// The running user-level stack's counters, for a periodic report (None on the kernel's
+/// network, and once the stack has been shut down).
+fn net_stats() -> Option<String> {
+    if NET_REPORT.get().is_some() {
+        return None;
+    }
+    let stack = zebra_engine::current_stack().filter(|s| s.in_owner_process())?;
+    Some(stack.stats().to_string())
 }
 
 /// The user-level stack's last words, for the statistics (set by [`shutdown_network`]).
@@ -217,7 +236,7 @@ pub fn shutdown_network() {
 
 #[cfg(test)]
 mod tests {
-    use super::write_whole;
+    use super::stats::write_whole;
 
     #[test]
     fn a_report_replaces_the_old_one_whole_and_leaves_no_temporary_file() {

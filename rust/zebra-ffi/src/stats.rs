@@ -1,0 +1,643 @@
+//! `ZEBRA_STATS`: the process's statistics (mode, the library forwarded to, the calls of
+//! each zmq function, the hot path's counters), written at exit as `key value` lines or,
+//! with `ZEBRA_STATS_INTERVAL`, every interval while the process runs as JSON Lines by
+//! the `zebra-stats` thread (schema: `docs/METRICS.md`, "Watching a process").
+//!
+//! The call counters live here; the C++ shim adds to them ([`count_call`]) and tells
+//! once which library it forwards to and the functions' names ([`begin`]).
+
+use std::fmt::Write as _;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use zebra_config::StatsSink;
+
+/// More than the shim's functions (`cpp-shim/src/api.def` and the two context makers).
+const MAX_FUNCTIONS: usize = 128;
+
+static CALLS: [AtomicU64; MAX_FUNCTIONS] = [const { AtomicU64::new(0) }; MAX_FUNCTIONS];
+
+/// What the shim told at start-up.
+#[derive(Debug, Clone, Default)]
+pub struct Process {
+    pub pid: u32,
+    pub mode: &'static str,
+    pub real_libzmq: String,
+    pub found_by: String,
+    /// The zmq functions, in the order of their counter indices.
+    pub functions: Vec<String>,
+}
+
+static PROCESS: OnceLock<Process> = OnceLock::new();
+
+/// One call of function `index` (out of range: ignored).
+pub fn count_call(index: u16) {
+    if let Some(c) = CALLS.get(usize::from(index)) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The calls made so far, by function name, the functions never called left out.
+fn calls(functions: &[String]) -> Vec<(&str, u64)> {
+    functions
+        .iter()
+        .zip(CALLS.iter())
+        .map(|(name, n)| (name.as_str(), n.load(Ordering::Relaxed)))
+        .filter(|&(_, n)| n != 0)
+        .collect()
+}
+
+/// Stops the periodic writer: set `stop`, signal, join.
+struct Periodic {
+    stop: Mutex<bool>,
+    wake: Condvar,
+    thread: Mutex<Option<zebra_thread::Handle<()>>>,
+}
+
+static PERIODIC: Periodic = Periodic {
+    stop: Mutex::new(false),
+    wake: Condvar::new(),
+    thread: Mutex::new(None),
+};
+
+/// Remembers the process's facts and, with an interval, starts the `zebra-stats` thread.
+pub fn begin(process: Process, sink: &StatsSink, interval: Option<Duration>) {
+    if PROCESS.set(process).is_err() {
+        return;
+    }
+    let Some(interval) = interval else {
+        return;
+    };
+    let mut writer = match LineWriter::open(sink) {
+        Ok(w) => w,
+        Err(e) => {
+            log::error!("zebra: ZEBRA_STATS_INTERVAL: {e}; no periodic statistics");
+            return;
+        }
+    };
+    let spawned = zebra_thread::spawn("zebra-stats", move || {
+        let mut seq = 0u64;
+        let mut stop = PERIODIC.stop.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            // Waits out the interval unless stopped (spurious wake-ups wait again).
+            let deadline = std::time::Instant::now() + interval;
+            while !*stop {
+                let left = deadline.saturating_duration_since(std::time::Instant::now());
+                if left.is_zero() {
+                    break;
+                }
+                stop = PERIODIC
+                    .wake
+                    .wait_timeout(stop, left)
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .0;
+            }
+            if *stop {
+                return;
+            }
+            drop(stop);
+            seq += 1;
+            writer.write_line(&json_line(seq, false));
+            stop = PERIODIC.stop.lock().unwrap_or_else(PoisonError::into_inner);
+        }
+    });
+    match spawned {
+        Ok(handle) => {
+            *PERIODIC
+                .thread
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner) = Some(handle)
+        }
+        Err(e) => log::error!("zebra: cannot start the zebra-stats thread: {e}"),
+    }
+}
+
+/// At exit: stops the periodic writer and writes the last report, a JSON line when
+/// periodic, else the `key value` report (whole).
+pub fn at_exit(sink: &StatsSink, net: &str) {
+    let thread = PERIODIC
+        .thread
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(thread) = thread {
+        *PERIODIC.stop.lock().unwrap_or_else(PoisonError::into_inner) = true;
+        PERIODIC.wake.notify_all();
+        thread.join();
+        match LineWriter::append(sink) {
+            Ok(mut w) => w.write_line(&json_line(u64::MAX, true)),
+            Err(e) => log::error!("zebra: ZEBRA_STATS: {e}"),
+        }
+        return;
+    }
+    let report = format!("{}{}{net}", text_report(), crate::hot::report());
+    match sink {
+        StatsSink::Stderr => eprint!("{report}"),
+        StatsSink::File(path) => {
+            if let Err(e) = write_whole(path, &report) {
+                log::error!(
+                    "zebra: cannot write ZEBRA_STATS file {}: {e}",
+                    path.display()
+                );
+            }
+        }
+    }
+}
+
+/// The `key value` head of the at-exit report.
+fn text_report() -> String {
+    let p = PROCESS.get().cloned().unwrap_or_default();
+    let mut out = format!(
+        "pid {}\nmode {}\nreal_libzmq {}\nfound_by {}\n",
+        p.pid, p.mode, p.real_libzmq, p.found_by
+    );
+    for (name, n) in calls(&p.functions) {
+        let _ = writeln!(out, "call {name} {n}");
+    }
+    out
+}
+
+/// One JSON line of the statistics now (`seq` u64::MAX: the final one).
+fn json_line(seq: u64, last: bool) -> String {
+    let p = PROCESS.get().cloned().unwrap_or_default();
+    let now = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default();
+    let mut out = format!(
+        "{{\"pid\":{},\"time\":{}.{:03},",
+        p.pid,
+        now.as_secs(),
+        now.subsec_millis()
+    );
+    if !last {
+        let _ = write!(out, "\"seq\":{seq},");
+    }
+    let _ = write!(
+        out,
+        "\"final\":{last},\"mode\":{},\"real_libzmq\":{},\"found_by\":{},\"calls\":{{",
+        json_string(p.mode),
+        json_string(&p.real_libzmq),
+        json_string(&p.found_by)
+    );
+    for (i, (name, n)) in calls(&p.functions).into_iter().enumerate() {
+        let comma = if i == 0 { "" } else { "," };
+        let _ = write!(out, "{comma}{}:{n}", json_string(name));
+    }
+    let _ = write!(out, "}},\"hot\":{}", crate::hot::report_json());
+    if let Some(net) = crate::net_stats() {
+        let _ = write!(out, ",\"net\":{}", json_string(&net));
+    }
+    out.push('}');
+    out
+}
+
+/// Where the JSON lines go: standard error, or a file appended to.
+enum LineWriter {
+    Stderr,
+    File(std::fs::File, std::path::PathBuf),
+}
+
+impl LineWriter {
+    /// The periodic writer: a file is started empty.
+    fn open(sink: &StatsSink) -> std::io::Result<LineWriter> {
+        Self::with(sink, true)
+    }
+
+    /// The final line's writer: after the periodic ones.
+    fn append(sink: &StatsSink) -> std::io::Result<LineWriter> {
+        Self::with(sink, false)
+    }
+
+    fn with(sink: &StatsSink, truncate: bool) -> std::io::Result<LineWriter> {
+        Ok(match sink {
+            StatsSink::Stderr => LineWriter::Stderr,
+            StatsSink::File(path) => {
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(path)
+                    .map_err(|e| in_file(path, e))?;
+                if truncate {
+                    file.set_len(0).map_err(|e| in_file(path, e))?;
+                }
+                LineWriter::File(file, path.clone())
+            }
+        })
+    }
+
+    /// Writes `line` and a newline in one write (a reader of an appended file sees
+    /// whole lines); an error is logged, and the next line tried all the same.
+    fn write_line(&mut self, line: &str) {
+        let mut buf = String::with_capacity(line.len() + 1);
+        buf.push_str(line);
+        buf.push('\n');
+        let result = match self {
+            LineWriter::Stderr => std::io::stderr().lock().write_all(buf.as_bytes()),
+            LineWriter::File(f, _) => f.write_all(buf.as_bytes()),
+        };
+        if let Err(e) = result {
+            let place = match self {
+                LineWriter::Stderr => "standard error".to_string(),
+                LineWriter::File(_, p) => p.display().to_string(),
+            };
+            log::error!("zebra: ZEBRA_STATS: cannot write to {place}: {e}");
+        }
+    }
+}
+
+fn in_file(path: &Path, e: std::io::Error) -> std::io::Error {
+    std::io::Error::new(e.kind(), format!("{}: {e}", path.display()))
+}
+
+/// Writes `text` to `path` so that a reader sees all of it or no file: a process killed
+/// while writing (a job torn down after one node failed) leaves only a hidden temporary
+/// file beside `path`, never a truncated report.
+pub(crate) fn write_whole(path: &Path, text: &str) -> std::io::Result<()> {
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(std::io::ErrorKind::InvalidInput, "the path names no file")
+    })?;
+    let mut hidden = std::ffi::OsString::from(".");
+    hidden.push(name);
+    hidden.push(format!(".{}.tmp", std::process::id()));
+    let temporary = path.with_file_name(hidden);
+    std::fs::write(&temporary, text)?;
+    std::fs::rename(&temporary, path)
+}
+
+/// `s` as a JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Turns the `{:?}` rendering of a statistics value into JSON: a struct becomes an
+/// object of its fields (its type name dropped), a list or tuple an array, `None` null,
+/// `Some(x)` and any one-field tuple struct `x`, `true`/`false` booleans, a number a
+/// number, and any other word (an enum variant, `1.5ms`) a string. So the counters'
+/// JSON follows their Rust definitions with no list of fields to keep in step. Text it
+/// does not understand becomes one JSON string: the output is always valid JSON.
+pub(crate) fn debug_to_json(debug: &str) -> String {
+    let mut p = DebugParser {
+        s: debug.as_bytes(),
+        at: 0,
+    };
+    let mut out = String::new();
+    match p.value(&mut out, 0) {
+        Some(())
+            if {
+                p.skip_ws();
+                p.at == p.s.len()
+            } =>
+        {
+            out
+        }
+        _ => json_string(debug),
+    }
+}
+
+struct DebugParser<'a> {
+    s: &'a [u8],
+    at: usize,
+}
+
+impl<'a> DebugParser<'a> {
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.at).copied()
+    }
+
+    fn skip_ws(&mut self) {
+        while self.peek().is_some_and(|c| c.is_ascii_whitespace()) {
+            self.at += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8) -> bool {
+        self.skip_ws();
+        if self.peek() == Some(c) {
+            self.at += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// One value into `out`; None on text it does not understand.
+    fn value(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        if depth > 32 {
+            return None;
+        }
+        self.skip_ws();
+        match self.peek()? {
+            b'"' => self.string(out),
+            b'[' => {
+                self.at += 1;
+                self.list(out, b']', depth)
+            }
+            b'(' => {
+                self.at += 1;
+                self.list(out, b')', depth)
+            }
+            b'{' => {
+                self.at += 1;
+                self.fields(out, depth)
+            }
+            _ => {
+                let word = self.word()?;
+                if self.eat(b'{') {
+                    return self.fields(out, depth);
+                }
+                if self.eat(b'(') {
+                    let mut items = String::new();
+                    let n = self.items(&mut items, b')', depth)?;
+                    match n {
+                        1 => out.push_str(&items),
+                        _ => {
+                            out.push('[');
+                            out.push_str(&items);
+                            out.push(']');
+                        }
+                    }
+                    return Some(());
+                }
+                out.push_str(&scalar(word));
+                Some(())
+            }
+        }
+    }
+
+    /// A bare word: up to a delimiter, whitespace or `: `.
+    fn word(&mut self) -> Option<&'a str> {
+        let start = self.at;
+        while let Some(c) = self.peek() {
+            let field_colon = c == b':' && self.s.get(self.at + 1).is_none_or(|n| *n == b' ');
+            if b",{}[]()\"".contains(&c) || c.is_ascii_whitespace() || field_colon {
+                break;
+            }
+            self.at += 1;
+        }
+        let s: &'a [u8] = self.s;
+        (self.at > start)
+            .then(|| std::str::from_utf8(&s[start..self.at]).ok())
+            .flatten()
+    }
+
+    /// A Rust string literal (`{:?}` of a str) as a JSON string.
+    fn string(&mut self, out: &mut String) -> Option<()> {
+        self.at += 1;
+        let mut text = String::new();
+        loop {
+            let rest = std::str::from_utf8(&self.s[self.at..]).ok()?;
+            let c = rest.chars().next()?;
+            self.at += c.len_utf8();
+            match c {
+                '"' => break,
+                '\\' => {
+                    let e = self.peek()?;
+                    self.at += 1;
+                    match e {
+                        b'n' => text.push('\n'),
+                        b't' => text.push('\t'),
+                        b'r' => text.push('\r'),
+                        b'0' => text.push('\0'),
+                        b'"' | b'\\' | b'\'' => text.push(char::from(e)),
+                        b'u' => {
+                            let rest = std::str::from_utf8(&self.s[self.at..]).ok()?;
+                            let close = rest.find('}')?;
+                            let code = u32::from_str_radix(rest.get(1..close)?, 16).ok()?;
+                            text.push(char::from_u32(code)?);
+                            self.at += close + 1;
+                        }
+                        _ => return None,
+                    }
+                }
+                c => text.push(c),
+            }
+        }
+        out.push_str(&json_string(&text));
+        Some(())
+    }
+
+    /// Items up to `close`, as a JSON array.
+    fn list(&mut self, out: &mut String, close: u8, depth: usize) -> Option<()> {
+        out.push('[');
+        self.items(out, close, depth)?;
+        out.push(']');
+        Some(())
+    }
+
+    /// Comma-separated values up to `close` (a trailing comma allowed); their number.
+    fn items(&mut self, out: &mut String, close: u8, depth: usize) -> Option<usize> {
+        let mut n = 0;
+        loop {
+            if self.eat(close) {
+                return Some(n);
+            }
+            if n > 0 {
+                out.push(',');
+            }
+            self.value(out, depth + 1)?;
+            n += 1;
+            if !self.eat(b',') {
+                return self.eat(close).then_some(n);
+            }
+        }
+    }
+
+    /// `name: value` pairs up to `}` (a struct, or a map whose keys become strings).
+    fn fields(&mut self, out: &mut String, depth: usize) -> Option<()> {
+        out.push('{');
+        let mut first = true;
+        loop {
+            if self.eat(b'}') {
+                break;
+            }
+            self.skip_ws();
+            if self.s[self.at..].starts_with(b"..") {
+                self.at += 2;
+                continue;
+            }
+            let mut key = String::new();
+            self.value(&mut key, depth + 1)?;
+            if !key.starts_with('"') {
+                key = json_string(&key);
+            }
+            if !self.eat(b':') {
+                return None;
+            }
+            if !first {
+                out.push(',');
+            }
+            first = false;
+            out.push_str(&key);
+            out.push(':');
+            self.value(out, depth + 1)?;
+            if !self.eat(b',') {
+                if !self.eat(b'}') {
+                    return None;
+                }
+                break;
+            }
+        }
+        out.push('}');
+        Some(())
+    }
+}
+
+/// A bare word of `{:?}` output as a JSON value.
+fn scalar(word: &str) -> String {
+    match word {
+        "None" => "null".into(),
+        "true" | "false" => word.into(),
+        w if w.parse::<i128>().is_ok() => w.into(),
+        w if w.parse::<f64>().is_ok_and(f64::is_finite)
+            && w.bytes()
+                .all(|c| c.is_ascii_digit() || b".-eE+".contains(&c))
+            && !w.starts_with('.')
+            && !w.ends_with('.') =>
+        {
+            w.into()
+        }
+        w => json_string(w),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Default)]
+    #[allow(dead_code)]
+    struct Inner {
+        a: u64,
+        b: usize,
+    }
+
+    #[derive(Debug, Default)]
+    #[allow(dead_code)]
+    struct Outer {
+        count: u64,
+        inner: Inner,
+        maybe: Option<u32>,
+        none: Option<u32>,
+        wait: Duration,
+        name: String,
+        list: Vec<i32>,
+        flag: bool,
+        mode: Kind,
+        pair: (u8, f32),
+    }
+
+    #[derive(Debug, Default)]
+    #[allow(dead_code)]
+    enum Kind {
+        #[default]
+        Exact,
+        Other(u8),
+    }
+
+    #[test]
+    fn debug_becomes_json() {
+        let o = Outer {
+            count: 7,
+            inner: Inner { a: 1, b: 2 },
+            maybe: Some(3),
+            wait: Duration::from_micros(1500),
+            name: "a \"q\"\n\u{1}é".into(),
+            list: vec![-1, 2],
+            flag: true,
+            pair: (4, 0.5),
+            ..Outer::default()
+        };
+        assert_eq!(
+            debug_to_json(&format!("{o:?}")),
+            r#"{"count":7,"inner":{"a":1,"b":2},"maybe":3,"none":null,"wait":"1.5ms","name":"a \"q\"\n\u0001é","list":[-1,2],"flag":true,"mode":"Exact","pair":[4,0.5]}"#
+        );
+        // Pretty Debug reads the same.
+        assert_eq!(
+            debug_to_json(&format!("{o:#?}")),
+            debug_to_json(&format!("{o:?}"))
+        );
+        assert_eq!(debug_to_json(&format!("{:?}", Kind::Other(9))), "9");
+        let map: std::collections::BTreeMap<u16, Inner> = [(3, Inner::default())].into();
+        assert_eq!(debug_to_json(&format!("{map:?}")), r#"{"3":{"a":0,"b":0}}"#);
+    }
+
+    #[test]
+    fn what_is_not_understood_stays_a_string() {
+        for text in ["Foo { a: 1", "{ a: 1 } trailing", "x: 1", "\"open", "[1, 2"] {
+            assert_eq!(debug_to_json(text), json_string(text), "{text}");
+        }
+        assert_eq!(debug_to_json("1.5ms"), "\"1.5ms\"");
+        assert_eq!(debug_to_json("10.0.0.1:9950"), "\"10.0.0.1:9950\"");
+    }
+
+    #[test]
+    fn json_strings_are_escaped() {
+        assert_eq!(json_string("a\"b\\c\td\u{7f}"), "\"a\\\"b\\\\c\\td\u{7f}\"");
+        assert_eq!(json_string("\u{0}"), "\"\\u0000\"");
+    }
+
+    #[test]
+    fn calls_are_counted_by_name_and_out_of_range_is_ignored() {
+        let names: Vec<String> = ["zmq_a", "zmq_b", "zmq_c"].map(String::from).into();
+        count_call(1);
+        count_call(1);
+        count_call(u16::MAX);
+        assert_eq!(calls(&names), vec![("zmq_b", 2)]);
+    }
+
+    #[test]
+    fn lines_are_appended_whole_after_the_file_is_started_empty() {
+        let dir = std::env::temp_dir().join(format!("zebra-ffi-lines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("s.jsonl");
+        std::fs::write(&path, "an older run\n").unwrap();
+        let sink = StatsSink::File(path.clone());
+        let mut w = LineWriter::open(&sink).unwrap();
+        w.write_line("{\"seq\":1}");
+        w.write_line("{\"seq\":2}");
+        LineWriter::append(&sink)
+            .unwrap()
+            .write_line("{\"final\":true}");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{\"seq\":1}\n{\"seq\":2}\n{\"final\":true}\n"
+        );
+        assert!(LineWriter::open(&StatsSink::File(dir.join("no/such/dir"))).is_err());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_json_line_is_one_line_of_valid_shape() {
+        let line = json_line(3, false);
+        assert!(!line.contains('\n'), "{line}");
+        assert!(
+            line.starts_with("{\"pid\":") && line.ends_with('}'),
+            "{line}"
+        );
+        assert!(line.contains("\"seq\":3,\"final\":false,"), "{line}");
+        assert!(
+            line.contains("\"calls\":{") && line.contains("\"hot\":null"),
+            "{line}"
+        );
+        assert!(!json_line(u64::MAX, true).contains("\"seq\""));
+    }
+}
