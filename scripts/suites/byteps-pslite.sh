@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint)
 
 usage() {
   cat <<EOF
@@ -63,6 +63,11 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         (tests/lib/statslines.py; with SUITE_SWITCH the hot counters too);
                         the checker must also fail on the lines cut to one and on them
                         reversed. SKIP when no process has the shim (mode libzmq)
+  metrics_endpoint      exact_sums, 1 server, 2 workers, 800 rounds with
+                        ZEBRA_METRICS=127.0.0.1:0: tests/lib/shimmetrics.py scrapes every
+                        node's endpoint twice while the job runs (the calls must grow),
+                        and must fail once the job has ended (the endpoints closed).
+                        Only with SUITE_PRELOAD and without PSLAUNCH_PRELOAD_NAMES (else SKIP)
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -441,12 +446,30 @@ run_test() {
           fail "$name" "statslines.py passed a file in reverse order: $bad/reversed/$one"
         else pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/statslines.txt"; fi
       fi ;;
+    metrics_endpoint)
+      # ZEBRA_METRICS (docs/METRICS.md, "A process's endpoint"), scraped while the job runs.
+      if [ -z "$PRELOAD" ] || [ -n "${PSLAUNCH_PRELOAD_NAMES:-}" ]; then
+        echo "SKIP $name (needs the shim preloaded into every node)"; return
+      fi
+      JOB_LOGDIR="$LOGDIR/$name"
+      rm -rf "$JOB_LOGDIR" && mkdir -p "$JOB_LOGDIR"
+      python3 "$LAUNCHER" --servers 1 --workers 2 --timeout "$TIMEOUT" --logdir "$JOB_LOGDIR" \
+        --preload "$PRELOAD" --env ZEBRA_METRICS=127.0.0.1:0 --env ZEBRA_LOG=info \
+        -- "$BIN_DIR/exact_sums" --rounds=800 >"$JOB_LOGDIR/pslaunch.log" 2>&1 &
+      local job=$! scraped=0
+      python3 "$ROOT/tests/lib/shimmetrics.py" check "$JOB_LOGDIR" --processes 4 \
+        >"$JOB_LOGDIR/shimmetrics.txt" 2>&1 && scraped=1
+      if ! wait "$job"; then fail "$name" "the job failed: $(tail -n 1 "$JOB_LOGDIR/pslaunch.log")"
+      elif [ $scraped = 0 ]; then fail "$name" "$(head -n 1 "$JOB_LOGDIR/shimmetrics.txt"); logs in $JOB_LOGDIR"
+      elif python3 "$ROOT/tests/lib/shimmetrics.py" check "$JOB_LOGDIR" --processes 4 --wait 1 >/dev/null 2>&1; then
+        fail "$name" "shimmetrics.py passed after the job ended (endpoints still open?)"
+      else pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/shimmetrics.txt"; fi ;;
   esac
 }
 
 binary_of() {
   case "$1" in
-    exact_sums*|stats_interval) echo exact_sums ;;
+    exact_sums*|stats_interval|metrics_endpoint) echo exact_sums ;;
     mf_train*) echo mf_train ;;
     trace_*|documented_path) echo trace_replay ;;
     shapes_*) echo shapes ;;

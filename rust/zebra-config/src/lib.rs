@@ -40,13 +40,18 @@ pub const VARIABLES: &[Variable] = &[
         help: "`stderr` or a file path: at exit, write the mode, the library forwarded to and per-function call counts (a file path may contain `%p`, replaced by the process id)",
     },
     Variable {
-        name: "ZEBRA_HOT_LOSS",
-        default: "(off)",
-    Variable {
         name: "ZEBRA_STATS_INTERVAL",
         default: "(off: at exit only)",
         help: "with ZEBRA_STATS: every SECONDS (e.g. `1` or `0.5`) while the process runs, write its statistics to the ZEBRA_STATS destination as one JSON object per line (JSON Lines), and a last one at exit, in place of the at-exit `key value` report; `0`: off",
     },
+    Variable {
+        name: "ZEBRA_METRICS",
+        default: "(off)",
+        help: "HOST:PORT: serve this process's counters (zmq calls, the hot path's) in Prometheus's text format at http://HOST:PORT/metrics while it runs (`127.0.0.1:0`: a free port, logged); counters only, no authentication: bind to loopback",
+    },
+    Variable {
+        name: "ZEBRA_HOT_LOSS",
+        default: "(off)",
         help: "seeded fault injection on every hot-path send, for tests: a drop probability (`0.05`) or `drop=P,dup=P,delay=P,delay_ms=MS,seed=N`",
     },
     Variable {
@@ -269,6 +274,10 @@ pub struct Config {
     pub log_filter: String,
     pub real_libzmq: Option<PathBuf>,
     pub stats: Option<StatsSink>,
+    /// `ZEBRA_STATS_INTERVAL`: write the statistics as JSON Lines this often.
+    pub stats_interval: Option<std::time::Duration>,
+    /// `ZEBRA_METRICS`: `HOST:PORT` of the process's Prometheus endpoint.
+    pub metrics: Option<String>,
     pub hot_loss: Option<HotLoss>,
     /// `ZEBRA_SWITCH`, as given (resolved when the hot path starts).
     pub switch: Option<String>,
@@ -282,8 +291,6 @@ pub struct Config {
     pub net: Network,
     pub dpdk_args: Option<String>,
     pub net_ip: Option<Ipv4Cidr>,
-    /// `ZEBRA_STATS_INTERVAL`: write the statistics as JSON Lines this often.
-    pub stats_interval: Option<std::time::Duration>,
     pub net_gateway: Option<std::net::Ipv4Addr>,
     /// `ZEBRA_TRACE`, `%p` already replaced (`%r` is the worker rank, known later).
     pub trace: Option<String>,
@@ -304,6 +311,8 @@ impl Default for Config {
             log_filter: "warn".into(),
             real_libzmq: None,
             stats: None,
+            stats_interval: None,
+            metrics: None,
             hot_loss: None,
             switch: None,
             hot_keys: None,
@@ -319,7 +328,6 @@ impl Default for Config {
             trace: None,
             trace_max_bytes: 256 << 20,
         }
-            stats_interval: None,
     }
 }
 
@@ -364,6 +372,24 @@ fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
     }
 }
 
+/// `ZEBRA_STATS_INTERVAL`: seconds, `0` or empty for off.
+fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static str> {
+    const EXPECTED: &str =
+        "expected seconds between reports, 0.01..=86400 (e.g. 1 or 0.5), or 0 for off";
+    let v = value.trim();
+    if v.is_empty() {
+        return Ok(None);
+    }
+    let seconds: f64 = v.parse().map_err(|_| EXPECTED)?;
+    if seconds == 0.0 {
+        Ok(None)
+    } else if (0.01..=86_400.0).contains(&seconds) {
+        Ok(Some(std::time::Duration::from_secs_f64(seconds)))
+    } else {
+        Err(EXPECTED)
+    }
+}
+
 impl Config {
     /// Reads the process environment.
     pub fn from_env() -> Result<Config, ConfigErrors> {
@@ -383,27 +409,10 @@ impl Config {
         pid: u32,
     ) -> Result<Config, ConfigErrors> {
         let mut cfg = Config::default();
-/// `ZEBRA_STATS_INTERVAL`: seconds, `0` or empty for off.
-fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static str> {
-    const EXPECTED: &str =
-        "expected seconds between reports, 0.01..=86400 (e.g. 1 or 0.5), or 0 for off";
-    let v = value.trim();
-    if v.is_empty() {
-        return Ok(None);
-    }
-    let seconds: f64 = v.parse().map_err(|_| EXPECTED)?;
-    if seconds == 0.0 {
-        Ok(None)
-    } else if (0.01..=86_400.0).contains(&seconds) {
-        Ok(Some(std::time::Duration::from_secs_f64(seconds)))
-    } else {
-        Err(EXPECTED)
-    }
-}
-
         let mut errors = Vec::new();
         let mut zebra_log = None;
         let mut rust_log = None;
+        let mut interval_as_typed = String::new();
         for (name, value) in vars {
             match name {
                 "ZEBRA_ENABLE" => match parse_bool("ZEBRA_ENABLE", value) {
@@ -423,7 +432,6 @@ fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static s
                         });
                     }
                 }
-        let mut interval_as_typed = String::new();
                 "ZEBRA_STATS" => match value {
                     "" => {}
                     "stderr" => cfg.stats = Some(StatsSink::Stderr),
@@ -431,6 +439,28 @@ fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static s
                         cfg.stats =
                             Some(StatsSink::File(path.replace("%p", &pid.to_string()).into()))
                     }
+                },
+                "ZEBRA_METRICS" if value.trim().is_empty() => {}
+                "ZEBRA_METRICS" => match value.trim().rsplit_once(':') {
+                    Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                        cfg.metrics = Some(value.trim().to_string())
+                    }
+                    _ => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_METRICS",
+                        value: value.to_string(),
+                        expected: "expected HOST:PORT to serve the metrics on (e.g. 127.0.0.1:9960, or port 0 for a free one)",
+                    }),
+                },
+                "ZEBRA_STATS_INTERVAL" => match parse_interval(value) {
+                    Ok(interval) => {
+                        cfg.stats_interval = interval;
+                        interval_as_typed = value.to_string();
+                    }
+                    Err(expected) => errors.push(ConfigError::BadValue {
+                        name: "ZEBRA_STATS_INTERVAL",
+                        value: value.to_string(),
+                        expected,
+                    }),
                 },
                 "ZEBRA_HOT_LOSS" if value.trim().is_empty() => {}
                 "ZEBRA_HOT_LOSS" => match value.parse::<HotLoss>() {
@@ -451,17 +481,6 @@ fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static s
                         value: value.to_string(),
                         expected: "expected HOST:PORT (e.g. 10.0.0.250:9950)",
                     }),
-                "ZEBRA_STATS_INTERVAL" => match parse_interval(value) {
-                    Ok(interval) => {
-                        cfg.stats_interval = interval;
-                        interval_as_typed = value.to_string();
-                    }
-                    Err(expected) => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_STATS_INTERVAL",
-                        value: value.to_string(),
-                        expected,
-                    }),
-                },
                 },
                 "ZEBRA_HOT_KEYS" | "ZEBRA_HOT_CONFIG" if value.trim().is_empty() => {}
                 "ZEBRA_HOT_KEYS" => cfg.hot_keys = Some(PathBuf::from(value)),
@@ -575,6 +594,13 @@ fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static s
                 expected: "ZEBRA_NET=dpdk needs ZEBRA_DPDK_ARGS (the EAL arguments)",
             });
         }
+        if cfg.stats_interval.is_some() && cfg.stats.is_none() {
+            errors.push(ConfigError::BadValue {
+                name: "ZEBRA_STATS_INTERVAL",
+                value: interval_as_typed,
+                expected: "ZEBRA_STATS_INTERVAL needs ZEBRA_STATS (stderr or a file path) to say where the statistics go",
+            });
+        }
         if let Some(filter) = zebra_log.or(rust_log).filter(|f| !f.trim().is_empty()) {
             cfg.log_filter = filter;
         }
@@ -610,13 +636,6 @@ mod tests {
         assert_eq!(c.hot_mode, HotMode::Auto);
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
         for (v, want) in [
-        if cfg.stats_interval.is_some() && cfg.stats.is_none() {
-            errors.push(ConfigError::BadValue {
-                name: "ZEBRA_STATS_INTERVAL",
-                value: interval_as_typed,
-                expected: "ZEBRA_STATS_INTERVAL needs ZEBRA_STATS (stderr or a file path) to say where the statistics go",
-            });
-        }
             ("online", HotMode::Online { rounds: None }),
             ("online:30", HotMode::Online { rounds: Some(30) }),
             ("file", HotMode::File),
@@ -749,6 +768,42 @@ mod tests {
     }
 
     #[test]
+    fn stats_interval_values() {
+        let with = |v| parse(&[("ZEBRA_STATS", "stderr"), ("ZEBRA_STATS_INTERVAL", v)]);
+        assert_eq!(
+            with("1").unwrap().stats_interval,
+            Some(std::time::Duration::from_secs(1))
+        );
+        assert_eq!(
+            with(" 0.5 ").unwrap().stats_interval,
+            Some(std::time::Duration::from_millis(500))
+        );
+        assert_eq!(with("0").unwrap().stats_interval, None);
+        assert_eq!(with("").unwrap().stats_interval, None);
+        assert_eq!(parse(&[]).unwrap().stats_interval, None);
+        for bad in ["-1", "1s", "NaN", "inf", "0.001", "100000"] {
+            let err = with(bad).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("ZEBRA_STATS_INTERVAL={bad:?}: expected seconds")),
+                "{bad}: {err}"
+            );
+        }
+        let err = parse(&[("ZEBRA_STATS_INTERVAL", "2")])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("needs ZEBRA_STATS"), "{err}");
+        let m = parse(&[("ZEBRA_METRICS", "127.0.0.1:0")]).unwrap();
+        assert_eq!(m.metrics.as_deref(), Some("127.0.0.1:0"));
+        for bad in ["9960", ":9960", "h:http"] {
+            let err = parse(&[("ZEBRA_METRICS", bad)]).unwrap_err().to_string();
+            assert!(
+                err.contains(&format!("ZEBRA_METRICS={bad:?}: expected HOST:PORT")),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
     fn hot_loss_specs() {
         let l = parse(&[("ZEBRA_HOT_LOSS", "0.05")])
             .unwrap()
@@ -783,33 +838,6 @@ mod tests {
     fn docs_list_every_variable() {
         let doc = include_str!("../../../docs/CONFIG.md");
         for v in VARIABLES {
-    #[test]
-    fn stats_interval_values() {
-        let with = |v| parse(&[("ZEBRA_STATS", "stderr"), ("ZEBRA_STATS_INTERVAL", v)]);
-        assert_eq!(
-            with("1").unwrap().stats_interval,
-            Some(std::time::Duration::from_secs(1))
-        );
-        assert_eq!(
-            with(" 0.5 ").unwrap().stats_interval,
-            Some(std::time::Duration::from_millis(500))
-        );
-        assert_eq!(with("0").unwrap().stats_interval, None);
-        assert_eq!(with("").unwrap().stats_interval, None);
-        assert_eq!(parse(&[]).unwrap().stats_interval, None);
-        for bad in ["-1", "1s", "NaN", "inf", "0.001", "100000"] {
-            let err = with(bad).unwrap_err().to_string();
-            assert!(
-                err.contains(&format!("ZEBRA_STATS_INTERVAL={bad:?}: expected seconds")),
-                "{bad}: {err}"
-            );
-        }
-        let err = parse(&[("ZEBRA_STATS_INTERVAL", "2")])
-            .unwrap_err()
-            .to_string();
-        assert!(err.contains("needs ZEBRA_STATS"), "{err}");
-    }
-
             assert!(
                 doc.contains(&format!("`{}`", v.name)),
                 "docs/CONFIG.md does not document {}",

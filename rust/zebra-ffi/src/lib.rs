@@ -31,7 +31,7 @@ mod ffi {
         reason: String,
         /// `ZEBRA_REAL_LIBZMQ`, or empty.
         real_libzmq: String,
-        /// Count calls per function (ZEBRA_STATS is set).
+        /// Count calls per function (ZEBRA_STATS or ZEBRA_METRICS is set).
         count_calls: bool,
     }
 
@@ -41,7 +41,7 @@ mod ffi {
         fn startup() -> Startup;
         /// Logs one line from the C++ side; `level` is 1 (error) … 5 (trace).
         fn log_line(level: u8, message: &str);
-        /// With ZEBRA_STATS: remembers the library the shim forwards to and the names of
+        /// With ZEBRA_STATS or ZEBRA_METRICS (starts its endpoint): remembers the library the shim forwards to and the names of
         /// the counted functions (space-separated, in the order of [`count_call`]'s
         /// indices), and with ZEBRA_STATS_INTERVAL starts the `zebra-stats` thread.
         fn stats_begin(real_libzmq: &str, found_by: &str, functions: &str);
@@ -148,7 +148,7 @@ pub fn startup() -> Startup {
             .and_then(|c| c.real_libzmq.as_ref())
             .map(|p| p.display().to_string())
             .unwrap_or_default(),
-        count_calls: config.is_some_and(|c| c.stats.is_some()),
+        count_calls: config.is_some_and(|c| c.stats.is_some() || c.metrics.is_some()),
     }
 }
 
@@ -170,9 +170,6 @@ pub fn stats_begin(real_libzmq: &str, found_by: &str, functions: &str) {
     let Some(config) = d.config.as_ref() else {
         return;
     };
-    let Some(sink) = config.stats.as_ref() else {
-        return;
-    };
     let process = stats::Process {
         pid: std::process::id(),
         mode: match d.mode {
@@ -184,7 +181,12 @@ pub fn stats_begin(real_libzmq: &str, found_by: &str, functions: &str) {
         found_by: found_by.to_string(),
         functions: functions.split_whitespace().map(String::from).collect(),
     };
-    stats::begin(process, sink, config.stats_interval);
+    stats::begin(
+        process,
+        config.stats.as_ref(),
+        config.stats_interval,
+        config.metrics.as_deref(),
+    );
 }
 
 /// See the bridge declaration.
@@ -194,6 +196,7 @@ pub fn count_call(function: u16) {
 
 /// See the bridge declaration.
 pub fn stats_at_exit() {
+    stats::stop_metrics();
     let Some(sink) = decision().config.as_ref().and_then(|c| c.stats.as_ref()) else {
         return;
     };

@@ -63,12 +63,24 @@ static PERIODIC: Periodic = Periodic {
     thread: Mutex::new(None),
 };
 
-/// Remembers the process's facts and, with an interval, starts the `zebra-stats` thread.
-pub fn begin(process: Process, sink: &StatsSink, interval: Option<Duration>) {
+/// The process's Prometheus endpoint (`ZEBRA_METRICS`), stopped at exit.
+static METRICS: Mutex<Option<zebra_metrics::MetricsServer>> = Mutex::new(None);
+
+/// Remembers the process's facts; with `ZEBRA_METRICS` starts its endpoint, with
+/// `ZEBRA_STATS_INTERVAL` the `zebra-stats` thread.
+pub fn begin(
+    process: Process,
+    sink: Option<&StatsSink>,
+    interval: Option<Duration>,
+    metrics: Option<&str>,
+) {
     if PROCESS.set(process).is_err() {
         return;
     }
-    let Some(interval) = interval else {
+    if let Some(addr) = metrics {
+        start_metrics(addr);
+    }
+    let (Some(sink), Some(interval)) = (sink, interval) else {
         return;
     };
     let mut writer = match LineWriter::open(sink) {
@@ -112,6 +124,153 @@ pub fn begin(process: Process, sink: &StatsSink, interval: Option<Duration>) {
                 .unwrap_or_else(PoisonError::into_inner) = Some(handle)
         }
         Err(e) => log::error!("zebra: cannot start the zebra-stats thread: {e}"),
+    }
+}
+
+/// `ZEBRA_METRICS=addr`: serves [`render_metrics`] there; a failure is logged.
+fn start_metrics(addr: &str) {
+    use std::net::ToSocketAddrs;
+    let resolved = addr.to_socket_addrs().map(|mut a| a.next());
+    let server = match resolved {
+        Ok(Some(a)) => zebra_metrics::MetricsServer::start(a, render_metrics),
+        Ok(None) => Err(std::io::Error::other("the name has no address")),
+        Err(e) => Err(e),
+    };
+    match server {
+        Ok(server) => {
+            log::info!("zebra: metrics at http://{}/metrics", server.local_addr());
+            *METRICS.lock().unwrap_or_else(PoisonError::into_inner) = Some(server);
+        }
+        Err(e) => log::error!("zebra: ZEBRA_METRICS={addr}: {e}; no metrics endpoint"),
+    }
+}
+
+/// At exit: stops the metrics endpoint.
+pub fn stop_metrics() {
+    let server = METRICS
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take();
+    if let Some(server) = server {
+        server.stop();
+    }
+}
+
+/// The process's counters in Prometheus's text format: `zebra_shim_calls_total` by
+/// `function`, and every number of the hot path's statistics as `zebra_shim_hot` by
+/// `counter` (its path in the JSON lines, e.g. `worker.agent.split`).
+pub fn render_metrics() -> String {
+    let p = PROCESS.get().cloned().unwrap_or_default();
+    let calls = calls(&p.functions)
+        .into_iter()
+        .map(|(name, n)| (vec![("function", name.to_string())], n))
+        .collect();
+    let mut hot = Vec::new();
+    json_leaves(&crate::hot::report_json(), &mut hot);
+    zebra_metrics::render("zebra_shim", Box::new(Scrape { calls, hot }))
+}
+
+/// One scrape's numbers.
+#[derive(Debug)]
+struct Scrape {
+    calls: Vec<(zebra_metrics::Labels, u64)>,
+    hot: Vec<(String, u64)>,
+}
+
+impl zebra_metrics::prometheus_client::collector::Collector for Scrape {
+    fn encode(
+        &self,
+        mut enc: zebra_metrics::prometheus_client::encoding::DescriptorEncoder,
+    ) -> std::fmt::Result {
+        use zebra_metrics::{family, MetricType};
+        family(
+            &mut enc,
+            "calls",
+            "calls of each zmq function by the application",
+            MetricType::Counter,
+            &self.calls,
+        )?;
+        let hot: Vec<_> = self
+            .hot
+            .iter()
+            .map(|(path, n)| (vec![("counter", path.clone())], *n))
+            .collect();
+        family(
+            &mut enc,
+            "hot",
+            "the hot path's statistics, by their path in the ZEBRA_STATS JSON lines",
+            MetricType::Gauge,
+            &hot,
+        )
+    }
+}
+
+/// The non-negative integers of a JSON text made by this module, by dotted path.
+fn json_leaves(json: &str, out: &mut Vec<(String, u64)>) {
+    fn walk(s: &[u8], at: &mut usize, path: &str, out: &mut Vec<(String, u64)>) -> Option<()> {
+        let join = |k: &str| {
+            if path.is_empty() {
+                k.to_string()
+            } else {
+                format!("{path}.{k}")
+            }
+        };
+        match *s.get(*at)? {
+            b'{' => {
+                *at += 1;
+                while *s.get(*at)? != b'}' {
+                    let key = string(s, at)?;
+                    (*s.get(*at)? == b':').then_some(())?;
+                    *at += 1;
+                    walk(s, at, &join(&key), out)?;
+                    if *s.get(*at)? == b',' {
+                        *at += 1;
+                    }
+                }
+                *at += 1;
+            }
+            b'[' => {
+                *at += 1;
+                let mut i = 0;
+                while *s.get(*at)? != b']' {
+                    walk(s, at, &join(&i.to_string()), out)?;
+                    i += 1;
+                    if *s.get(*at)? == b',' {
+                        *at += 1;
+                    }
+                }
+                *at += 1;
+            }
+            b'"' => {
+                string(s, at)?;
+            }
+            _ => {
+                let start = *at;
+                while s.get(*at).is_some_and(|c| !b",}]".contains(c)) {
+                    *at += 1;
+                }
+                let word = std::str::from_utf8(&s[start..*at]).ok()?;
+                if let Ok(n) = word.parse::<u64>() {
+                    out.push((path.to_string(), n));
+                }
+            }
+        }
+        Some(())
+    }
+    /// A JSON string at `at` (its escapes kept as they are: keys have none).
+    fn string(s: &[u8], at: &mut usize) -> Option<String> {
+        (*s.get(*at)? == b'"').then_some(())?;
+        let start = *at + 1;
+        *at = start;
+        while *s.get(*at)? != b'"' {
+            *at += if s[*at] == b'\\' { 2 } else { 1 };
+        }
+        *at += 1;
+        Some(String::from_utf8_lossy(&s[start..*at - 1]).into_owned())
+    }
+    let mut at = 0;
+    if walk(json.as_bytes(), &mut at, "", out).is_none() {
+        log::debug!("zebra: metrics: hot counters not read");
     }
 }
 
@@ -587,6 +746,30 @@ mod tests {
         }
         assert_eq!(debug_to_json("1.5ms"), "\"1.5ms\"");
         assert_eq!(debug_to_json("10.0.0.1:9950"), "\"10.0.0.1:9950\"");
+    }
+
+    #[test]
+    fn metrics_carry_every_hot_number_by_path() {
+        let mut leaves = Vec::new();
+        json_leaves(
+            r#"{"worker":{"rank":1,"agent":{"split":7,"passed":{"not_push":3}},"links":{"1":{"srtt":"1.5ms","x":null,"l":[4,5]}},"off":"a\"b"}}"#,
+            &mut leaves,
+        );
+        let want = [
+            ("worker.rank", 1),
+            ("worker.agent.split", 7),
+            ("worker.agent.passed.not_push", 3),
+            ("worker.links.1.l.0", 4),
+            ("worker.links.1.l.1", 5),
+        ];
+        assert_eq!(leaves, want.map(|(p, n)| (p.to_string(), n)).to_vec());
+        count_call(0);
+        let text = render_metrics();
+        assert!(
+            text.contains("# TYPE zebra_shim_calls_total counter"),
+            "{text}"
+        );
+        assert!(text.contains("# TYPE zebra_shim_hot gauge"), "{text}");
     }
 
     #[test]
