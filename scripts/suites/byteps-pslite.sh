@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key)
 
 usage() {
   cat <<EOF
@@ -68,6 +68,9 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         node's endpoint twice while the job runs (the calls must grow),
                         and must fail once the job has ended (the endpoints closed).
                         Only with SUITE_PRELOAD and without PSLAUNCH_PRELOAD_NAMES (else SKIP)
+  job_key               exact_sums as exact_sums_hot (no loss) with ZEBRA_JOB_KEY_FILE (a
+                        0600 file) in every node and the switch: the switch must aggregate.
+                        Only with SUITE_SWITCH (else SKIP)
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -104,7 +107,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|trace_hot|trace_online|documented_path) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|trace_hot|trace_online|documented_path|job_key) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -158,7 +161,8 @@ run_job() {
       service=(--service "switch=$SUITE_SWITCH switch --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag")
     else
       envs+=(--env "ZEBRA_HOT_CONFIG=$conf" --env "ZEBRA_HOT_LOSS=$loss")
-      service=(--service "switch=$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag --loss $loss")
+      # SWITCH_ENV: VAR=VALUE for the switch alone (over the nodes' --env).
+      service=(--service "switch=${SWITCH_ENV:+env $SWITCH_ENV }$SUITE_SWITCH switch --config $conf --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag --loss $loss")
     fi
   fi
   local out="$JOB_LOGDIR/pslaunch.log"
@@ -446,6 +450,25 @@ run_test() {
           fail "$name" "statslines.py passed a file in reverse order: $bad/reversed/$one"
         else pass "$name"; sed 's/^/  /' "$JOB_LOGDIR/statslines.txt"; fi
       fi ;;
+    job_key)
+      # ZEBRA_JOB_KEY_FILE (docs/SECURITY.md): members show the token their key derives.
+      if [ -z "${SUITE_SWITCH:-}" ]; then
+        echo "SKIP $name (needs SUITE_SWITCH: the key is shared by the members and the switch)"; return
+      fi
+      local ours="$LOGDIR/$name.key" args=(--val-len=32 --keys=64 --rounds=4)
+      mkdir -p "$LOGDIR"
+      (umask 077 && echo "ours $RANDOM$RANDOM" >"$ours")
+      if ! HOT_KEYS_ARGS="--keys 64 --val-len 32" run_job "$name" 2 4 "ZEBRA_JOB_KEY_FILE=$ours" \
+          -- exact_sums "${args[@]}"; then
+        fail "$name" "with the key everywhere: $JOB_REASON; logs in $JOB_LOGDIR"
+      elif ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values'; then
+        fail "$name" "with the key everywhere, a worker did not report OK; logs in $JOB_LOGDIR"
+      elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+        fail "$name" "with the key everywhere: $(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
+      else
+        pass "$name"
+        echo "  $(cat "$JOB_LOGDIR/hotpath.txt")"
+      fi ;;
     metrics_endpoint)
       # ZEBRA_METRICS (docs/METRICS.md, "A process's endpoint"), scraped while the job runs.
       if [ -z "$PRELOAD" ] || [ -n "${PSLAUNCH_PRELOAD_NAMES:-}" ]; then
@@ -469,7 +492,7 @@ run_test() {
 
 binary_of() {
   case "$1" in
-    exact_sums*|stats_interval|metrics_endpoint) echo exact_sums ;;
+    exact_sums*|stats_interval|metrics_endpoint|job_key) echo exact_sums ;;
     mf_train*) echo mf_train ;;
     trace_*|documented_path) echo trace_replay ;;
     shapes_*) echo shapes ;;

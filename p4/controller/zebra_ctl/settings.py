@@ -78,6 +78,7 @@ KNOBS = [
     Knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     Knob("worker_retain_pairs", "worker-retain-pairs", "N", "1048576", "worker: hot pairs of settled rounds kept for a switch restart; the switch ignores it"),
     Knob("max_round_ahead", "max-round-ahead", "ROUNDS", "1048576", "switch: hot packets more than ROUNDS rounds past the job's newest are refused"),
+    Knob("job_key_file", "job-key-file", "FILE", "(none: the switch draws each job's token)", "the job's secret key; the P4 controller does not take one yet (docs/SECURITY.md)"),
     Knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: uncertain fallback wait"),
     Knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
     Knob("update_window", "update-window", "N", "8", "server and workers (the pull half): updates of the last N seqs kept; the switch ignores it"),
@@ -439,6 +440,8 @@ class _Builder:
             self.cfg().worker_retain_pairs = _int(e, 0, 1 << 30, 64)
         elif k == "max_round_ahead":
             self.cfg().max_round_ahead = _int(e, 1, 0xFFFFFFFF, 32)
+        elif k == "job_key_file":
+            raise _Bad(e.bad("the P4 controller does not derive job tokens from a key yet (docs/SECURITY.md, \"Not done yet\")"))
         elif k == "update_window":
             self.cfg().update_window = _int(e, 1, consts.MAX_UPDATE_WINDOW, 64)
         elif k == "number":

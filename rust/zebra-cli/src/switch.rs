@@ -149,6 +149,12 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
             .map_err(|e| e.to_string())?;
         }
     }
+    if let Some(typed) = std::env::var_os("ZEBRA_JOB_KEY") {
+        // The key itself, never a flag (a command line is visible to every
+        // user); docs/SECURITY.md.
+        let key = zebra_config::JobKey::from_value("ZEBRA_JOB_KEY", &typed.to_string_lossy())?;
+        s.set_job_key(key, "ZEBRA_JOB_KEY");
+    }
     let config = s.build().map_err(|e| e.to_string())?;
     if let Some(file) = &config.no_keys {
         return Err(format!(

@@ -3,14 +3,29 @@
 
 use std::fs;
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::sync::Mutex;
+
+/// Held while a test writes a copy of the binary and while a test starts a
+/// process: a child forked while another test's copy is still open for
+/// writing holds that descriptor until it execs, and executing the copy then
+/// fails with ETXTBSY ("Text file busy"). `spawn` returns once the child has
+/// exec'd, so holding the lock across it is enough.
+static FORK: Mutex<()> = Mutex::new(());
 
 fn zebra(bin: &Path, args: &[&str]) -> Output {
-    Command::new(bin)
-        .args(args)
-        .env_remove("LD_PRELOAD")
-        .output()
-        .unwrap()
+    let child = {
+        let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+        Command::new(bin)
+            .args(args)
+            .env_remove("LD_PRELOAD")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    child.wait_with_output().unwrap()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -23,7 +38,10 @@ fn install(dir: &Path) -> (std::path::PathBuf, String) {
     fs::create_dir_all(dir.join("bin")).unwrap();
     fs::create_dir_all(dir.join("lib")).unwrap();
     let bin = dir.join("bin/zebra");
-    fs::copy(env!("CARGO_BIN_EXE_zebra"), &bin).unwrap();
+    {
+        let _held = FORK.lock().unwrap_or_else(|e| e.into_inner());
+        fs::copy(env!("CARGO_BIN_EXE_zebra"), &bin).unwrap();
+    }
     let lib = dir.join("lib/libzmq.so.5");
     fs::write(&lib, b"").unwrap();
     (bin, lib.canonicalize().unwrap().display().to_string())

@@ -9,6 +9,9 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+mod job_key;
+pub use job_key::JobKey;
+
 /// One documented variable.
 #[derive(Debug, Clone, Copy)]
 pub struct Variable {
@@ -58,6 +61,16 @@ pub const VARIABLES: &[Variable] = &[
         name: "ZEBRA_SWITCH",
         default: "(none: no in-network aggregation)",
         help: "HOST:PORT of the aggregating switch (`zebra switch` or a Tofino running p4/); with ZEBRA_ENABLE=1, workers send hot keys there (alone: zero configuration, online hot keys in jobs the switch admits)",
+    },
+    Variable {
+        name: "ZEBRA_JOB_KEY",
+        default: "(none: the switch draws the job's token)",
+        help: "the job's secret key, the same string in every worker, server and the switch: each derives the job's membership token from it (HMAC-SHA-256), shows it from its first packet, and the switch takes on only members that show it (docs/SECURITY.md); visible to anyone who can read this process's environment, so prefer ZEBRA_JOB_KEY_FILE",
+    },
+    Variable {
+        name: "ZEBRA_JOB_KEY_FILE",
+        default: "(none)",
+        help: "a file holding the job's secret key (one line), instead of ZEBRA_JOB_KEY; refused if every user may read it (chmod 600)",
     },
     Variable {
         name: "ZEBRA_HOT_KEYS",
@@ -295,6 +308,8 @@ pub struct Config {
     /// `ZEBRA_TRACE`, `%p` already replaced (`%r` is the worker rank, known later).
     pub trace: Option<String>,
     pub trace_max_bytes: u64,
+    /// `ZEBRA_JOB_KEY` or the key in `ZEBRA_JOB_KEY_FILE`.
+    pub job_key: Option<JobKey>,
 }
 
 impl Config {
@@ -327,6 +342,7 @@ impl Default for Config {
             net_gateway: None,
             trace: None,
             trace_max_bytes: 256 << 20,
+            job_key: None,
         }
     }
 }
@@ -340,6 +356,9 @@ pub enum ConfigError {
         value: String,
         expected: &'static str,
     },
+    /// A bad job key: the message names the variable, never the key.
+    #[error("{0}")]
+    JobKey(String),
     #[error("{name} is not a Zebra setting (known: {known}); check the spelling")]
     Unknown { name: String, known: String },
 }
@@ -560,6 +579,22 @@ impl Config {
                         expected,
                     }),
                 },
+                "ZEBRA_JOB_KEY" | "ZEBRA_JOB_KEY_FILE" if cfg.job_key.is_some() => {
+                    errors.push(ConfigError::JobKey(
+                        "ZEBRA_JOB_KEY and ZEBRA_JOB_KEY_FILE are both set: give one".into(),
+                    ));
+                }
+                "ZEBRA_JOB_KEY" => match JobKey::from_value("ZEBRA_JOB_KEY", value) {
+                    Ok(k) => cfg.job_key = Some(k),
+                    Err(e) => errors.push(ConfigError::JobKey(e)),
+                },
+                "ZEBRA_JOB_KEY_FILE" if value.trim().is_empty() => {}
+                "ZEBRA_JOB_KEY_FILE" => {
+                    match JobKey::from_file("ZEBRA_JOB_KEY_FILE", std::path::Path::new(value)) {
+                        Ok(k) => cfg.job_key = Some(k),
+                        Err(e) => errors.push(ConfigError::JobKey(e)),
+                    }
+                }
                 "ZEBRA_GATEWAY" if value.trim().is_empty() => {}
                 "ZEBRA_GATEWAY" => match value.trim().parse() {
                     Ok(gw) => cfg.net_gateway = Some(gw),

@@ -219,6 +219,10 @@ impl Aggregation {
         if !problems.is_empty() {
             return Err(problems);
         }
+        if let Some(key) = &config.job_key {
+            // The job's token is derived from it (docs/SECURITY.md).
+            settings.set_job_key(key.clone(), "ZEBRA_JOB_KEY/ZEBRA_JOB_KEY_FILE");
+        }
         let built = settings.build().map_err(|e| e.problems)?;
         if let Some(file) = &built.no_keys {
             log::warn!(

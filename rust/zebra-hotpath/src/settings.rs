@@ -27,9 +27,9 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use zebra_config::HotLoss;
+use zebra_config::{HotLoss, JobKey};
 use zebra_proto::number::MAX_FRAC_BITS;
-use zebra_proto::{Config, JobConfig, LayoutKind, NumberMode, Packing};
+use zebra_proto::{job_token, Config, JobConfig, LayoutKind, NumberMode, Packing};
 
 use std::sync::Arc;
 
@@ -97,6 +97,10 @@ pub const KNOBS: &[Knob] = &[
     knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
     knob("worker_retain_pairs", "worker-retain-pairs", "N", "1048576", "worker: hot pairs of settled rounds kept (8 bytes each, oldest rounds dropped first) until the server answers, so that what a switch held when it was killed is sent to the servers when it starts again; 0: none (a restart then costs those rounds' hot sums, reported by the servers)"),
     knob("max_round_ahead", "max-round-ahead", "ROUNDS", "1048576", "switch: a hot packet more than ROUNDS rounds past its job's newest round is refused (FALLBACK FarAhead, counted), not remembered (docs/SECURITY.md)"),
+    Knob {
+        env: Some("ZEBRA_JOB_KEY_FILE"),
+        ..knob("job_key_file", "job-key-file", "FILE", "(none: the switch draws each job's token)", "the job's secret key, in a file nobody else may read (chmod 600): every party derives the job's token from it and the switch takes on only members that show it (docs/SECURITY.md); a relative path is relative to this file; ZEBRA_JOB_KEY gives the key itself")
+    },
     knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)"),
     knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
     knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): a server keeps its updates of the last N seqs (older ones unacknowledged are given up); a worker that sees update n takes any still missing below n - N + 1 as a gap; 1..=1024"),
@@ -168,6 +172,10 @@ pub struct HotpathConfig {
     /// aggregation would save nothing; its comments say why): there is
     /// nothing to aggregate, and `proto` has no job. The file's path.
     pub no_keys: Option<String>,
+    /// The job's secret key (`job_key_file`, `ZEBRA_JOB_KEY`): every job of
+    /// [`Self::proto`] has the token it derives; a switch that admits jobs
+    /// gives each the token of its id and admits only REGISTERs showing it.
+    pub job_key: Option<JobKey>,
 }
 
 /// Default of `online_rounds`.
@@ -202,6 +210,7 @@ impl HotpathConfig {
                 .collect(),
             loss: self.loss,
             admit: self.admit.clone(),
+            job_key: self.job_key.clone(),
             ..SwitchNodeConfig::new(listen, self.proto.clone())
         }
     }
@@ -286,6 +295,8 @@ impl Entry {
 #[derive(Debug, Clone, Default)]
 pub struct Settings {
     entries: Vec<Entry>,
+    /// The job key given itself ([`Settings::set_job_key`]) and its origin.
+    job_key: Option<(JobKey, String)>,
 }
 
 impl Settings {
@@ -383,9 +394,19 @@ impl Settings {
         Ok(())
     }
 
+    /// Gives the job's secret key itself (`ZEBRA_JOB_KEY`, read by
+    /// `zebra_config`), named `origin` in errors; never printed. A
+    /// `job_key_file` as well is an error.
+    pub fn set_job_key(&mut self, key: JobKey, origin: &str) {
+        self.job_key = Some((key, origin.to_string()));
+    }
+
     /// Checks every value and the combination.
     pub fn build(&self) -> Result<HotpathConfig, SettingsError> {
-        let mut b = Builder::default();
+        let mut b = Builder {
+            job_key: self.job_key.clone(),
+            ..Builder::default()
+        };
         let mut problems = Vec::new();
         for e in &self.entries {
             if let Err(p) = b.apply(e) {
@@ -423,6 +444,7 @@ struct Builder {
     online_retry: Option<Duration>,
     online_out: Option<String>,
     online_capacity: Option<u32>,
+    job_key: Option<(JobKey, String)>,
 }
 
 fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
@@ -479,6 +501,24 @@ impl Builder {
             "job" => self.job = Some(int(e, 0, u16::MAX)?),
             "workers" => self.workers = Some(int(e, 1, 64)?),
             "servers" => self.servers = Some(int(e, 1, u16::MAX)?),
+            "job_key_file" => {
+                let path = PathBuf::from(&e.value);
+                let path = match e.base_dir() {
+                    Some(dir) if path.is_relative() => dir.join(path),
+                    _ => path,
+                };
+                let named = match &e.origin {
+                    Origin::File { .. } => format!("{}: job_key_file", e.origin),
+                    other => other.to_string(),
+                };
+                let key = JobKey::from_file(&named, &path)?;
+                if let Some((_, first)) = &self.job_key {
+                    return Err(format!(
+                        "{named}: the job key is given twice (also by {first}): give one"
+                    ));
+                }
+                self.job_key = Some((key, named));
+            }
             "hot_keys" => {
                 if e.value.is_empty() {
                     return Err(e.bad("expected a file path"));
@@ -711,6 +751,11 @@ impl Builder {
             .take()
             .unwrap_or_else(|| Config::new(Vec::new()));
         proto.jobs = jobs;
+        if let Some((key, _)) = &self.job_key {
+            for job in &mut proto.jobs {
+                job.token = job_token(key.as_bytes(), job.id);
+            }
+        }
         proto
             .validate()
             .map_err(|e| SettingsError::one(format!("the settings do not fit together: {e}")))?;
@@ -741,6 +786,7 @@ impl Builder {
             admit: None,
             zero_config,
             no_keys: None,
+            job_key: self.job_key.map(|(k, _)| k),
         })
     }
 
@@ -791,6 +837,7 @@ impl Builder {
             zero_config: admit.is_some(),
             admit,
             no_keys,
+            job_key: self.job_key.map(|(k, _)| k),
         })
     }
 }

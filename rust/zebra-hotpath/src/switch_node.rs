@@ -23,11 +23,13 @@ use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use zebra_config::HotLoss;
+use zebra_config::{HotLoss, JobKey};
 use zebra_net::Stack;
 use zebra_proto::consts::{packet_type, VALUE_LEN};
 use zebra_proto::wire::{Admission, FallbackReason, Message, RegisterRepr};
-use zebra_proto::{Config, JobConfig, Refusal, Role, Switch, SwitchAction, SwitchStats, Timestamp};
+use zebra_proto::{
+    job_token, Config, JobConfig, Refusal, Role, Switch, SwitchAction, SwitchStats, Timestamp,
+};
 
 use crate::fault::{self, FaultInjector};
 use crate::io::{HotSocket, IoStats, Machine, Node, Sends};
@@ -52,6 +54,10 @@ pub struct SwitchNodeConfig {
     /// each admitted job is this one with the REGISTER's job id, workers and
     /// capacity, one server. `None`: only the jobs of `proto`.
     pub admit: Option<JobConfig>,
+    /// The jobs' secret key (`job_key_file`, `ZEBRA_JOB_KEY`): an admitted
+    /// job gets the token it derives for the job's id, and only a REGISTER
+    /// showing that token is admitted (`docs/SECURITY.md`).
+    pub job_key: Option<JobKey>,
     /// This incarnation's epoch, nonzero, sent in every REGISTER_ACK: drawn
     /// at random by [`new`](Self::new), so that a switch started again is
     /// told apart from the one before it.
@@ -68,6 +74,7 @@ impl SwitchNodeConfig {
             loss: None,
             stack: None,
             admit: None,
+            job_key: None,
             epoch: rand::random::<u32>().max(1),
         }
     }
@@ -244,6 +251,8 @@ struct SwitchMachine {
     unroutable: u64,
     /// The template of admitted jobs (`SwitchNodeConfig::admit`).
     admit: Option<JobConfig>,
+    /// `SwitchNodeConfig::job_key`.
+    job_key: Option<JobKey>,
     /// Jobs admitted.
     admitted: u64,
     update_copies: u64,
@@ -333,6 +342,18 @@ impl SwitchMachine {
         let Some(template) = &self.admit else {
             return 0;
         };
+        let token = self
+            .job_key
+            .as_ref()
+            .map_or(0, |k| job_token(k.as_bytes(), r.job));
+        if token != 0 && r.token != token {
+            log::warn!(
+                "switch: REGISTER from {src} to admit job {} without the token of the jobs' key; \
+                 refused",
+                r.job
+            );
+            return 0;
+        }
         if r.server != 0 {
             log::warn!(
                 "switch: REGISTER from {src} to admit job {} for server {}: an admitted job has \
@@ -348,6 +369,7 @@ impl SwitchMachine {
             hot_keys: a.capacity,
             servers: 1,
             owners: None,
+            token,
             ..template.clone()
         };
         match self.switch.admit(job) {
@@ -572,6 +594,7 @@ impl SwitchNode {
             register_refused: 0,
             unroutable: 0,
             admit: config.admit.clone(),
+            job_key: config.job_key.clone(),
             admitted: 0,
             update_copies: 0,
             update_unroutable: 0,

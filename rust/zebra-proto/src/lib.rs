@@ -56,6 +56,7 @@ pub mod config;
 pub mod consts;
 pub mod fallback;
 mod flow;
+pub mod job_key;
 pub mod layout;
 pub mod number;
 pub mod packing;
@@ -71,6 +72,7 @@ pub mod worker;
 
 pub use config::{Config, ConfigError, JobConfig};
 pub use fallback::{Fallback, FallbackCause};
+pub use job_key::job_token;
 pub use layout::{Layout, LayoutKind, Location};
 pub use number::NumberMode;
 pub use packing::Packing;
