@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch)
 
 usage() {
   cat <<EOF
@@ -69,8 +69,14 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         and must fail once the job has ended (the endpoints closed).
                         Only with SUITE_PRELOAD and without PSLAUNCH_PRELOAD_NAMES (else SKIP)
   job_key               exact_sums as exact_sums_hot (no loss) with ZEBRA_JOB_KEY_FILE (a
-                        0600 file) in every node and the switch: the switch must aggregate.
-                        Only with SUITE_SWITCH (else SKIP)
+                        0600 file) in every node and the switch: the switch must aggregate;
+                        then zero configuration with another key at the switch: it must
+                        refuse the REGISTERs, both servers must step aside, nothing is
+                        added and the sums are exact. Only with SUITE_SWITCH (else SKIP)
+  silent_switch         shapes --shape=own (1500 pushes) with ZEBRA_SWITCH naming a port where
+                        nothing listens (zero configuration, register_wait_ms = 300): both
+                        servers must step aside because the switch never answered, install
+                        no key, and the sums must be exact. Only with SUITE_SWITCH (else SKIP)
 
 Environment:
   PSLITE_BIN_DIR        directory holding the binaries (default .build/byteps-pslite/tests,
@@ -107,7 +113,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|trace_hot|trace_online|documented_path|job_key) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|trace_hot|trace_online|documented_path|job_key|silent_switch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -155,7 +161,7 @@ run_job() {
     envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p")
     if [ "${ZERO_CONFIG:-0}" = 1 ]; then
       # What a user sets: ZEBRA_SWITCH alone, and a switch given only its address.
-      service=(--service "switch=$SUITE_SWITCH switch --listen {ip:switch}:{port:switch}")
+      service=(--service "switch=${SWITCH_ENV:+env $SWITCH_ENV }$SUITE_SWITCH switch --listen {ip:switch}:{port:switch}")
     elif [ "${DEFAULTS:-0}" = 1 ]; then
       # The documented commands: zebra switch with its defaults and the hot-keys file.
       service=(--service "switch=$SUITE_SWITCH switch --listen {ip:switch}:{port:switch} --workers {workers} --servers {servers} $keys_flag")
@@ -455,9 +461,9 @@ run_test() {
       if [ -z "${SUITE_SWITCH:-}" ]; then
         echo "SKIP $name (needs SUITE_SWITCH: the key is shared by the members and the switch)"; return
       fi
-      local ours="$LOGDIR/$name.key" args=(--val-len=32 --keys=64 --rounds=4)
+      local ours="$LOGDIR/$name.key" other="$LOGDIR/$name.other.key" args=(--val-len=32 --keys=64 --rounds=4)
       mkdir -p "$LOGDIR"
-      (umask 077 && echo "ours $RANDOM$RANDOM" >"$ours")
+      (umask 077 && echo "ours $RANDOM$RANDOM" >"$ours" && echo "not ours" >"$other")
       if ! HOT_KEYS_ARGS="--keys 64 --val-len 32" run_job "$name" 2 4 "ZEBRA_JOB_KEY_FILE=$ours" \
           -- exact_sums "${args[@]}"; then
         fail "$name" "with the key everywhere: $JOB_REASON; logs in $JOB_LOGDIR"
@@ -465,10 +471,41 @@ run_test() {
         fail "$name" "with the key everywhere, a worker did not report OK; logs in $JOB_LOGDIR"
       elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
         fail "$name" "with the key everywhere: $(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
+      elif ! HOT_KEYS_FILE=none ZERO_CONFIG=1 SWITCH_ENV="ZEBRA_JOB_KEY_FILE=$other" \
+          run_job "$name-other" 2 4 "ZEBRA_JOB_KEY_FILE=$ours" -- exact_sums "${args[@]}"; then
+        fail "$name" "another key at the switch: $JOB_REASON; logs in $JOB_LOGDIR"
+      elif ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values'; then
+        fail "$name" "another key at the switch: a worker did not report OK; logs in $JOB_LOGDIR"
+      elif ! grep -q "without the token of the jobs' key; refused" "$JOB_LOGDIR/switch.log" \
+          || ! every_log server 2 "stepping aside: .*did not admit this server's job"; then
+        fail "$name" "another key at the switch: no refusal for the token, or a server did not step aside; logs in $JOB_LOGDIR"
+      elif ! grep -qE '^  added +0 packets, 0 pairs' "$JOB_LOGDIR/switch.log"; then
+        fail "$name" "another key at the switch, yet it added pairs; logs in $JOB_LOGDIR"
       else
         pass "$name"
-        echo "  $(cat "$JOB_LOGDIR/hotpath.txt")"
+        echo "  same key: $(cat "$LOGDIR/$name/hotpath.txt")"
+        echo "  another key at the switch (zero configuration): refused at admission, both servers stepped aside, 0 pairs added, sums exact"
       fi ;;
+    silent_switch)
+      # A switch that never answers (docs/HOTPATH.md, register_wait_ms): stepped around.
+      if [ -z "${SUITE_SWITCH:-}" ] || [ -z "$PRELOAD" ]; then
+        echo "SKIP $name (runs in the on+switch modes)"; return
+      fi
+      JOB_LOGDIR="$LOGDIR/$name"
+      rm -rf "$JOB_LOGDIR" && mkdir -p "$JOB_LOGDIR"
+      echo "register_wait_ms = 300" >"$JOB_LOGDIR/wait.conf"
+      if ! python3 "$LAUNCHER" --servers 2 --workers 3 --timeout "$TIMEOUT" --logdir "$JOB_LOGDIR" \
+          --preload "$PRELOAD" --env "ZEBRA_SWITCH=127.0.0.1:{port:nobody}" \
+          --env "ZEBRA_HOT_CONFIG=$JOB_LOGDIR/wait.conf" -- "$BIN_DIR/shapes" --shape=own \
+          --rounds=1500 --keys=16 --val-len=8 >"$JOB_LOGDIR/pslaunch.log" 2>&1; then
+        fail "$name" "the job failed: $(tail -n 1 "$JOB_LOGDIR/pslaunch.log")"
+      elif ! every_log worker 3 '^shapes: OK worker rank [0-9]+ shape own: [0-9]+ pushes, [1-9][0-9]* values checked, 0 wrong'; then
+        fail "$name" "a worker did not report OK; logs in $JOB_LOGDIR"
+      elif ! every_log server 2 "stepping aside: .*has not answered this server's REGISTER"; then
+        fail "$name" "a server did not step aside for the silent switch; logs in $JOB_LOGDIR"
+      elif grep -q 'online hot keys: [0-9]* new keys' "$JOB_LOGDIR"/server-*.log; then
+        fail "$name" "a server installed keys with a silent switch; logs in $JOB_LOGDIR"
+      else pass "$name"; fi ;;
     metrics_endpoint)
       # ZEBRA_METRICS (docs/METRICS.md, "A process's endpoint"), scraped while the job runs.
       if [ -z "$PRELOAD" ] || [ -n "${PSLAUNCH_PRELOAD_NAMES:-}" ]; then
@@ -495,7 +532,7 @@ binary_of() {
     exact_sums*|stats_interval|metrics_endpoint|job_key) echo exact_sums ;;
     mf_train*) echo mf_train ;;
     trace_*|documented_path) echo trace_replay ;;
-    shapes_*) echo shapes ;;
+    shapes_*|silent_switch) echo shapes ;;
     *) echo "$1" ;;
   esac
 }

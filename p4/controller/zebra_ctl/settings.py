@@ -82,6 +82,7 @@ KNOBS = [
     Knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: uncertain fallback wait"),
     Knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
     Knob("update_window", "update-window", "N", "8", "server and workers (the pull half): updates of the last N seqs kept; the switch ignores it"),
+    Knob("register_wait_ms", "register-wait-ms", "MS", "2000", "server: how long a server waits for the switch's REGISTER_ACK before it steps aside; the switch ignores it"),
     Knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): last-resort delivery of an unsettled push; the switch ignores it"),
     Knob("number", "number", "f32|fixed:BITS", "f32", "value format"),
     Knob("layout", "layout", "heat|random:SEED", "heat", "register layout"),
@@ -432,6 +433,8 @@ class _Builder:
             setattr(self.cfg(), k[:-3] + "_us", _millis(e))
         elif k == "settle_timeout_ms":
             self.settle_timeout_us = _millis(e)
+        elif k == "register_wait_ms":
+            _millis(e)
         elif k in ("aggregate_max_retries", "worker_max_retries", "server_history"):
             setattr(self.cfg(), k, _int(e, 1, 0xFFFFFFFF, 32))
         elif k == "worker_max_in_flight":

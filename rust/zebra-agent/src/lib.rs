@@ -61,7 +61,7 @@ pub use hotset::{HotKey, HotSet, HotSetError, KeyRanges, LenLearner};
 pub use online::{Aside, Census, Decision, OnlineConfig};
 pub use pull::{Fill, Miss, PullConfig, PullPlan, PullStats, RowUpdate, WorkerPulls};
 pub use readback::{ReadBack, ReadBackStats, RoundValues};
-pub use server::{ServerAgent, ServerOutput};
+pub use server::{ServerAgent, ServerOutput, SwitchHeard};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
 pub use worker::{FromServer, Outgoing, SettleMessage, SplitPush, WorkerAgent};
 pub use worker_pull::{PullAgent, PullAgentStats, PullSend};

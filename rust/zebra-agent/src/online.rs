@@ -250,6 +250,11 @@ pub enum Aside {
     /// With the keys installed the workers pushed this many times a second,
     /// against the first number while the server counted.
     Slower(f64, f64),
+    /// The switch has not acknowledged this server's REGISTER in this long
+    /// (`register_wait_ms`): it is not running, cannot be reached, or does
+    /// not take the job's token (another `ZEBRA_JOB_KEY`). Every hot packet
+    /// would wait for its timeouts.
+    Unanswered(std::time::Duration),
 }
 
 impl Aside {
@@ -275,8 +280,15 @@ impl std::fmt::Display for Aside {
             ),
             Aside::NotAdmitted => write!(
                 f,
-                "the switch did not admit this server's job (no room for it, or a job of that \
-                 id with another number of workers)"
+                "the switch did not admit this server's job (no room for it, a job of that id \
+                 with another number of workers, or not the token of the switch's job key)"
+            ),
+            Aside::Unanswered(waited) => write!(
+                f,
+                "the switch has not answered this server's REGISTER in {:.1} s: it is not \
+                 running, cannot be reached, or does not take the job's token (ZEBRA_JOB_KEY \
+                 differs); aggregation is tried again once it answers",
+                waited.as_secs_f64()
             ),
             Aside::Slower(before, after) => write!(
                 f,

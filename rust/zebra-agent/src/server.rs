@@ -264,6 +264,8 @@ pub struct ServerAgent {
     /// and how many times it counted again.
     aside_since: Option<Timestamp>,
     recounts: u32,
+    /// What the server has heard from the switch ([`Self::on_switch`]).
+    switch: SwitchHeard,
     /// The latest time given (the time of a step aside when no time comes
     /// with it).
     now: Timestamp,
@@ -276,6 +278,17 @@ pub struct ServerAgent {
     /// The newest round an aggregate came for (RESTART's `through`).
     newest_aggregate: u32,
     stats: ServerAgentStats,
+}
+
+/// What a server has heard from the switch ([`ServerAgent::on_switch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SwitchHeard {
+    /// Its REGISTER is not answered yet.
+    Waiting,
+    /// The switch acknowledged its REGISTER.
+    Answered,
+    /// Its REGISTER has gone unanswered this long (`register_wait_ms`).
+    Silent(std::time::Duration),
 }
 
 impl ServerAgent {
@@ -326,6 +339,7 @@ impl ServerAgent {
             sets: Vec::new(),
             aside_since: None,
             recounts: 0,
+            switch: SwitchHeard::Answered,
             now: Timestamp::ZERO,
             control: Vec::new(),
             detector: Detector::new(config.format),
@@ -646,6 +660,9 @@ impl ServerAgent {
     /// `timeout_now`, keeps the keys if some are still missing after the
     /// wait; tells the workers that do not know yet.
     fn decide(&mut self, timeout_now: Option<Timestamp>) {
+        if self.switch == SwitchHeard::Waiting {
+            return;
+        }
         let capacity = self.hot.indices(self.server);
         // After a RECOUNT the workers push whole: no keys to keep. (A hot-keys
         // file's watcher is given the file's keys: it decides for them.)
@@ -664,9 +681,52 @@ impl ServerAgent {
             .cloned()
         });
         if let Some(d) = decided {
-            self.install(d);
+            match self.switch {
+                // Keys installed now would send every hot packet to a switch
+                // that does not answer.
+                SwitchHeard::Silent(waited) if d.aside.is_none() => {
+                    self.step_aside(crate::online::Aside::Unanswered(waited))
+                }
+                _ => self.install(d),
+            }
         }
         self.tell();
+    }
+
+    /// What the server heard from the switch; the caller watches its link
+    /// (the shim: `Waiting` from the start, `Answered` at the REGISTER_ACK,
+    /// `Silent` after `register_wait_ms` without). While `Waiting` no
+    /// decision is taken (the counted pushes wait for it); `Silent` steps
+    /// aside ([`Aside::Unanswered`](crate::online::Aside::Unanswered)) and
+    /// takes no keys while it lasts; `Answered` after that counts again at
+    /// once. Without online hot keys or the file's watcher nothing can step
+    /// aside: a silence is logged as an error. A new agent has `Answered`.
+    pub fn on_switch(&mut self, heard: SwitchHeard) {
+        let was = std::mem::replace(&mut self.switch, heard);
+        if was == heard {
+            return;
+        }
+        match heard {
+            SwitchHeard::Silent(w) if self.census.is_none() => log::error!(
+                "server {}: {}; with a hot-keys file and no watcher it cannot step aside: hot \
+                 packets wait for their timeouts (ZEBRA_HOT=online, or watch the file)",
+                self.server,
+                crate::online::Aside::Unanswered(w)
+            ),
+            SwitchHeard::Silent(w) => self.step_aside(crate::online::Aside::Unanswered(w)),
+            SwitchHeard::Answered if matches!(was, SwitchHeard::Silent(_)) => {
+                log::info!("server {}: the switch answered", self.server);
+                let unanswered = self
+                    .census
+                    .as_ref()
+                    .and_then(Census::decision)
+                    .is_some_and(|d| matches!(d.aside, Some(crate::online::Aside::Unanswered(_))));
+                if unanswered {
+                    self.recount();
+                }
+            }
+            SwitchHeard::Answered | SwitchHeard::Waiting => {}
+        }
     }
 
     /// Online: a decision taken; rounds from its first use its keys.
@@ -1233,6 +1293,11 @@ impl ServerAgent {
         if self.retry_at().is_none_or(|at| now < at) {
             return;
         }
+        self.recount();
+    }
+
+    /// Online: every worker is told to push whole again and is counted.
+    fn recount(&mut self) {
         let Some(c) = &self.census else { return };
         self.census = Some(c.recount());
         self.aside_since = None;

@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use zebra_agent::{
     AgentConfig, Delivery, Frames, FromServer, HotSet, KeyRanges, OnlineConfig, Outgoing,
-    PullAgent, PullConfig, PullSend, RowUpdate, ServerAgent, WorkerAgent,
+    PullAgent, PullConfig, PullSend, RowUpdate, ServerAgent, SwitchHeard, WorkerAgent,
 };
 use zebra_proto::rng::SplitMix64;
 use zebra_proto::{
@@ -100,6 +100,11 @@ struct Scenario {
     /// the servers see its new epoch `.2` µs after that (their REGISTER
     /// keep-alive).
     restart: Option<(u64, u64, u64)>,
+    /// Every server learns at `.0` µs that the switch has left its REGISTER
+    /// unanswered for `.0` µs (`ServerAgent::on_switch`, what the
+    /// shim does after `register_wait_ms`), and, if `.1` is set, at `.1` µs
+    /// that it answered.
+    silent: Option<(u64, Option<u64>)>,
     style: Style,
     delivery: Delivery,
     /// Pushes may skip a server (its rounds then misalign across workers).
@@ -141,6 +146,7 @@ impl Scenario {
             dead_switch: None,
             dead_acks: None,
             restart: None,
+            silent: None,
             style: Style::Byteps,
             delivery: Delivery::PerWorker,
             skip_servers: false,
@@ -318,6 +324,8 @@ enum Event {
     SwitchStart,
     /// Server `i` sees the switch's new epoch.
     Epoch(u16),
+    /// Server `i` learns the switch is silent (`Some(waited)`) or answered.
+    Silent(u16, Option<std::time::Duration>),
 }
 
 /// A worker's BARRIER request to the scheduler (group: workers).
@@ -1114,6 +1122,15 @@ impl Sim {
         if let (Some((_, at, _)), Some(_)) = (self.s.restart, &self.switch) {
             self.enqueue(at, Event::SwitchStart);
         }
+        if let Some((at, answered)) = self.s.silent {
+            for i in 0..self.s.servers {
+                let waited = std::time::Duration::from_micros(at);
+                self.enqueue(at, Event::Silent(i, Some(waited)));
+                if let Some(later) = answered {
+                    self.enqueue(later, Event::Silent(i, None));
+                }
+            }
+        }
         while let Some(t) = self.next_time() {
             assert!(t < 120_000_000, "{:?}: no end by 120 s", self.s);
             self.now = self.now.max(t);
@@ -1185,6 +1202,14 @@ impl Sim {
                         let (_, _, detect) = self.s.restart.unwrap();
                         for i in 0..self.s.servers {
                             self.enqueue(self.now + detect, Event::Epoch(i));
+                        }
+                    }
+                    Event::Silent(i, waited) => {
+                        if let Some(agent) = self.servers[i as usize].agent.as_mut() {
+                            agent.on_switch(
+                                waited.map_or(SwitchHeard::Answered, SwitchHeard::Silent),
+                            );
+                            self.server_control(i);
                         }
                     }
                     Event::Epoch(i) => {
@@ -2139,4 +2164,61 @@ fn the_pull_half_answers_exactly() {
     };
     let (_, z) = check("pull-stop", &s);
     assert!(z.hot_checks > 1000);
+}
+
+/// A switch that never answers (not running, unreachable, or another job
+/// key): once a server learns its REGISTER went unanswered
+/// (`register_wait_ms` in the shim), it steps aside before it installs any
+/// key, and the job runs at its pace without Zebra; without that notice the
+/// same job installs keys and their packets are given up after their
+/// timeouts (in this simulation's short timeouts that costs little; in a
+/// shim job with the defaults, seconds a round). When
+/// the switch answers later, the server counts again at once and the job
+/// aggregates from then on. Exact throughout, with and without loss.
+#[test]
+fn a_silent_switch_is_stepped_around_until_it_answers() {
+    for (seed, loss) in [(41, 0.0), (42, 0.01)] {
+        let dead = Scenario {
+            straggler: None,
+            stops: Vec::new(),
+            dead_switch: Some((0, u64::MAX)),
+            online: Some(OnlineConfig::new(10)),
+            online_from_nothing: true,
+            ..Scenario::new(seed, loss)
+        };
+        let servers = u64::from(dead.servers);
+        let (v, blind) = check("silent-unnoticed", &dead);
+        let noticed = Scenario {
+            silent: Some((20_000, None)),
+            ..dead.clone()
+        };
+        let (_, z) = check("silent", &noticed);
+        assert_eq!(z.online_changed, 0, "no key installed while silent");
+        assert_eq!(z.online_aside, servers, "every server stepped aside");
+        assert_eq!(z.fallback_pairs, 0, "no hot packet given up");
+        assert!(
+            z.end_ms <= v.end_ms + v.end_ms / 10,
+            "{} ms against vanilla's {} ms",
+            z.end_ms,
+            v.end_ms
+        );
+        assert!(
+            blind.online_changed > 0 && blind.fallback_pairs > 0,
+            "unnoticed, keys are installed and their packets given up: {} pairs",
+            blind.fallback_pairs
+        );
+        let late = Scenario {
+            dead_switch: Some((0, 300_000)),
+            silent: Some((20_000, Some(300_000))),
+            ..dead.clone()
+        };
+        let (_, z) = check("silent-then-answers", &late);
+        assert_eq!(z.online_changed, servers, "keys installed once it answered");
+        assert!(
+            z.online_recounts >= servers && z.completed > 0,
+            "counted again ({}) and aggregated ({} rounds)",
+            z.online_recounts,
+            z.completed
+        );
+    }
 }

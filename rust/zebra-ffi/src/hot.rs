@@ -55,7 +55,7 @@ use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
 use zebra_agent::{
     AgentConfig, Aside, Delivery, FromServer, HotSet, Outgoing, PullAgent, PullConfig, PullSend,
-    RowUpdate, ServerAgent, WorkerAgent,
+    RowUpdate, ServerAgent, SwitchHeard, WorkerAgent,
 };
 use zebra_config::{Flavor, HotLoss, HotMode};
 use zebra_engine::consts::{ZMQ_DEALER, ZMQ_POLLIN, ZMQ_ROUTER};
@@ -119,6 +119,9 @@ struct Aggregation {
     /// Nothing sized the jobs: servers ask the switch to admit theirs
     /// (REGISTER with admission), and step aside if it does not.
     zero_config: bool,
+    /// `register_wait_ms`: a server whose REGISTER the switch leaves
+    /// unanswered this long steps aside.
+    register_wait: Duration,
 }
 
 /// PS-lite's count `name`, and its value as typed; 0 when it is missing
@@ -289,6 +292,7 @@ impl Aggregation {
             loss: config.hot_loss.or(built.loss),
             online_out: built.online_out,
             zero_config,
+            register_wait: built.register_wait,
         }))
     }
 }
@@ -1468,10 +1472,33 @@ impl ServerSide {
             return;
         };
         let mut refused = false;
+        let register_wait = self
+            .process
+            .plan
+            .aggregation
+            .as_ref()
+            .map_or(Duration::MAX, |a| a.register_wait);
+        let started = self.process.clock.now();
+        let mut heard = SwitchHeard::Waiting;
+        lock(&self.agent).on_switch(heard);
         loop {
             if !refused && link.granted() == Some(0) {
                 refused = true;
                 lock(&self.agent).step_aside(Aside::NotAdmitted);
+            }
+            // No keys before the switch answers; a switch that never
+            // answers the REGISTER (dead, unreachable, another job key)
+            // is stepped around: every hot packet would wait for timeouts.
+            let now_heard = if link.is_registered() {
+                SwitchHeard::Answered
+            } else if self.process.clock.now().saturating_since(started) >= register_wait {
+                SwitchHeard::Silent(register_wait)
+            } else {
+                SwitchHeard::Waiting
+            };
+            if now_heard != heard {
+                heard = now_heard;
+                lock(&self.agent).on_switch(heard);
             }
             let wait = lock(&self.agent).poll_at().map_or(EVENT_WAIT, |at| {
                 self.process.clock.until(at).min(EVENT_WAIT)

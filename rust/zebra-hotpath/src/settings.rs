@@ -104,6 +104,7 @@ pub const KNOBS: &[Knob] = &[
     knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)"),
     knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
     knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): a server keeps its updates of the last N seqs (older ones unacknowledged are given up); a worker that sees update n takes any still missing below n - N + 1 as a gap; 1..=1024"),
+    knob("register_wait_ms", "register-wait-ms", "MS", "2000", "server: a switch that has not acknowledged the server's REGISTER this long is taken as silent (not running, unreachable, or not taking the job's token): the server steps aside, its workers push whole, until the switch answers (needs online hot keys or the file's watcher; the switch ignores it)"),
     knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it"),
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
@@ -154,6 +155,9 @@ pub struct HotpathConfig {
     pub loss: Option<HotLoss>,
     /// `settle_timeout_ms`: the PS-lite level's last resort (`zebra-agent`).
     pub settle_timeout: Duration,
+    /// `register_wait_ms`: how long a server waits for the switch to answer
+    /// its REGISTER before it steps aside (`Aside::Unanswered`).
+    pub register_wait: Duration,
     /// `online_rounds`, `online_tau`, `online_wait_ms`: the online
     /// re-ranking, used when `ZEBRA_HOT=online` asks for it.
     pub online: OnlineConfig,
@@ -183,6 +187,11 @@ pub const ONLINE_ROUNDS: u32 = 10;
 
 /// Default of `settle_timeout_ms`.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default of `register_wait_ms`: a switch answers a REGISTER in a round
+/// trip, a loaded 2-core testbed in milliseconds; a REGISTER lost on the way
+/// is sent again well within it.
+pub const REGISTER_WAIT: Duration = Duration::from_secs(2);
 
 impl HotpathConfig {
     /// The first job (a switch that admits jobs has none: see
@@ -435,6 +444,7 @@ struct Builder {
     server_addrs: BTreeMap<u16, (SocketAddr, String)>,
     loss: Option<HotLoss>,
     settle_timeout: Option<Duration>,
+    register_wait: Option<Duration>,
     online_rounds: Option<u32>,
     online_tau: Option<f64>,
     online_wait: Option<Duration>,
@@ -569,6 +579,7 @@ impl Builder {
                 self.config().update_window = int(e, 1, zebra_proto::config::MAX_UPDATE_WINDOW)?
             }
             "settle_timeout_ms" => self.settle_timeout = Some(millis(e)?),
+            "register_wait_ms" => self.register_wait = Some(millis(e)?),
             "number" => {
                 let expected = "expected f32 or fixed:BITS with BITS in 0..=30";
                 self.number = Some(match e.value.split_once(':') {
@@ -772,6 +783,7 @@ impl Builder {
                 .collect(),
             loss: self.loss,
             settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
+            register_wait: self.register_wait.unwrap_or(REGISTER_WAIT),
             online: {
                 let mut o = OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS));
                 o.tau = self.online_tau.unwrap_or(o.tau);
@@ -832,6 +844,7 @@ impl Builder {
             server_addrs: BTreeMap::new(),
             loss: self.loss,
             settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
+            register_wait: self.register_wait.unwrap_or(REGISTER_WAIT),
             online: OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS)),
             online_out: self.online_out,
             zero_config: admit.is_some(),
@@ -891,6 +904,8 @@ mod tests {
             ),
             ("server_history", want.server_history.to_string()),
             ("update_window", want.update_window.to_string()),
+            ("register_wait_ms", REGISTER_WAIT.as_millis().to_string()),
+            ("settle_timeout_ms", SETTLE_TIMEOUT.as_millis().to_string()),
             ("job", "1".into()),
             ("servers", "1".into()),
             ("packing", "strict".into()),
