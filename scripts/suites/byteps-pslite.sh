@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
 
 usage() {
   cat <<EOF
@@ -73,6 +73,10 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         then zero configuration with another key at the switch: it must
                         refuse the REGISTERs, both servers must step aside, nothing is
                         added and the sums are exact. Only with SUITE_SWITCH (else SKIP)
+  trace_watch           trace_hot's job and hot-keys file with ZEBRA_HOT=watch:5: every server
+                        must let 5 pushes of each worker go whole, then install the file's
+                        keys (logged), and the job must aggregate (hotpath.py check) and be
+                        exact. Only with SUITE_SWITCH (else SKIP)
   silent_switch         shapes --shape=own (1500 pushes) with ZEBRA_SWITCH naming a port where
                         nothing listens (zero configuration, register_wait_ms = 300): both
                         servers must step aside because the switch never answered, install
@@ -113,7 +117,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|trace_hot|trace_online|documented_path|job_key|silent_switch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -348,6 +352,25 @@ run_test() {
           if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
           else hot_check "$name"; fi
         else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+      fi ;;
+    trace_watch)
+      # A hot-keys file, watched (docs/HOTKEYS.md, "a hot-keys file, watched").
+      local keys="$LOGDIR/$name.keys"
+      if [ -z "${SUITE_SWITCH:-}" ]; then echo "SKIP $name (needs SUITE_SWITCH)"; return; fi
+      if gen_trace "$name" 30 32; then
+        if ! "$CLI_BIN" profile --out "$keys" --p 0.5 --switch-mem 64K --servers 2 "$TRACE" \
+            >"$LOGDIR/$name.profile.log" 2>&1; then
+          fail "$name" "zebra profile failed: $(tail -n 1 "$LOGDIR/$name.profile.log")"
+        elif ! HOT_KEYS_FILE="$keys" run_job "$name" 2 4 ZEBRA_HOT=watch:5 ZEBRA_LOG=info \
+            -- trace_replay --trace="$TRACE"; then
+          fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"
+        elif ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
+        elif ! every_log server 2 "the hot-keys file's [1-9][0-9]* keys from round [0-9]+ after [0-9]+ whole pushes"; then
+          fail "$name" "a server did not install the file's keys after its whole pushes; logs in $JOB_LOGDIR"
+        else
+          hot_check "$name"
+          grep -h "the hot-keys file's\|stepping aside" "$JOB_LOGDIR"/server-*.log | sed 's/.*\] /  (informational) /'
+        fi
       fi ;;
     documented_path)
       # The documented path, literally (docs/HOTKEYS.md, docs/HOTPATH.md): record the job's

@@ -244,8 +244,9 @@ impl Aggregation {
         };
         // Nothing sized the jobs: each server asks the switch for its share
         // and finds its keys online, unless the user asked for a file.
-        let zero_config = built.zero_config && config.hot_mode != HotMode::File;
-        if hot.is_empty() && config.hot_mode == HotMode::File {
+        let file = matches!(config.hot_mode, HotMode::File | HotMode::Watched { .. });
+        let zero_config = built.zero_config && !file;
+        if hot.is_empty() && file {
             return Err(vec![
                 "no hot key: the hot-path settings size the jobs (online_capacity) without a \
                  hot-keys file, which only ZEBRA_HOT=online fills; set ZEBRA_HOT=online or \
@@ -270,14 +271,17 @@ impl Aggregation {
             });
         }
         agent.max_clean_values = u32::from(built.proto.max_seqs);
-        let online_rounds = match config.hot_mode {
-            HotMode::Online { rounds } => Some(rounds),
-            HotMode::Auto if hot.is_empty() => Some(None),
-            HotMode::Auto | HotMode::File => None,
+        let (online_rounds, watched) = match config.hot_mode {
+            HotMode::Online { rounds } => (Some(rounds), false),
+            HotMode::Watched { rounds } => (Some(rounds), true),
+            HotMode::Auto if hot.is_empty() => (Some(None), false),
+            HotMode::Auto | HotMode::File => (None, false),
         };
         if let Some(rounds) = online_rounds {
             let mut online = built.online.clone();
             online.rounds = rounds.unwrap_or(online.rounds);
+            // The file's watcher (zebra_agent::OnlineConfig::fixed).
+            online.fixed = watched;
             agent.online = Some(online);
         }
         agent.validate().map_err(|e| vec![e.to_string()])?;
