@@ -2,7 +2,10 @@
 //! SIGTERM — a kernel socket, or one of Zebra's user-level stack (smoltcp over
 //! a DPDK port) with `ZEBRA_NET`. Its flags are the hot-path knobs of
 //! [`zebra_hotpath::settings::KNOBS`], so the file format, the flags and
-//! `--help` cannot disagree.
+//! `--help` cannot disagree. With `--plan` it runs nothing and prints the
+//! settings it would run with as JSON ([`plan`]).
+
+mod plan;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
@@ -19,6 +22,7 @@ use zebra_net::{Stack, StackConfig};
 
 use crate::failure::{finish, Failure};
 use crate::metrics::{self, MetricsServer};
+use plan::Plan;
 
 /// Shown after the flags by `zebra switch --help`.
 pub const FORMATS: &str = "\
@@ -39,6 +43,13 @@ Network: with ZEBRA_NET=dpdk (ZEBRA_DPDK_ARGS, ZEBRA_IP) or raw:IFACE the switch
 Zebra's user-level stack (smoltcp) instead of a kernel socket; --listen then names the stack's
 address (or 0.0.0.0). At exit the stack is shut down and a DPDK port's mbuf count checked.
 
+Plan (--plan): instead of running, print the settings as checked (the same file, flags,
+variables and checks; exit 2 and the same message for bad ones) as one JSON document on
+standard output: the switch's address, the protocol configuration (durations in
+microseconds), the jobs (with each job's token when a job key is given, never the key),
+the pinned servers with their job and index, loss, settle and register timeouts. The P4
+control plane (p4/controller) loads its jobs from it.
+
 Signals: SIGUSR1 prints the statistics to standard output; SIGINT or SIGTERM stops the switch
 and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; default info).";
 
@@ -47,6 +58,8 @@ and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; 
 pub struct SwitchArgs {
     config: Option<PathBuf>,
     metrics: Option<String>,
+    /// `--plan`: print the checked settings as JSON, run nothing.
+    plan: bool,
     /// Knobs given: key, values, and the variable they came from if not a
     /// flag (`ZEBRA_HOT_LOSS`).
     given: Vec<(&'static str, Vec<String>, Option<&'static str>)>,
@@ -67,6 +80,7 @@ impl FromArgMatches for SwitchArgs {
         Ok(SwitchArgs {
             config: m.get_one::<PathBuf>("config").cloned(),
             metrics: m.get_one::<String>("metrics").cloned(),
+            plan: m.get_flag("plan"),
             given,
         })
     }
@@ -94,6 +108,16 @@ impl Args for SwitchArgs {
                 .value_name("HOST:PORT")
                 .help(
                     "serve the statistics as Prometheus metrics at http://HOST:PORT/metrics                      (counters only, no authentication: bind a private address) [default: off]",
+                ),
+        )
+        .arg(
+            Arg::new("plan")
+                .long("plan")
+                .action(ArgAction::SetTrue)
+                .conflicts_with("metrics")
+                .help(
+                    "run nothing: print the checked settings as one JSON document (below, Plan); \
+                     exit 2 for bad settings as without it",
                 ),
         );
         KNOBS.iter().fold(cmd, |cmd, k| {
@@ -219,7 +243,21 @@ fn banner(config: &HotpathConfig, node: &SwitchNode) -> String {
 /// Runs `zebra switch` until SIGINT or SIGTERM.
 pub fn run(args: SwitchArgs) -> ExitCode {
     init_logging();
+    if args.plan {
+        return finish("zebra switch", print_plan(&args));
+    }
     finish("zebra switch", serve(&args))
+}
+
+/// `zebra switch --plan`: the settings checked as [`serve`] checks them,
+/// printed as JSON instead of run. An address to listen on is not required:
+/// whoever reads the plan decides whether it needs one.
+fn print_plan(args: &SwitchArgs) -> Result<(), Failure> {
+    let config = settings(args).map_err(Failure::usage)?;
+    let json = serde_json::to_string_pretty(&Plan::of(&config))
+        .map_err(|e| Failure::runtime(format!("--plan: {e}")))?;
+    println!("{json}");
+    Ok(())
 }
 
 /// The address `--metrics` names, if given.
