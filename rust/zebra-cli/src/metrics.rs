@@ -197,7 +197,7 @@ impl Collector for Snapshot {
             family(&mut enc, name, help, MetricType::Gauge, &samples)?;
         }
         let one = |v: u64| [(Vec::new(), v)];
-        let switch_wide: [(&str, &str, MetricType, u64); 8] = [
+        let switch_wide: [(&str, &str, MetricType, u64); 9] = [
             (
                 "memory_bytes",
                 "The switch's accumulator memory: 4 B x registers x slots x copies.",
@@ -221,6 +221,12 @@ impl Collector for Snapshot {
                 "Jobs admitted as their servers registered.",
                 MetricType::Counter,
                 s.admitted,
+            ),
+            (
+                "jobs_retired",
+                "Admitted jobs given back after their server stopped registering.",
+                MetricType::Counter,
+                s.retired,
             ),
             (
                 "open_rounds",

@@ -33,6 +33,7 @@ use zebra_proto::{
 
 use crate::fault::{self, FaultInjector};
 use crate::io::{HotSocket, IoStats, Machine, Node, Sends};
+use crate::server_link::REGISTER_KEEPALIVE;
 use crate::StartError;
 
 /// What a [`SwitchNode`] is started with.
@@ -63,6 +64,13 @@ pub struct SwitchNodeConfig {
     /// told apart from the one before it.
     pub epoch: u32,
 }
+
+/// A switch that admits jobs gives an admitted job's memory back when its
+/// server has not registered for this long: ten of the keep-alive REGISTERs
+/// a server's link sends while it runs ([`REGISTER_KEEPALIVE`]).
+pub const JOB_SILENCE: std::time::Duration = std::time::Duration::from_secs(10);
+
+const _: () = assert!(JOB_SILENCE.as_secs() >= 10 * REGISTER_KEEPALIVE.as_secs());
 
 impl SwitchNodeConfig {
     /// A switch on `listen` for `proto`, servers learned by registration.
@@ -102,6 +110,8 @@ pub struct SwitchNodeStats {
     pub unroutable: u64,
     /// Jobs admitted as their servers registered.
     pub admitted: u64,
+    /// Admitted jobs given back after [`JOB_SILENCE`] without a REGISTER.
+    pub retired: u64,
     /// Worker addresses, pinned by their first datagram: `(job, rank,
     /// address)`.
     pub workers: Vec<(u16, u16, SocketAddr)>,
@@ -193,8 +203,8 @@ impl fmt::Display for SwitchNodeStats {
         )?;
         writeln!(
             f,
-            "  registrations    {} accepted, {} refused, {} jobs admitted",
-            self.registrations, self.register_refused, self.admitted
+            "  registrations    {} accepted, {} refused, {} jobs admitted, {} retired",
+            self.registrations, self.register_refused, self.admitted, self.retired
         )?;
         writeln!(
             f,
@@ -255,6 +265,8 @@ struct SwitchMachine {
     job_key: Option<JobKey>,
     /// Jobs admitted.
     admitted: u64,
+    /// Admitted jobs given back.
+    retired: u64,
     update_copies: u64,
     update_unroutable: u64,
     /// `SwitchNodeConfig::epoch`.
@@ -521,6 +533,7 @@ impl SwitchMachine {
             register_refused: self.register_refused,
             unroutable: self.unroutable,
             admitted: self.admitted,
+            retired: self.retired,
             workers: self.members(Role::Worker),
             update_copies: self.update_copies,
             update_unroutable: self.update_unroutable,
@@ -550,10 +563,28 @@ impl Machine for SwitchMachine {
         for a in self.switch.poll(now) {
             self.route(a, None, out);
         }
+        if self.admit.is_some() {
+            for job in self.switch.retire_silent(now, JOB_SILENCE) {
+                self.retired += 1;
+                self.job_registrations.remove(&job);
+                log::info!(
+                    "switch: job {job} retired: no REGISTER of its server for {} s (the job \
+                     ended or its server is gone); its memory is free",
+                    JOB_SILENCE.as_secs()
+                );
+            }
+        }
     }
 
     fn poll_at(&self) -> Option<Timestamp> {
-        self.switch.poll_at()
+        let retire = self
+            .admit
+            .as_ref()
+            .and_then(|_| self.switch.retire_at(JOB_SILENCE));
+        match (self.switch.poll_at(), retire) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 }
 
@@ -596,6 +627,7 @@ impl SwitchNode {
             admit: config.admit.clone(),
             job_key: config.job_key.clone(),
             admitted: 0,
+            retired: 0,
             update_copies: 0,
             update_unroutable: 0,
             epoch: config.epoch,

@@ -81,6 +81,7 @@
 use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::time::Duration;
 
 use crate::config::{Config, ConfigError, JobConfig};
 use crate::consts::{
@@ -281,6 +282,13 @@ struct JobState {
     members: Members,
     /// The newest round opened (0: none yet): how far ahead a round may be.
     newest: u32,
+    /// Admitted while the switch ran ([`Switch::admit`]), so given back
+    /// when its servers fall silent ([`Switch::retire_silent`]).
+    admitted: bool,
+    /// REGISTERs of its servers accepted, and the count and time
+    /// [`Switch::retire_silent`] last saw it change.
+    registrations: u64,
+    heard: Option<(u64, Timestamp)>,
 }
 
 /// Flushed rounds remembered per job to measure them by their late packets.
@@ -325,6 +333,9 @@ impl JobState {
                 key => Members::new(key, true, cfg.workers, cfg.servers),
             },
             newest: 0,
+            admitted: false,
+            registrations: 0,
+            heard: None,
         }
     }
 }
@@ -434,9 +445,11 @@ impl Switch {
         self.tokens = tokens;
     }
 
-    /// Admits `job` into the memory after the jobs it has (the control
-    /// plane's job set-up). Refused, and nothing changes, when its id is
-    /// taken or it does not fit.
+    /// Admits `job` into the first free stretch of the memory that holds
+    /// its region (the control plane's job set-up, or a server's REGISTER
+    /// asking for admission). Refused, and nothing changes, when its id is
+    /// taken or no free stretch holds it. An admitted job is given back by
+    /// [`retire_silent`](Self::retire_silent).
     pub fn admit(&mut self, job: JobConfig) -> Result<(), ConfigError> {
         if self.config.job(job.id).is_some() {
             return Err(ConfigError::DuplicateJob(job.id));
@@ -447,14 +460,95 @@ impl Switch {
             return Err(e);
         }
         let cfg = &self.config.jobs[self.config.jobs.len() - 1];
-        let base = self.config.jobs[..self.config.jobs.len() - 1]
-            .iter()
-            .map(|j| self.config.region_slots(j))
-            .sum();
+        let need = self.config.region_slots(cfg);
+        let Some(base) = self.free_stretch(need) else {
+            self.config.jobs.pop();
+            return Err(ConfigError::Memory {
+                needed: u64::from(need),
+                slots: self.config.slots,
+            });
+        };
         let token = (self.tokens)().max(1);
-        self.jobs
-            .push(JobState::new(&self.config, cfg, base, token));
+        let mut state = JobState::new(&self.config, cfg, base, token);
+        state.admitted = true;
+        self.jobs.push(state);
         Ok(())
+    }
+
+    /// The lowest slot from which `need` slots of every register are used
+    /// by no job, if any (jobs come and go: the memory has holes).
+    fn free_stretch(&self, need: u32) -> Option<u32> {
+        let mut used: Vec<(u32, u32)> = self
+            .jobs
+            .iter()
+            .map(|j| (j.slot_base, j.slot_base + self.config.region_slots(&j.cfg)))
+            .collect();
+        used.sort_unstable();
+        let mut at = 0u32;
+        for (start, end) in used {
+            if start >= at && start - at >= need {
+                return Some(at);
+            }
+            at = at.max(end);
+        }
+        (self.config.slots.checked_sub(at)? >= need).then_some(at)
+    }
+
+    /// Gives back the memory of every admitted job none of whose servers
+    /// registered for `silence` (a server's link sends a REGISTER every
+    /// second while it runs): its slots are cleared, its pending aggregate
+    /// parts dropped, and its id and memory free for the next job. Jobs of
+    /// the configuration stay. Returns the ids retired. Call it from the
+    /// timer; [`retire_at`](Self::retire_at) says when it may next retire.
+    pub fn retire_silent(&mut self, now: Timestamp, silence: Duration) -> Vec<u16> {
+        let mut retired = Vec::new();
+        for j in &mut self.jobs {
+            if !j.admitted {
+                continue;
+            }
+            match j.heard {
+                Some((n, at)) if n == j.registrations => {
+                    if now - at >= silence {
+                        retired.push(j.cfg.id);
+                    }
+                }
+                _ => j.heard = Some((j.registrations, now)),
+            }
+        }
+        for &id in &retired {
+            self.retire(id);
+        }
+        retired
+    }
+
+    /// When [`retire_silent`](Self::retire_silent) with `silence` may next
+    /// retire a job, or first look at one (`None`: no admitted job).
+    pub fn retire_at(&self, silence: Duration) -> Option<Timestamp> {
+        self.jobs
+            .iter()
+            .filter(|j| j.admitted)
+            .map(|j| match j.heard {
+                Some((n, at)) if n == j.registrations => at + silence,
+                _ => Timestamp::ZERO,
+            })
+            .min()
+    }
+
+    fn retire(&mut self, id: u16) {
+        let Some(j) = self.job_index(id) else {
+            return;
+        };
+        let job = self.jobs.remove(j);
+        self.config.jobs.retain(|c| c.id != id);
+        let region = self.config.region_slots(&job.cfg) as usize;
+        for copy in 0..self.config.copies as usize {
+            let base = copy * self.config.slots as usize + job.slot_base as usize;
+            for register in &mut self.registers {
+                register[base..base + region].fill(Slot::default());
+            }
+        }
+        self.pending.retain(|k, _| k.0 != id);
+        self.flows.retain(|k, _| k.0 != id);
     }
 
     fn job_index(&self, job: u16) -> Option<usize> {
@@ -548,6 +642,7 @@ impl Switch {
             s.admit_member(j, Role::Server, r.server, source, Some(r.token))
         })
         .map_err(Some)?;
+        self.jobs[j].registrations += 1;
         Ok(self.jobs[j].members.token())
     }
 

@@ -872,3 +872,75 @@ fn counters_are_kept_per_job() {
     assert_eq!(sum.aggregate_retransmits, all.aggregate_retransmits);
     assert_eq!(sum.packets + 2, all.packets);
 }
+
+/// A switch that admits jobs gives an admitted job's memory back once its
+/// server has not registered for the silence, clears it, and admits the
+/// next job into the hole; a job whose server goes on registering stays,
+/// and so do the jobs of the configuration.
+#[test]
+fn silent_admitted_jobs_give_their_memory_back() {
+    let mut c = config(2, 1);
+    c.jobs.clear();
+    let mut s = Switch::with_admission(c.clone()).unwrap();
+    let half = c.share(2);
+    s.admit(JobConfig::new(1, 2, half, 1)).unwrap();
+    s.admit(JobConfig::new(2, 2, half, 1)).unwrap();
+    let register = |job| RegisterRepr {
+        job,
+        server: 0,
+        ack: false,
+        admit: None,
+        epoch: 0,
+        token: 0,
+    };
+    let sec = |n: u64| Timestamp(n * 1_000_000);
+    let silence = Duration::from_secs(10);
+    // Job 1 leaves a round half summed (worker 1 never comes) and falls silent.
+    send(&mut s, 0, &hot(0, 1, 0, true, &[(3, 1.0)]));
+    assert_eq!(
+        s.retire_at(silence),
+        Some(Timestamp::ZERO),
+        "not looked at yet"
+    );
+    assert!(s.retire_silent(sec(0), silence).is_empty());
+    assert_eq!(s.retire_at(silence), Some(sec(10)));
+    for t in 1..=12 {
+        assert!(s.register(None, &register(2)).is_ok(), "job 2's keep-alive");
+        let retired = s.retire_silent(sec(t), silence);
+        if t < 10 {
+            assert!(retired.is_empty(), "{t} s");
+        } else if t == 10 {
+            assert_eq!(retired, vec![1], "job 1, silent for 10 s");
+        }
+    }
+    assert!(s.config().job(1).is_none() && s.config().job(2).is_some());
+    assert!(s.job_stats(1).is_none());
+    // Job 3 fits in job 1's place, and its slots hold nothing of job 1's.
+    s.admit(JobConfig::new(3, 2, half, 1)).unwrap();
+    assert!(
+        matches!(
+            s.admit(JobConfig::new(4, 2, 4, 1)),
+            Err(ConfigError::Memory { .. })
+        ),
+        "the memory is taken again"
+    );
+    let of3 = |h: HotRepr| HotRepr { job: 3, ..h };
+    let mut out = send(&mut s, 13_000_000, &of3(hot(0, 1, 0, true, &[(3, 2.0)])));
+    out.extend(send(
+        &mut s,
+        13_000_001,
+        &of3(hot(1, 1, 0, true, &[(3, 5.0)])),
+    ));
+    let (data, _) = aggregates(&out);
+    assert_eq!(data.len(), 1, "job 3's round 1 completes");
+    let sums: Vec<f32> = data[0]
+        .pairs
+        .iter()
+        .map(|&(_, v)| f32::from_bits(v))
+        .collect();
+    assert_eq!(sums, vec![7.0], "nothing left of job 1's round 1");
+    // A configured job is never retired.
+    let mut fixed = Switch::new(config(2, 1)).unwrap();
+    assert_eq!(fixed.retire_at(silence), None);
+    assert!(fixed.retire_silent(sec(100), silence).is_empty());
+}
