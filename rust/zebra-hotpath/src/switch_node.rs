@@ -55,6 +55,9 @@ pub struct SwitchNodeConfig {
     /// each admitted job is this one with the REGISTER's job id, workers and
     /// capacity, one server. `None`: only the jobs of `proto`.
     pub admit: Option<JobConfig>,
+    /// An admitted job none of whose servers registered this long is
+    /// retired and its memory given back ([`JOB_SILENCE`] by default).
+    pub job_silence: std::time::Duration,
     /// The jobs' secret key (`job_key_file`, `ZEBRA_JOB_KEY`): an admitted
     /// job gets the token it derives for the job's id, and only a REGISTER
     /// showing that token is admitted (`docs/SECURITY.md`).
@@ -82,6 +85,7 @@ impl SwitchNodeConfig {
             loss: None,
             stack: None,
             admit: None,
+            job_silence: JOB_SILENCE,
             job_key: None,
             epoch: rand::random::<u32>().max(1),
         }
@@ -265,8 +269,9 @@ struct SwitchMachine {
     job_key: Option<JobKey>,
     /// Jobs admitted.
     admitted: u64,
-    /// Admitted jobs given back.
+    /// Admitted jobs given back, and after what silence.
     retired: u64,
+    job_silence: std::time::Duration,
     update_copies: u64,
     update_unroutable: u64,
     /// `SwitchNodeConfig::epoch`.
@@ -564,13 +569,13 @@ impl Machine for SwitchMachine {
             self.route(a, None, out);
         }
         if self.admit.is_some() {
-            for job in self.switch.retire_silent(now, JOB_SILENCE) {
+            for job in self.switch.retire_silent(now, self.job_silence) {
                 self.retired += 1;
                 self.job_registrations.remove(&job);
                 log::info!(
-                    "switch: job {job} retired: no REGISTER of its server for {} s (the job \
+                    "switch: job {job} retired: no REGISTER of its server for {:.1} s (the job \
                      ended or its server is gone); its memory is free",
-                    JOB_SILENCE.as_secs()
+                    self.job_silence.as_secs_f64()
                 );
             }
         }
@@ -580,7 +585,7 @@ impl Machine for SwitchMachine {
         let retire = self
             .admit
             .as_ref()
-            .and_then(|_| self.switch.retire_at(JOB_SILENCE));
+            .and_then(|_| self.switch.retire_at(self.job_silence));
         match (self.switch.poll_at(), retire) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -628,6 +633,7 @@ impl SwitchNode {
             job_key: config.job_key.clone(),
             admitted: 0,
             retired: 0,
+            job_silence: config.job_silence,
             update_copies: 0,
             update_unroutable: 0,
             epoch: config.epoch,

@@ -366,6 +366,68 @@ fn a_switch_admits_jobs_as_their_servers_register() {
     assert_eq!(st.switch.added_pairs, 4);
 }
 
+/// A switch that admits jobs retires one whose server stopped registering
+/// (here after 300 ms of silence instead of 10 s), and the next job takes its
+/// memory, which it could not while the first job ran.
+#[test]
+fn a_switch_retires_a_job_whose_server_fell_silent() {
+    use zebra_proto::wire::Admission;
+    use zebra_proto::JobConfig;
+
+    let mut geometry = config();
+    geometry.jobs.clear();
+    let mut sc = SwitchNodeConfig::new(localhost(), geometry.clone());
+    sc.admit = Some(JobConfig::new(0, 1, 1, 1));
+    sc.job_silence = Duration::from_millis(300);
+    let switch = SwitchNode::start(sc).unwrap();
+    let all = geometry.share(1);
+    let link = |job: u16| {
+        let mut proto = geometry.clone();
+        proto.jobs = vec![JobConfig::new(job, 2, all, 1)];
+        let mut lc = LinkConfig::new(proto, job, 0, switch.local_addr());
+        lc.bind = localhost();
+        lc.admission = Some(Admission {
+            workers: 2,
+            capacity: all,
+        });
+        lc
+    };
+    let granted = |s: &ServerLink| {
+        let t = Instant::now();
+        loop {
+            if let Some(g) = s.granted() {
+                return g;
+            }
+            assert!(t.elapsed() < Duration::from_secs(5), "no answer");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+    };
+    let first = ServerLink::start(link(7)).unwrap();
+    assert_eq!(granted(&first), all, "the whole memory");
+    let refused = ServerLink::start(link(8)).unwrap();
+    assert_eq!(granted(&refused), 0, "no room while job 7 runs");
+    refused.shutdown();
+    first.shutdown();
+    let t = Instant::now();
+    let next = loop {
+        let s = ServerLink::start(link(8)).unwrap();
+        if granted(&s) == all {
+            break s;
+        }
+        s.shutdown();
+        assert!(t.elapsed() < Duration::from_secs(5), "job 7 never retired");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(
+        t.elapsed() >= Duration::from_millis(250),
+        "retired too soon"
+    );
+    next.shutdown();
+    let st = switch.shutdown();
+    assert!(st.retired >= 1, "{st}");
+    assert!(st.admitted >= 2, "{st}");
+}
+
 /// The pull half's copy: a server that registered sends UPDATE parts to the
 /// switch, which copies them to the workers it heard HOT packets from (or to
 /// the one a part targets), and forwards the workers' UPDATE_ACKs to the
