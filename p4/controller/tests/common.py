@@ -8,21 +8,35 @@ DATA = os.path.join(HERE, "data")
 P4 = os.path.normpath(os.path.join(HERE, "..", ".."))
 REPO = os.path.normpath(os.path.join(P4, ".."))
 
+# The settings are read by the zebra binary (`zebra switch --plan`, zebra_ctl/settings.py):
+# these tests use the repository's build unless ZEBRA_BIN names another. scripts/test.sh
+# builds it (scripts/setup.sh: cargo build --release -p zebra-cli) before its
+# p4-control-plane part runs p4/run_tests.sh.
+ZEBRA = os.environ.setdefault("ZEBRA_BIN", os.path.join(REPO, "target", "release", "zebra"))
+
 
 def data(name):
     return os.path.join(DATA, name)
 
 
+def hotpath(path, **overrides):
+    """The settings of file `path`, each override given as `--set KEY=VALUE`."""
+    from zebra_ctl.settings import load
+
+    return load(path, [f"{k}={v}" for k, v in overrides.items()])
+
+
 def two_server_jobs(tmp, extra=""):
     """tests/data/tofino.conf with a hot-keys file (in `tmp`) whose keys two
     PS-lite servers own: switch jobs 7 and 8, as the shim makes them."""
-    from zebra_ctl.settings import Settings
-
     with open(os.path.join(tmp, "two.keys"), "w") as f:
         f.write("1 32\n9223372036854775808 16\n2 8\n")
     with open(data("tofino.conf"), encoding="utf-8") as f:
         text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\n" + extra)
-    return Settings.parse(text, os.path.join(tmp, "two.conf")).build()
+    path = os.path.join(tmp, "two.conf")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return hotpath(path)
 
 
 def p4_source(name):

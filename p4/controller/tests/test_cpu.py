@@ -10,7 +10,7 @@ import unittest
 
 from zebra_ctl.config import Config
 
-from tests.common import data, two_server_jobs
+from tests.common import data, hotpath, two_server_jobs
 from zebra_ctl import consts
 from zebra_ctl import program as P
 from zebra_ctl.backend import FakeBackend
@@ -26,7 +26,6 @@ from zebra_ctl.cpu import (
 )
 from zebra_ctl.plan import PlanError, plan_job
 from zebra_ctl.ports import PortsConfig
-from zebra_ctl.settings import Settings
 from zebra_ctl.wire import Ctl, ReadoutRow, encode_aggregate, encode_coverage, parse_udp_frame, udp_frame
 
 SWITCH_IP = 0x0A0000FA
@@ -35,10 +34,7 @@ SERVER1_MAC = 0x0CC47A000002
 
 
 def plan(**overrides):
-    s = Settings.load(data("tofino.conf"))
-    for k, v in overrides.items():
-        s.set(k, str(v))
-    return plan_job(s.build(), PortsConfig.load(data("ports.conf")))
+    return plan_job(hotpath(data("tofino.conf"), **overrides), PortsConfig.load(data("ports.conf")))
 
 
 class Store(unittest.TestCase):
@@ -213,9 +209,7 @@ class Parts(unittest.TestCase):
         self.assertEqual(len(parts[1]), 1, "an empty data part")
 
     def test_lns_sums_go_back_to_f32(self):
-        s = Settings.load(data("tofino.conf"))
-        s.set("number", "f32")
-        p = plan_job(s.build(), PortsConfig.load(data("ports.conf")), "lns", 24)
+        p = plan_job(hotpath(data("tofino.conf"), number="f32"), PortsConfig.load(data("ports.conf")), "lns", 24)
         closed = ClosedRound(7, 2, 0, False, {0: (3 << 23) & 0xFFFFFFFF, 1: (-(1 << 24)) & 0xFFFFFFFF}, {0: (1, 1)})
         agg = build_parts(p, closed, None)[0][0]
         self.assertEqual(agg[32] & consts.AGGREGATE_FLAG_FIXED, 0)
@@ -341,7 +335,7 @@ class ControllerLoop(unittest.TestCase):
     def setUp(self):
         self.b = FakeBackend(P.REGISTER_SIZES)
         self.c = Controller(self.b, grace_us=1_000)
-        self.c.load(Settings.load(data("tofino.conf")).build(), PortsConfig.load(data("ports.conf")))
+        self.c.load(hotpath(data("tofino.conf")), PortsConfig.load(data("ports.conf")))
 
     def test_completed_round_to_servers_release_ack_resend(self):
         self.b.inbox = readout_frames(1, False, {0: 10, 600: 20}, {w: (2 << 16) | 2 for w in range(4)})

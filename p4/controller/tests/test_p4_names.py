@@ -12,8 +12,7 @@ from zebra_ctl.controller import Controller
 from zebra_ctl.controls import all_controls
 from zebra_ctl.plan import plan_job
 from zebra_ctl.ports import PortsConfig
-from zebra_ctl.settings import Settings
-from tests.common import data
+from tests.common import data, hotpath
 
 DECL = re.compile(r"(?:^|(?<=;))\s*(\w+)(?:<[^;{}]*?>)?\s*\([^;{}]*\)\s+(\w+)\s*;", re.M)
 
@@ -69,7 +68,7 @@ def declares(body, name):
 
 class Names(unittest.TestCase):
     def plan(self, build="fixed"):
-        hp = Settings.load(data("tofino.conf")).build()
+        hp = hotpath(data("tofino.conf"))
         if build == "lns":
             hp.job.number = "f32"
         return plan_job(hp, PortsConfig.load(data("ports.conf")), build, 24 if build == "lns" else None)
@@ -116,7 +115,7 @@ class Names(unittest.TestCase):
         registers, and the digest fields it reads."""
         b = FakeBackend(P.REGISTER_SIZES)
         c = Controller(b)
-        c.load(Settings.load(data("tofino.conf")).build(), PortsConfig.load(data("ports.conf")))
+        c.load(hotpath(data("tofino.conf")), PortsConfig.load(data("ports.conf")))
         b.digest(P.WORKER_DIGEST, job=7, worker=1, port=1, mac=0x0CC47A000001, ip=0x0A000001, udp_port=40000)
         c.step(0)
         env = p4_consts()

@@ -3,21 +3,17 @@ on tests/data/ports.conf), and the jobs the P4 program refuses."""
 
 import unittest
 
-from tests.common import data
+from tests.common import data, hotpath
 from zebra_ctl import consts
 from zebra_ctl import program as P
 from zebra_ctl.backend import FakeBackend
 from zebra_ctl.controller import Controller
 from zebra_ctl.plan import PlanError, plan_job
 from zebra_ctl.ports import PortsConfig, PortsError
-from zebra_ctl.settings import Settings
 
 
 def sample(**overrides):
-    s = Settings.load(data("tofino.conf"))
-    for k, v in overrides.items():
-        s.set(k, str(v))
-    return s.build()
+    return hotpath(data("tofino.conf"), **overrides)
 
 
 def ports():

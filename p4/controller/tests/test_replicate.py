@@ -8,14 +8,13 @@ import shutil
 import tempfile
 import unittest
 
-from tests.common import data, two_server_jobs
+from tests.common import data, hotpath, two_server_jobs
 from zebra_ctl import consts
 from zebra_ctl import program as P
 from zebra_ctl.backend import FakeBackend
 from zebra_ctl.controller import Controller
 from zebra_ctl.controls import Peer
 from zebra_ctl.ports import PortsConfig
-from zebra_ctl.settings import Settings
 from zebra_ctl.wire import Ctl, udp_frame
 
 SWITCH_IP = 0x0A0000FA
@@ -157,7 +156,7 @@ class TwoJobs(unittest.TestCase):
         self.assertEqual((self.b.groups, self.b.nodes), ({}, {}), "also what an earlier controller left")
         for table in P.UPDATE_TABLES:
             self.assertEqual(self.b.entries(table), [], table)
-        self.c.load(Settings.load(data("tofino.conf")).build(), PortsConfig.load(data("ports.conf")))
+        self.c.load(hotpath(data("tofino.conf")), PortsConfig.load(data("ports.conf")))
         self.learn(7, 2, W0)
         self.assertEqual(destinations(self.b, 7), {at(W0)})
 

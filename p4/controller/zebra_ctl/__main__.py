@@ -6,6 +6,10 @@
             --grpc-addr localhost:50052 --cpu-iface bf_pci0
         load it and run until SIGINT/SIGTERM, printing the counters at the end
 
+The settings are `zebra switch`'s: read and checked by running
+`zebra switch --plan` (--zebra PATH, else $ZEBRA_BIN, else zebra on PATH, else
+the repository's target/release/zebra); a bad setting is reported in its words.
+
 Exit codes: 0 done, 2 bad settings, ports or job (every problem listed).
 """
 
@@ -18,7 +22,7 @@ from .backend import FakeBackend
 from .controller import Controller, DEFAULT_GRACE_US
 from .plan import PlanError
 from .ports import PortsConfig, PortsError
-from .settings import Settings, SettingsError
+from .settings import SettingsError, load
 from . import program as P
 
 
@@ -26,7 +30,10 @@ def main(argv=None):
     p = argparse.ArgumentParser(prog="zebra_ctl", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="the hot-path settings file (the one `zebra switch` reads)")
     p.add_argument("--ports", required=True, help="the switch's ports file (CPU and recirculation ports, routes)")
-    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE", help="override a setting, like a zebra switch flag")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a setting of the file (passed to zebra switch as --KEY=VALUE)")
+    p.add_argument("--zebra", metavar="PATH",
+                   help="the zebra binary that reads the settings [default: $ZEBRA_BIN, zebra on PATH, target/release/zebra]")
     p.add_argument("--build", choices=["fixed", "lns"], default="fixed", help="the P4 build loaded: fixed (default) or lns (-DZEBRA_LNS)")
     p.add_argument("--lns-frac-bits", type=int, help="lns build: the scale of the sums (values are summed as round(x * 2^F))")
     p.add_argument("--grace-us", type=int, default=DEFAULT_GRACE_US, help="wait after a FLUSH before reading the round out")
@@ -38,13 +45,13 @@ def main(argv=None):
     args = p.parse_args(argv)
 
     try:
-        s = Settings.load(args.config)
-        for kv in args.set:
-            key, _, value = kv.partition("=")
-            s.set(key, value)
-        hotpath = s.build()
+        hotpath = load(args.config, args.set, args.zebra)
+    except SettingsError as e:
+        print(e.message, file=sys.stderr)
+        return e.code
+    try:
         ports = PortsConfig.load(args.ports)
-    except (SettingsError, PortsError) as e:
+    except PortsError as e:
         print(e, file=sys.stderr)
         return 2
 

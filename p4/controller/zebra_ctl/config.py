@@ -1,14 +1,12 @@
 """The protocol configuration, as zebra-proto's `Config` and `JobConfig`
-(rust/zebra-proto/src/config.rs): the same fields, defaults, derived sizes
-and checks, with the same error texts. Durations are microseconds."""
+(rust/zebra-proto/src/config.rs): the same fields and defaults, and the
+derived sizes the switch CPU and the table plan use. Built from
+`zebra switch --plan` (settings.py), which has checked them; durations are
+microseconds."""
 
 from dataclasses import dataclass, field
 
 from . import consts
-
-
-class ConfigError(Exception):
-    """A value the protocol cannot run with (the text of `ConfigError`'s Display)."""
 
 
 @dataclass
@@ -23,6 +21,12 @@ class JobConfig:
     layout: str = "heat"         # "heat" or "random"
     layout_seed: int = None
     dense_ranks: int = 0
+    token: int = 0               # from the job's key; 0: none (the switch draws one)
+
+    @classmethod
+    def from_plan(cls, d):
+        """A job of `zebra switch --plan`'s document."""
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
 
     def is_fixed(self):
         return self.number == "fixed"
@@ -62,15 +66,18 @@ class Config:
     server_history: int = 4096
     update_window: int = consts.DEFAULT_UPDATE_WINDOW
 
+    @classmethod
+    def from_plan(cls, d):
+        """The `proto` of `zebra switch --plan`'s document."""
+        fields = {k: d[k] for k in cls.__dataclass_fields__ if k != "jobs"}
+        return cls(jobs=[JobConfig.from_plan(j) for j in d["jobs"]], **fields)
+
     def region_slots(self, job):
         r = max(self.registers, 1)
         return -(-job.hot_keys // r)
 
     def job(self, job_id):
         return next((j for j in self.jobs if j.id == job_id), None)
-
-    def pairs_per_packet(self):
-        return min((self.packet_size - consts.HOT_HEADER_LEN) // consts.PAIR_LEN, consts.MAX_PAIRS_PER_PACKET)
 
     def dense_values_per_packet(self):
         return min(
@@ -82,15 +89,8 @@ class Config:
     def aggregate_run_bytes_per_packet(self):
         return self.aggregate_size - consts.AGGREGATE_HEADER_LEN
 
-    def aggregate_values_per_packet_worst(self):
-        return self.aggregate_run_bytes_per_packet() // (consts.RUN_HEADER_LEN + consts.VALUE_LEN)
-
     def coverage_bits_per_packet(self):
         return (self.packet_size - consts.COVERAGE_HEADER_LEN) * 8
-
-    def max_parts(self, job):
-        data = max(-(-job.hot_keys // self.aggregate_values_per_packet_worst()), 1)
-        return data + job.workers * -(-self.max_seqs // self.coverage_bits_per_packet())
 
     def cover_words(self):
         return -(-self.max_seqs // consts.COVER_WORD_BITS)
@@ -99,69 +99,3 @@ class Config:
         """The longest a learned round timeout gets, as zebra_proto::Config::round_timeout_cap:
         at most 10 s and half of uncertain_timeout, never below round_timeout."""
         return max(min(10_000_000, self.uncertain_timeout_us // 2), self.round_timeout_us)
-
-    def validate(self):
-        """Raises ConfigError naming the first bad value (Config::validate)."""
-        r = self.registers
-        if r == 0 or r > consts.MAX_REGISTERS:
-            raise ConfigError(f"registers = {r}: expected 1..={consts.MAX_REGISTERS}")
-        if self.copies == 0 or self.copies > consts.MAX_COPIES:
-            raise ConfigError(f"copies = {self.copies}: expected 1..={consts.MAX_COPIES}")
-        if self.slots == 0 or self.slots * self.copies > consts.MAX_REGISTER_ENTRIES:
-            raise ConfigError(
-                f"slots = {self.slots} with {self.copies} copies: expected 1 ..= "
-                f"{consts.MAX_REGISTER_ENTRIES} entries per register"
-            )
-        if not consts.MIN_PACKET_SIZE <= self.packet_size <= consts.MAX_PACKET_SIZE:
-            raise ConfigError(
-                f"packet_size = {self.packet_size}: expected {consts.MIN_PACKET_SIZE}..={consts.MAX_PACKET_SIZE} bytes"
-            )
-        if self.max_seqs == 0:
-            raise ConfigError("max_seqs must be at least 1")
-        for name, us in (
-            ("round_timeout", self.round_timeout_us),
-            ("aggregate_rto", self.aggregate_rto_us),
-            ("worker_rto", self.worker_rto_us),
-            ("uncertain_timeout", self.uncertain_timeout_us),
-        ):
-            if us == 0:
-                raise ConfigError(f"{name} must be longer than zero")
-        if self.aggregate_max_retries == 0 or self.worker_max_retries == 0:
-            raise ConfigError("retry limits must be at least 1")
-        if self.worker_max_in_flight == 0:
-            raise ConfigError("worker_max_in_flight must be at least 1")
-        if self.server_history == 0:
-            raise ConfigError("server_history must be at least 1")
-        if not 1 <= self.update_window <= consts.MAX_UPDATE_WINDOW:
-            raise ConfigError(f"update_window = {self.update_window}: expected 1..={consts.MAX_UPDATE_WINDOW}")
-        if not self.jobs:
-            raise ConfigError("no job configured")
-        used = 0
-        for i, job in enumerate(self.jobs):
-            if any(j.id == job.id for j in self.jobs[:i]):
-                raise ConfigError(f"job id {job.id} configured twice")
-            if job.workers == 0 or job.workers > consts.MAX_WORKERS:
-                raise ConfigError(f"job {job.id}: workers = {job.workers}: expected 1..={consts.MAX_WORKERS}")
-            if job.hot_keys == 0:
-                raise ConfigError(f"job {job.id}: hot_keys must be at least 1")
-            if job.servers == 0:
-                raise ConfigError(f"job {job.id}: servers must be at least 1")
-            if job.owners is not None:
-                if len(job.owners) != job.hot_keys:
-                    raise ConfigError(
-                        f"job {job.id}: owner table has {len(job.owners)} entries for {job.hot_keys} hot keys"
-                    )
-                bad = next((s for s in job.owners if s >= job.servers), None)
-                if bad is not None:
-                    raise ConfigError(f"job {job.id}: owner table names server {bad}, beyond the job's servers")
-            if job.is_fixed() and job.frac_bits > consts.MAX_FRAC_BITS:
-                raise ConfigError(f"job {job.id}: frac_bits = {job.frac_bits}: expected 0..={consts.MAX_FRAC_BITS}")
-            if job.dense_ranks > job.hot_keys:
-                raise ConfigError(f"job {job.id}: dense_ranks exceeds hot_keys")
-            used += self.region_slots(job)
-            if self.max_parts(job) > 0xFFFF:
-                raise ConfigError(
-                    f"job {job.id}: a round could need more than 65535 parts per server (raise packet_size)"
-                )
-        if used > self.slots:
-            raise ConfigError(f"jobs need {used} slots per register, the switch has {self.slots}")

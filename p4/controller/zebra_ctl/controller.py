@@ -88,11 +88,14 @@ class Controller:
         self.plans = {p.job.id: p for p in plans}
         proto = hotpath.proto
         pinned = {}
-        for s, a in hotpath.server_addrs.items():
-            job, index = hotpath.server_member(s)
-            pinned.setdefault(job, {})[index] = (int(ipaddress.ip_address(a.host)), a.port)
+        for s in hotpath.server_addrs.values():
+            pinned.setdefault(s.job, {})[s.index] = (int(ipaddress.ip_address(s.addr.host)), s.addr.port)
+        # A job with a key has its token from the settings (zebra switch
+        # --plan derives it); else the directory draws one.
         self.servers = {
-            p.job.id: ServerDirectory(p.job.id, p.job.servers, pinned.get(p.job.id), ports.neighbors) for p in plans
+            p.job.id: ServerDirectory(p.job.id, p.job.servers, pinned.get(p.job.id), ports.neighbors,
+                                      token=p.job.token or None, keyed=p.job.token != 0)
+            for p in plans
         }
         self.store = AggregateStore(proto.aggregate_rto_us, proto.aggregate_max_retries)
         self.assemblers = {p.job.id: ReadoutAssembler(p, self.row_timeout_us) for p in plans}

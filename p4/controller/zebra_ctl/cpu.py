@@ -64,15 +64,18 @@ class ServerDirectory:
     """Where the aggregates of (job, server) go, and who may acknowledge them:
     each server pinned by the settings (server_addr) or by the source address
     of its first REGISTER, and the job's token, handed out in REGISTER_ACK
-    (zebra-proto's switch/members.rs, docs/SECURITY.md)."""
+    (zebra-proto's switch/members.rs, docs/SECURITY.md). A job with a key
+    (`keyed`: `token` derived from it, zebra switch --plan) requires the token
+    from a server's first datagram, so only who knows the key is pinned."""
 
-    def __init__(self, job, servers, pinned=None, neighbors=None, epoch=None, token=None):
+    def __init__(self, job, servers, pinned=None, neighbors=None, epoch=None, token=None, keyed=False):
         self.job = job
         # This incarnation's epoch, in every REGISTER_ACK (docs: WIRE.md).
         self.epoch = epoch if epoch is not None else (secrets.randbits(32) or 1)
         # The job's membership token, drawn at random (nobody off the path
         # can guess it), shown by the servers once handed out.
         self.token = token if token is not None else (secrets.randbits(32) or 1)
+        self.keyed = keyed
         self.refused_address = 0
         self.refused_token = 0
         self.servers = servers
@@ -88,15 +91,19 @@ class ServerDirectory:
         `server` (which the job has), pinning the server at its first one;
         refusals counted by reason (Members::check)."""
         known = self.addresses.get(server)
+        right = token == self.token
         if known is None:
-            self.addresses[server] = ServerAddress(ip, port, proven=token == self.token)
+            if self.keyed and not right:
+                self.refused_token += 1
+                return False
+            self.addresses[server] = ServerAddress(ip, port, proven=right)
             return True
         if (known.ip, known.port) != (ip, port):
             self.refused_address += 1
             return False
-        if token == self.token:
+        if right:
             known.proven = True
-        elif known.proven:
+        elif known.proven or self.keyed:
             self.refused_token += 1
             return False
         return True

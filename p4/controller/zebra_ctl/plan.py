@@ -26,7 +26,7 @@ class JobPlan:
     """One job's geometry in the switch (job index i: the i-th job of the
     settings file)."""
 
-    hotpath: object          # settings.HotpathConfig
+    hotpath: object          # settings.HotpathConfig (zebra switch --plan)
     job: object              # config.JobConfig
     ports: object            # ports.PortsConfig
     build: str               # "fixed" or "lns"
@@ -76,6 +76,13 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
     proto = hotpath.proto
     jobs = proto.jobs
     problems = []
+    if not jobs:
+        # zebra switch admits such jobs as their servers register; this control plane
+        # plans its jobs up front (rust/zebra-proto/WIRE.md, "Admission").
+        raise PlanError([
+            "workers and hot keys: not set; the P4 control plane does not admit jobs as they "
+            "register (zebra switch does): give the job's workers and hot keys"
+        ])
     if build not in BUILDS:
         problems.append(f"build {build!r}: expected fixed or lns")
     if hotpath.switch is None:

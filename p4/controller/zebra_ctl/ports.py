@@ -13,13 +13,18 @@ Same `key = value` syntax as the settings file:
 """
 
 import ipaddress
+import json
 
 from dataclasses import dataclass, field
 
-from .settings import rust_debug
-
 MAX_PORT = (1 << 9) - 1
 MAX_SESSION = (1 << 10) - 1
+
+
+def quoted(text):
+    """`text` in double quotes, as a JSON string: what the user typed, with
+    its spaces and control characters visible."""
+    return json.dumps(text, ensure_ascii=False)
 
 
 class PortsError(Exception):
@@ -70,7 +75,7 @@ class PortsConfig:
                 continue
             at = f"{path}:{line}"
             if "=" not in content:
-                problems.append(f"{at}: expected `key = value`, found {rust_debug(content)}")
+                problems.append(f"{at}: expected `key = value`, found {quoted(content)}")
                 continue
             key, value = (s.strip() for s in content.split("=", 1))
             if key not in ("route", "neighbor"):
@@ -78,7 +83,7 @@ class PortsConfig:
                     problems.append(f"{at}: {key} is already set on line {seen[key]}")
                     continue
                 seen[key] = line
-            bad = f"{at}: {key} = {rust_debug(value)}: "
+            bad = f"{at}: {key} = {quoted(value)}: "
             if key in ("cpu_port", "recirc_port"):
                 if not value.isdigit() or int(value) > MAX_PORT:
                     problems.append(bad + f"expected a port number in 0..={MAX_PORT}")
@@ -115,7 +120,7 @@ class PortsConfig:
                     p.neighbors[ip] = mac
             else:
                 problems.append(
-                    f"{at}: unknown key {rust_debug(key)} "
+                    f"{at}: unknown key {quoted(key)} "
                     "(known: cpu_port, recirc_port, cpu_session, recirc_session, switch_mac, route, neighbor)"
                 )
         for key in ("cpu_port", "recirc_port"):
