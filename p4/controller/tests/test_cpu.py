@@ -8,7 +8,6 @@ import struct
 import tempfile
 import unittest
 
-from zebra_ctl.config import Config
 
 from tests.common import data, hotpath, two_server_jobs
 from zebra_ctl import consts
@@ -194,7 +193,9 @@ class Parts(unittest.TestCase):
     def test_parts_split_at_the_aggregate_size(self):
         p = plan()
         self.assertEqual(p.proto.aggregate_size, consts.MAX_PACKET_SIZE, "parts fill the MTU by default")
+        # Not a setting (zebra_proto's tests make it small too): the size and what it derives.
         p.proto.aggregate_size = 192
+        p.proto.aggregate_run_bytes_per_packet = 192 - consts.AGGREGATE_HEADER_LEN
         closed = ClosedRound(7, 2, 0, False, {r: r for r in range(0, 90, 2)}, {0: (1, 1)})
         parts = build_parts(p, closed, None)
         self.assertEqual(len(parts[0]), 3, "45 lone values in 15-value parts (worker 0 complete: no coverage)")
@@ -240,7 +241,7 @@ class Timers(unittest.TestCase):
 
     def test_the_round_timeout_is_learned_from_round_lengths(self):
         t = RoundTimer(plan(), round_timeout_us=20_000, grace_us=1_000, retry_us=2_000,
-                       cap_us=Config([]).round_timeout_cap_us())
+                       cap_us=plan().proto.round_timeout_cap_us)
         self.assertEqual(t.timeout_us(), 20_000, "configured")
         t.observe(0, 0, 4)
         self.assertEqual(len(t.observe(20_000, 0, 4)), 1)

@@ -1,12 +1,17 @@
 """The protocol configuration, as zebra-proto's `Config` and `JobConfig`
-(rust/zebra-proto/src/config.rs): the same fields and defaults, and the
-derived sizes the switch CPU and the table plan use. Built from
-`zebra switch --plan` (settings.py), which has checked them; durations are
-microseconds."""
+(rust/zebra-proto/src/config.rs), built from `zebra switch --plan`'s
+document (settings.py): the binary has checked every value and derived the
+sizes (coverage words, region slots, bytes of a part, the round timeout's
+cap) the switch CPU and the table plan use, so nothing here computes them
+again. Durations are microseconds."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, fields
 
 from . import consts
+
+
+def _of(cls, d, **extra):
+    return cls(**{f.name: d[f.name] for f in fields(cls) if f.name not in extra}, **extra)
 
 
 @dataclass
@@ -15,23 +20,25 @@ class JobConfig:
     workers: int
     hot_keys: int
     servers: int
-    owners: list = None
-    number: str = "f32"          # "f32" or "fixed"
-    frac_bits: int = None        # for "fixed"
-    layout: str = "heat"         # "heat" or "random"
-    layout_seed: int = None
-    dense_ranks: int = 0
-    token: int = 0               # from the job's key; 0: none (the switch draws one)
+    owners: list                 # owning server per hot rank, or None: contiguous ranges
+    number: str                  # "f32" or "fixed"
+    frac_bits: int               # for "fixed", else None
+    layout: str                  # "heat" or "random"
+    layout_seed: int             # for "random", else None
+    dense_ranks: int
+    token: int                   # from the job's key; 0: none (the switch draws one)
+    region_slots: int            # the job's slots in each register (ceil(hot_keys / R))
 
     @classmethod
     def from_plan(cls, d):
         """A job of `zebra switch --plan`'s document."""
-        return cls(**{k: d[k] for k in cls.__dataclass_fields__})
+        return _of(cls, d)
 
     def is_fixed(self):
         return self.number == "fixed"
 
     def owner(self, rank):
+        """The server that owns hot rank `rank` (JobConfig::owner)."""
         if self.owners is not None:
             return self.owners[rank]
         return (rank * self.servers) // max(self.hot_keys, 1)
@@ -44,58 +51,36 @@ class JobConfig:
 
 @dataclass
 class Config:
-    jobs: list = field(default_factory=list)
-    registers: int = consts.DEFAULT_REGISTERS
-    slots: int = consts.DEFAULT_SLOTS
-    copies: int = consts.DEFAULT_COPIES
-    packet_size: int = consts.DEFAULT_PACKET_SIZE
-    # Largest AGGREGATE part (Config::aggregate_size): the CPU builds them, so
-    # they fill the MTU whatever packet_size is. Not a setting of the file.
-    aggregate_size: int = consts.MAX_PACKET_SIZE
-    max_seqs: int = consts.DEFAULT_MAX_SEQS
-    packing: str = "strict"
-    round_timeout_us: int = 50_000
-    aggregate_rto_us: int = 2_000
-    aggregate_max_retries: int = 50
-    worker_rto_us: int = 2_000
-    worker_max_retries: int = 10
-    worker_max_in_flight: int = 256
-    worker_retain_pairs: int = 1 << 20
-    max_round_ahead: int = consts.DEFAULT_MAX_ROUND_AHEAD
-    uncertain_timeout_us: int = 5_000_000
-    server_history: int = 4096
-    update_window: int = consts.DEFAULT_UPDATE_WINDOW
+    jobs: list
+    registers: int
+    slots: int
+    copies: int
+    packet_size: int
+    aggregate_size: int          # largest AGGREGATE part: the CPU builds them, MTU-sized
+    max_seqs: int
+    max_round_ahead: int
+    packing: str
+    round_timeout_us: int
+    aggregate_rto_us: int
+    aggregate_max_retries: int
+    worker_rto_us: int
+    worker_max_retries: int
+    worker_max_in_flight: int
+    worker_retain_pairs: int
+    uncertain_timeout_us: int
+    server_history: int
+    update_window: int
+    # Derived by zebra-proto's Config (its methods of the same names).
+    round_timeout_cap_us: int    # the longest a learned round timeout gets
+    dense_values_per_packet: int
+    aggregate_run_bytes_per_packet: int
+    coverage_bits_per_packet: int
+    cover_words: int             # coverage words per worker and copy
 
     @classmethod
     def from_plan(cls, d):
         """The `proto` of `zebra switch --plan`'s document."""
-        fields = {k: d[k] for k in cls.__dataclass_fields__ if k != "jobs"}
-        return cls(jobs=[JobConfig.from_plan(j) for j in d["jobs"]], **fields)
-
-    def region_slots(self, job):
-        r = max(self.registers, 1)
-        return -(-job.hot_keys // r)
+        return _of(cls, d, jobs=[JobConfig.from_plan(j) for j in d["jobs"]])
 
     def job(self, job_id):
         return next((j for j in self.jobs if j.id == job_id), None)
-
-    def dense_values_per_packet(self):
-        return min(
-            (self.packet_size - consts.HOT_DENSE_HEADER_LEN) // consts.VALUE_LEN,
-            self.registers,
-            consts.MAX_PAIRS_PER_PACKET,
-        )
-
-    def aggregate_run_bytes_per_packet(self):
-        return self.aggregate_size - consts.AGGREGATE_HEADER_LEN
-
-    def coverage_bits_per_packet(self):
-        return (self.packet_size - consts.COVERAGE_HEADER_LEN) * 8
-
-    def cover_words(self):
-        return -(-self.max_seqs // consts.COVER_WORD_BITS)
-
-    def round_timeout_cap_us(self):
-        """The longest a learned round timeout gets, as zebra_proto::Config::round_timeout_cap:
-        at most 10 s and half of uncertain_timeout, never below round_timeout."""
-        return max(min(10_000_000, self.uncertain_timeout_us // 2), self.round_timeout_us)

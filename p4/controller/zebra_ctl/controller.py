@@ -101,7 +101,7 @@ class Controller:
         self.assemblers = {p.job.id: ReadoutAssembler(p, self.row_timeout_us) for p in plans}
         retry = max(proto.aggregate_rto_us, 1_000)
         self.timers = {p.job.id: RoundTimer(p, proto.round_timeout_us, self.grace_us, retry,
-                                            cap_us=proto.round_timeout_cap_us()) for p in plans}
+                                            cap_us=proto.round_timeout_cap_us) for p in plans}
         self.switch_ip = int(ipaddress.ip_address(hotpath.switch.host))
         replicate = self.replicate
         for p in plans:

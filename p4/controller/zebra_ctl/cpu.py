@@ -355,7 +355,7 @@ def build_parts(plan, closed, read_coverage):
     contributed = 0
     complete = 0
     coverage = []
-    chunk = proto.coverage_bits_per_packet()
+    chunk = proto.coverage_bits_per_packet
     for w in range(job.workers):
         if w not in closed.progress:
             continue
@@ -367,7 +367,7 @@ def build_parts(plan, closed, read_coverage):
             complete |= 1 << w
             continue
         coverage.extend(coverage_parts(w, read_coverage(w, closed.copy, closed.round), chunk))
-    budget = proto.aggregate_run_bytes_per_packet()
+    budget = proto.aggregate_run_bytes_per_packet
     fixed = job.is_fixed()
     out = {}
     for server, pairs in enumerate(per_server):
@@ -420,7 +420,7 @@ class RoundTimer:
     retry_us: int
     copies: dict = field(default_factory=dict)
     flushed: dict = field(default_factory=dict)
-    # The longest the learned timeout gets (Config.round_timeout_cap_us); None: round_timeout.
+    # The longest the learned timeout gets (Config.round_timeout_cap_us, from zebra switch --plan); None: round_timeout.
     cap_us: int = None
     lengths: RttEstimator = None
 

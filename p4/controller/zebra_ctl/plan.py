@@ -48,7 +48,7 @@ class JobPlan:
 
     @property
     def cover_words(self):
-        return self.proto.cover_words()
+        return self.proto.cover_words
 
     def record_base_of(self, worker, copy):
         return self.record_base + (worker * self.copies + copy) * self.proto.max_seqs
@@ -118,7 +118,7 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
             problems.append(problem)
 
     for job in jobs:
-        if job.dense_ranks > 0 and proto.dense_values_per_packet() != consts.P4_REGISTERS:
+        if job.dense_ranks > 0 and proto.dense_values_per_packet != consts.P4_REGISTERS:
             need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
             add(
                 f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
@@ -146,14 +146,14 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
                 f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
                 "(RECORD_ENTRIES); lower max_seqs"
             )
-        words = job.workers * proto.copies * proto.cover_words()
+        words = job.workers * proto.copies * proto.cover_words
         if words > consts.P4_COVER_ENTRIES:
             add(
                 f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
                 "coverage words (COVER_ENTRIES); lower max_seqs"
             )
     records = sum(job.workers for job in jobs) * proto.copies * proto.max_seqs
-    words = sum(job.workers for job in jobs) * proto.copies * proto.cover_words()
+    words = sum(job.workers for job in jobs) * proto.copies * proto.cover_words
     if len(jobs) > 1 and records > consts.P4_RECORD_ENTRIES:
         problems.append(
             f"the {len(jobs)} jobs' workers x copies x max_seqs = {records}: the P4 program keeps "
@@ -171,7 +171,7 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
     plans = []
     region = record = cover = 0
     for index, job in enumerate(jobs):
-        region_slots = proto.region_slots(job)
+        region_slots = job.region_slots
         plans.append(JobPlan(
             hotpath=hotpath,
             job=job,
@@ -187,7 +187,7 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
         ))
         region += region_slots
         record += job.workers * proto.copies * proto.max_seqs
-        cover += job.workers * proto.copies * proto.cover_words()
+        cover += job.workers * proto.copies * proto.cover_words
     return plans
 
 

@@ -76,6 +76,33 @@ fn the_plan_holds_every_setting_and_the_token_of_the_key() {
         assert_eq!(proto[field].as_u64(), Some(want), "{field}");
     }
     assert_eq!(proto["packing"], "strict");
+    let derived = zebra_proto::Config {
+        max_seqs: 512,
+        round_timeout: std::time::Duration::from_millis(20),
+        ..zebra_proto::Config::new(Vec::new())
+    };
+    for (field, want) in [
+        (
+            "round_timeout_cap_us",
+            derived.round_timeout_cap().as_micros() as usize,
+        ),
+        ("cover_words", derived.cover_words()),
+        (
+            "coverage_bits_per_packet",
+            derived.coverage_bits_per_packet(),
+        ),
+        (
+            "aggregate_run_bytes_per_packet",
+            derived.aggregate_run_bytes_per_packet(),
+        ),
+        ("dense_values_per_packet", derived.dense_values_per_packet()),
+    ] {
+        assert_eq!(
+            proto[field].as_u64(),
+            Some(want as u64),
+            "{field}: as zebra-proto derives it"
+        );
+    }
     let jobs = proto["jobs"].as_array().unwrap();
     assert_eq!(jobs.len(), 1);
     let job = &jobs[0];
@@ -101,6 +128,7 @@ fn the_plan_holds_every_setting_and_the_token_of_the_key() {
         (&job["layout"], &job["layout_seed"]),
         (&Value::from("heat"), &Value::Null)
     );
+    assert_eq!(job["region_slots"], 32, "1000 keys over 32 registers");
     assert_eq!(
         job["token"].as_u64(),
         Some(u64::from(zebra_proto::job_token(b"s3cret-of-the-job", 7))),

@@ -3,7 +3,9 @@
 //! without parsing them again — the P4 control plane (`p4/controller`)
 //! loads its jobs from it. Every value here comes from [`HotpathConfig`];
 //! nothing is decided in this module but the names and units of the JSON
-//! (durations in whole microseconds, addresses as `HOST:PORT`).
+//! (durations in whole microseconds, addresses as `HOST:PORT`). The sizes
+//! `zebra_proto::Config` derives from the settings come along, so that a
+//! reader need not derive them again.
 
 use std::time::Duration;
 
@@ -48,7 +50,8 @@ pub struct Plan {
     pub register_wait_us: u64,
 }
 
-/// `zebra_proto::Config`, field by field (durations in microseconds).
+/// `zebra_proto::Config`, field by field (durations in microseconds), and
+/// the sizes it derives.
 #[derive(Debug, Serialize)]
 pub struct ProtoPlan {
     pub registers: u16,
@@ -70,6 +73,16 @@ pub struct ProtoPlan {
     pub uncertain_timeout_us: u64,
     pub server_history: u32,
     pub update_window: usize,
+    /// `Config::round_timeout_cap`: the longest a learned round timeout gets.
+    pub round_timeout_cap_us: u64,
+    /// `Config::dense_values_per_packet`.
+    pub dense_values_per_packet: usize,
+    /// `Config::aggregate_run_bytes_per_packet`.
+    pub aggregate_run_bytes_per_packet: usize,
+    /// `Config::coverage_bits_per_packet`.
+    pub coverage_bits_per_packet: usize,
+    /// `Config::cover_words`: coverage words per worker and copy.
+    pub cover_words: usize,
     pub jobs: Vec<JobPlan>,
 }
 
@@ -94,6 +107,8 @@ pub struct JobPlan {
     pub dense_ranks: u32,
     /// The job's token from its key; 0: no key (the switch draws one).
     pub token: u32,
+    /// `Config::region_slots`: the job's slots in each register.
+    pub region_slots: u32,
 }
 
 /// A server whose address the settings fix.
@@ -140,7 +155,7 @@ impl Plan {
             job_base: config.job_base,
             job_per_server: config.hot_set.is_some(),
             zero_config: config.zero_config,
-            admit: config.admit.as_ref().map(JobPlan::of),
+            admit: config.admit.as_ref().map(|j| JobPlan::of(j, &config.proto)),
             keyed: config.job_key.is_some(),
             proto: ProtoPlan::of(&config.proto),
             server_addrs: if config.proto.jobs.is_empty() {
@@ -196,13 +211,18 @@ impl ProtoPlan {
             uncertain_timeout_us: micros(p.uncertain_timeout),
             server_history: p.server_history,
             update_window: p.update_window,
-            jobs: p.jobs.iter().map(JobPlan::of).collect(),
+            round_timeout_cap_us: micros(p.round_timeout_cap()),
+            dense_values_per_packet: p.dense_values_per_packet(),
+            aggregate_run_bytes_per_packet: p.aggregate_run_bytes_per_packet(),
+            coverage_bits_per_packet: p.coverage_bits_per_packet(),
+            cover_words: p.cover_words(),
+            jobs: p.jobs.iter().map(|j| JobPlan::of(j, p)).collect(),
         }
     }
 }
 
 impl JobPlan {
-    fn of(j: &JobConfig) -> JobPlan {
+    fn of(j: &JobConfig, p: &Config) -> JobPlan {
         let (number, frac_bits) = match j.number {
             NumberMode::F32 => ("f32", None),
             NumberMode::Fixed { frac_bits } => ("fixed", Some(frac_bits)),
@@ -223,6 +243,7 @@ impl JobPlan {
             layout_seed,
             dense_ranks: j.dense_ranks,
             token: j.token,
+            region_slots: p.region_slots(j),
         }
     }
 }
