@@ -176,6 +176,7 @@ run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
 # `zebra env`, and the README's newcomer block word for word (the wheel built, pip-installed
 # into a fresh venv with no index, an MXNet job beside the switch); about 2 minutes.
 [ $quick = 1 ] || run_part launchers "$root/tests/launch/run.sh"
+[ $quick = 1 ] || run_part pslite-patches "$root/pslite-patches/test.sh"
 # The chaos suite (issue 18, docs/RELIABILITY.md): faults injected into real BytePS PS-lite
 # and MXNet jobs on the netns testbed while they run (the switch killed, stopped; hot-path
 # loss, duplication, reordering; a server's link cut; a worker killed), every result checked
