@@ -19,27 +19,84 @@ pub const INITIAL_WINDOW: u32 = 8;
 /// The most parts in flight to one server.
 pub const MAX_WINDOW: u32 = 512;
 
+/// A congestion window: how many packets may be in flight. It grows with
+/// acknowledgements — by one per acknowledgement (doubling each round trip)
+/// up to the slow-start threshold, by one per window's worth of
+/// acknowledgements after it — and halves on a loss, at most once per
+/// timeout interval (a burst of losses is one congestion event), never below
+/// one packet nor above its maximum.
+#[derive(Debug, Clone)]
+pub(crate) struct Window {
+    window: u32,
+    max: u32,
+    /// Below it the window grows by one per acknowledgement.
+    threshold: u32,
+    /// Acknowledgements since the window last grew (above the threshold).
+    acked: u32,
+    /// When the window was last halved.
+    cut_at: Option<Timestamp>,
+}
+
+impl Window {
+    /// `initial` packets, at most `max`; with `slow_start` the window grows
+    /// by one per acknowledgement until the first loss.
+    pub(crate) fn new(initial: u32, max: u32, slow_start: bool) -> Window {
+        let max = max.max(1);
+        let window = initial.clamp(1, max);
+        Window {
+            window,
+            max,
+            threshold: if slow_start { max } else { window },
+            acked: 0,
+            cut_at: None,
+        }
+    }
+
+    /// Packets allowed in flight now.
+    pub(crate) fn get(&self) -> u32 {
+        self.window
+    }
+
+    /// A packet in flight was acknowledged.
+    pub(crate) fn on_ack(&mut self) {
+        if self.window < self.threshold {
+            self.window = (self.window + 1).min(self.max);
+            return;
+        }
+        self.acked += 1;
+        if self.acked >= self.window {
+            self.acked = 0;
+            self.window = (self.window + 1).min(self.max);
+        }
+    }
+
+    /// A packet was lost (`interval`: the current timeout): the window
+    /// halves, unless it already did within `interval`.
+    pub(crate) fn on_loss(&mut self, now: Timestamp, interval: Duration) {
+        if self.cut_at.is_none_or(|at| now - at >= interval) {
+            self.window = (self.window / 2).max(1);
+            self.threshold = self.window;
+            self.acked = 0;
+            self.cut_at = Some(now);
+        }
+    }
+}
+
 #[derive(Debug)]
 pub(crate) struct Flow<K> {
     pub(crate) rtt: RttEstimator,
-    window: u32,
-    /// Acknowledgements since the window last grew.
-    acked: u32,
+    window: Window,
     in_flight: u32,
     queue: VecDeque<K>,
-    /// When the window was last halved (at most once per timeout).
-    cut_at: Option<Timestamp>,
 }
 
 impl<K> Flow<K> {
     pub(crate) fn new(initial_rto: Duration) -> Flow<K> {
         Flow {
             rtt: RttEstimator::new(initial_rto),
-            window: INITIAL_WINDOW,
-            acked: 0,
+            window: Window::new(INITIAL_WINDOW, MAX_WINDOW, false),
             in_flight: 0,
             queue: VecDeque::new(),
-            cut_at: None,
         }
     }
 
@@ -50,7 +107,7 @@ impl<K> Flow<K> {
 
     /// The next waiting part the window lets out (counted in flight).
     pub(crate) fn next_to_send(&mut self) -> Option<K> {
-        if self.in_flight >= self.window {
+        if self.in_flight >= self.window.get() {
             return None;
         }
         let key = self.queue.pop_front()?;
@@ -60,7 +117,7 @@ impl<K> Flow<K> {
 
     /// Whether a waiting part may leave now.
     pub(crate) fn can_send(&self) -> bool {
-        self.in_flight < self.window && !self.queue.is_empty()
+        self.in_flight < self.window.get() && !self.queue.is_empty()
     }
 
     /// A part in flight was acknowledged (`rtt`: its round trip if it was
@@ -70,11 +127,7 @@ impl<K> Flow<K> {
         if let Some(rtt) = rtt {
             self.rtt.sample(rtt);
         }
-        self.acked += 1;
-        if self.acked >= self.window {
-            self.acked = 0;
-            self.window = (self.window + 1).min(MAX_WINDOW);
-        }
+        self.window.on_ack();
     }
 
     /// A part sent once timed out: the timeout backs off and the window
@@ -89,11 +142,7 @@ impl<K> Flow<K> {
     /// not): the window halves, at most once per timeout interval;
     /// the timeout stays (the flow answers).
     pub(crate) fn on_loss(&mut self, now: Timestamp) {
-        if self.cut_at.is_none_or(|at| now - at >= self.rtt.rto()) {
-            self.window = (self.window / 2).max(1);
-            self.acked = 0;
-            self.cut_at = Some(now);
-        }
+        self.window.on_loss(now, self.rtt.rto());
     }
 
     /// A part in flight was given up.
@@ -110,7 +159,7 @@ impl<K> Flow<K> {
 
     /// Parts allowed in flight now.
     pub(crate) fn window(&self) -> u32 {
-        self.window
+        self.window.get()
     }
 }
 

@@ -3,7 +3,8 @@
 //! [`Worker::push`] takes the hot `(rank, value)` pairs of one push (one
 //! round), packs them (dense blocks for ranks below `dense_ranks`, then
 //! Algorithm 1 for the rest), numbers the packets `0..n` and marks the last
-//! one DONE. Packets go out up to `worker_max_in_flight` at a time; each is
+//! one DONE. Packets go out up to the worker's congestion window at a time
+//! (below); each is
 //! settled by the switch's ACK (added) or FALLBACK (its pairs come back as a
 //! certain [`Fallback`]), or, after `worker_max_retries` retransmissions
 //! (same seq, RETX flag) without an answer, given up (its pairs come back as
@@ -15,6 +16,20 @@
 //! the switch shares one record per sequence number between rounds `r` and
 //! `r + copies`, so this keeps a retransmission from ever meeting another
 //! round's record. Later pushes wait in a queue.
+//!
+//! # Congestion window
+//!
+//! Jobs that share a switch, and the links to it, slow each other down when
+//! every worker sends all its packets at once (ATP). A worker keeps at most
+//! its window of hot packets in flight: [`INITIAL_WINDOW`] at first, one
+//! more per ACK up to the first loss (slow start), then one more per
+//! window's worth of ACKs, halved when a packet times out (at most once per
+//! timeout interval), between 1 and `worker_max_in_flight`. The signal is
+//! loss alone: a software switch's socket buffer and a Tofino's queues drop
+//! when full, and nothing on the path marks packets (a mark in the ACK from
+//! the queue depth a Tofino's egress can read is not done). FALLBACK
+//! answers, WindowFull included, say nothing about the path and leave the
+//! window as it is.
 //!
 //! # A switch started again
 //!
@@ -39,6 +54,7 @@ use thiserror::Error;
 
 use crate::config::{Config, ConfigError, JobConfig};
 use crate::fallback::{Fallback, FallbackCause};
+use crate::flow::Window;
 use crate::layout::Layout;
 use crate::packing::{pack, passes};
 use crate::rto::RttEstimator;
@@ -109,6 +125,11 @@ pub enum WorkerError {
     },
 }
 
+/// Hot packets a worker sends before its first ACK; the window then grows
+/// by one per ACK (slow start) up to `worker_max_in_flight`, and halves on a
+/// timeout (module docs).
+pub const INITIAL_WINDOW: u32 = 16;
+
 /// A packet's pairs and, for a dense block, its first rank.
 type Body = (Vec<(u32, f32)>, Option<u32>);
 
@@ -178,6 +199,11 @@ pub struct Worker {
     active: BTreeMap<u32, RoundTx>,
     in_flight: usize,
     rtt: RttEstimator,
+    /// Packets allowed in flight (at most `worker_max_in_flight`): grows
+    /// with ACKs, halves when a packet times out ([`Worker::window`]).
+    window: Window,
+    /// Whether the window rule holds ([`Worker::set_congestion_control`]).
+    congestion_control: bool,
     stats: WorkerStats,
     /// Settled rounds' added packets, `(seq, pairs)`, oldest first, for
     /// [`Worker::restart`].
@@ -211,6 +237,12 @@ impl Worker {
             active: BTreeMap::new(),
             in_flight: 0,
             rtt: RttEstimator::new(config.worker_rto),
+            window: Window::new(
+                INITIAL_WINDOW,
+                u32::try_from(config.worker_max_in_flight).unwrap_or(u32::MAX),
+                true,
+            ),
+            congestion_control: true,
             stats: WorkerStats::default(),
             kept: VecDeque::new(),
             kept_pairs: 0,
@@ -227,6 +259,23 @@ impl Worker {
     /// The job's membership token this worker shows (0: none yet).
     pub fn token(&self) -> u32 {
         self.token
+    }
+
+    /// Hot packets this worker lets be in flight now: its congestion window
+    /// (module docs), or `worker_max_in_flight` without the window rule.
+    pub fn window(&self) -> usize {
+        if self.congestion_control {
+            (self.window.get() as usize).min(self.config.worker_max_in_flight)
+        } else {
+            self.config.worker_max_in_flight
+        }
+    }
+
+    /// Turns the window rule on (the default) or off (every packet up to
+    /// `worker_max_in_flight` leaves at once: what workers did before it,
+    /// kept to measure the rule against).
+    pub fn set_congestion_control(&mut self, on: bool) {
+        self.congestion_control = on;
     }
 
     /// Rounds pushed but not yet settled (sending or queued).
@@ -357,6 +406,7 @@ impl Worker {
                 ResponseKind::Ack { .. } => {
                     self.stats.acked += 1;
                     tx.summary.added += 1;
+                    self.window.on_ack();
                 }
                 ResponseKind::Fallback { reason, .. } => {
                     self.stats.fallback_packets += 1;
@@ -524,6 +574,9 @@ impl Worker {
                     )));
                 } else {
                     self.stats.retransmits += 1;
+                    // A timeout: the packet or its answer was lost, on a
+                    // full queue most likely (one cut per timeout interval).
+                    self.window.on_loss(now, self.rtt.rto());
                     out.push(p.resend(
                         TxState::InFlight {
                             first_sent,
@@ -595,7 +648,7 @@ impl Worker {
             }
             self.active.insert(round, tx);
         }
-        let max = self.config.worker_max_in_flight;
+        let max = self.window();
         for tx in self.active.values_mut() {
             while self.in_flight < max && tx.next_unsent < tx.packets.len() {
                 let p = &mut tx.packets[tx.next_unsent];

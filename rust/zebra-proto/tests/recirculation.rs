@@ -59,8 +59,14 @@ fn measure(layout: LayoutKind, packing: Packing, pushes: &[Vec<(u32, f32)>]) -> 
     let mut worker = Worker::new(&c, 1, 0).unwrap();
     for (i, pairs) in pushes.iter().enumerate() {
         let now = Timestamp(i as u64 * 1_000_000);
-        let mut queue = worker.push(now, i as u32 + 1, pairs.clone()).unwrap();
-        while let Some(a) = queue.pop() {
+        // In the order sent: the first answer hands the worker the job's
+        // token, and once a packet showed it, packets sent before without it
+        // are refused (they would be sent again, with it, on a timeout).
+        let mut queue: std::collections::VecDeque<WorkerAction> = worker
+            .push(now, i as u32 + 1, pairs.clone())
+            .unwrap()
+            .into();
+        while let Some(a) = queue.pop_front() {
             if let WorkerAction::Send(bytes) = a {
                 for r in switch.handle_packet(now, &bytes) {
                     if let zebra_proto::SwitchAction::Ack { payload, .. } = r {
