@@ -159,9 +159,20 @@ check_race() {
   echo "patched: the server waited for its handle; the job ended well, the worker's 4 iterations done" >>"$d"
 }
 
+# leftovers DIR: the processes still running in DIR, a job's working directory.
+leftovers() {
+  local p real
+  real=$(readlink -f "$1")
+  for p in /proc/[0-9]*; do
+    [ "$(readlink "$p/cwd" 2>/dev/null)" = "$real" ] && echo "${p#/proc/}"
+  done
+  return 0
+}
+
 # local_sh NAME LOCAL_SH FAIL_AT SECONDS: runs LOCAL_SH 1 1 exit_as.sh test_benchmark
 # (patched: no start-up race) with FAIL_AT, killed after SECONDS, in a network namespace of
-# its own when root; prints its exit code (124: killed by the timeout).
+# its own when root; prints its exit code (124: killed by the timeout). Processes of the job
+# still running 2 s after LOCAL_SH returned are listed in DIR/leftovers and killed.
 local_sh() {
   local name=$1 script=$2 fail_at=$3 seconds=$4 dir="$LOGS/$1"
   mkdir -p "$dir"
@@ -172,6 +183,16 @@ local_sh() {
     timeout -k 3 "$seconds" unshare -n bash -c "ip link set lo up && $job" >"$dir/job.log" 2>&1 || rc=$?
   else
     timeout -k 3 "$seconds" bash -c "$job" >"$dir/job.log" 2>&1 || rc=$?
+  fi
+  local left
+  left=$(leftovers "$dir")
+  if [ -n "$left" ]; then
+    sleep 2
+    left=$(leftovers "$dir")
+    if [ -n "$left" ]; then
+      ps -o pid,args -p "$(echo $left | tr ' ' ,)" >"$dir/leftovers" 2>&1
+      kill -KILL $left 2>/dev/null
+    fi
   fi
   echo "$rc"
 }
@@ -190,9 +211,11 @@ check_local_sh() {
   [ "$rc" = 124 ] || { echo "unpatched local.sh, worker exits 1 at start: exit $rc, not still waiting after 15 s (log: $LOGS/start-unpatched/job.log)"; return 1; }
   rc=$(local_sh start-patched "$fixed" start 120)
   [ "$rc" = 1 ] || { echo "patched local.sh, worker exits 1 at start: exit $rc, not 1 (log: $LOGS/start-patched/job.log)"; return 1; }
+  [ ! -e "$LOGS/start-patched/leftovers" ] \
+    || { echo "patched local.sh, worker exits 1 at start: it returned, but left processes running:"; cat "$LOGS/start-patched/leftovers"; return 1; }
   grep -q 'worker 0 exited with code 1; stopping the others' "$LOGS/start-patched/job.log" \
     || { echo "patched local.sh did not name the failed process (log: $LOGS/start-patched/job.log)"; return 1; }
-  echo "a worker exits 1 at start: unpatched local.sh still waits after 15 s (the defect), patched exits 1, naming worker 0" >>"$d"
+  echo "a worker exits 1 at start: unpatched local.sh still waits after 15 s (the defect), patched exits 1, naming worker 0, no process left" >>"$d"
   rc=$(local_sh none-patched "$fixed" none 120)
   [ "$rc" = 0 ] || { echo "patched local.sh, a job that ends well: exit $rc, not 0 (log: $LOGS/none-patched/job.log)"; return 1; }
   echo "a job that ends well: patched local.sh exits 0" >>"$d"
