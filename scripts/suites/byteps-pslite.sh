@@ -191,11 +191,12 @@ run_job() {
   return 1
 }
 
-# BytePS's benchmarks start PS-lite without a barrier, create their KVServer and only then
-# set its request handle, so an early push aborts the server: "Check failed:
+# BytePS's benchmarks create their KVServer after PS-lite's start-up barrier and only then
+# set its request handle, so a push that comes first aborts the server: "Check failed:
 # request_handle_" (about one run in ten here), or, when the server is slow to create its
 # KVServer on a loaded machine, "timeout (5 sec) to wait App 0 customer 0 ready at 0". Such a
-# run (and only such a run) is retried.
+# run (and only such a run) is retried. pslite-patches/0001 fixes the first in PS-lite itself
+# for those who build it (not needed to use Zebra).
 STOCK_RACES='Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready'
 STOCK_ATTEMPTS=5
 run_stock_job() {
