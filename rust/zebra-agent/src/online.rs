@@ -97,6 +97,13 @@ pub struct OnlineConfig {
     /// (the pace baseline) and checks what the keys would save; the rules to
     /// step aside and the retry are the online ones.
     pub fixed: bool,
+    /// With [`Self::fixed`]: whether the first counted pushes go whole (a
+    /// probe: the pace without aggregation, for the pace rule). Without a
+    /// probe ([`OnlineConfig::watch`]) the workers aggregate with the file's
+    /// keys from their first push, the first decision keeps them, and only
+    /// the rules that need no baseline hold (saving, flushed rounds, a silent
+    /// switch); after stepping aside a recount is a probe as usual.
+    pub probe: bool,
 }
 
 /// Default of [`OnlineConfig::retry`].
@@ -134,6 +141,7 @@ impl OnlineConfig {
             min_pace: MIN_PACE,
             retry: RETRY,
             fixed: false,
+            probe: true,
         }
     }
 
@@ -148,6 +156,28 @@ impl OnlineConfig {
             fixed: true,
             ..OnlineConfig::new(probe)
         }
+    }
+
+    /// The watcher of a hot-keys file without a probe: the workers aggregate
+    /// with the file's keys from their first push, as with the file alone;
+    /// each server counts every worker's first `rounds` pushes, keeps the
+    /// keys (or steps aside at once if they save less than `min_saving`),
+    /// and from then on steps aside when most of its rounds wait for the
+    /// round timeout or the switch falls silent, trying again later (with a
+    /// probe, then). No pace rule: there is no pace without aggregation to
+    /// compare with. What a hot-keys file gets by default in the shim.
+    pub fn watch(rounds: u32) -> OnlineConfig {
+        OnlineConfig {
+            probe: false,
+            min_pace: 0.0,
+            ..OnlineConfig::file(rounds)
+        }
+    }
+
+    /// Whether the workers push whole until the first decision: a file's
+    /// watcher with a probe.
+    pub fn whole_first(&self) -> bool {
+        self.fixed && self.probe
     }
 
     /// Checks the values.
@@ -585,10 +615,13 @@ impl Census {
         current: &[HotKey],
         capacity: u32,
     ) -> Option<&Decision> {
-        // A file's watcher decides for the file's keys (`current`), from no
-        // key: its workers pushed whole until now.
-        let (keys, current) = if self.config.fixed {
+        // A file's watcher decides for the file's keys (`current`): from no
+        // key after a probe or a recount (its workers pushed whole until
+        // now), kept without a probe (they aggregated with them).
+        let (keys, current) = if self.config.fixed && (self.config.probe || self.recount) {
             (current_keys(current), &[][..])
+        } else if self.config.fixed {
+            (current_keys(current), current)
         } else {
             (self.ranked(capacity), current)
         };

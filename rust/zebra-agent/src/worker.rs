@@ -487,7 +487,11 @@ impl WorkerAgent {
     /// to the switch.
     fn whole_until_decided(&self, server: u16) -> bool {
         self.hot.server_keys(server).is_empty()
-            || self.config.online.as_ref().is_some_and(|o| o.fixed)
+            || self
+                .config
+                .online
+                .as_ref()
+                .is_some_and(crate::OnlineConfig::whole_first)
     }
 
     /// The hot set of round `round` of `server`'s job, or `None`: push it
@@ -501,7 +505,7 @@ impl WorkerAgent {
         match &stream.decision {
             _ if stream.recounting => None,
             Some((from, set)) if round >= *from => Some(set.clone()),
-            _ if stream.pushes < online.rounds && !stream.refused && !online.fixed => {
+            _ if stream.pushes < online.rounds && !stream.refused && !online.whole_first() => {
                 Some(self.hot.clone())
             }
             _ => None,

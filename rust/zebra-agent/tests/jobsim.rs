@@ -2222,3 +2222,59 @@ fn a_silent_switch_is_stepped_around_until_it_answers() {
         );
     }
 }
+
+/// A hot-keys file watched without a probe (`OnlineConfig::watch`, what a
+/// file gets by default in the shim): the workers aggregate with the file's
+/// keys from their first push, each server keeps them after counting, and
+/// steps aside when most rounds wait for the switch's round timeout. A job
+/// that suits aggregation keeps aggregating, never stepping aside; one whose
+/// worker stops early (the others' rounds then each wait for the timeout,
+/// 1.3x the time without Zebra with the file alone) steps aside and ends
+/// about when the same job without Zebra does. Exact either way.
+#[test]
+fn a_file_watched_without_a_probe_aggregates_at_once_and_steps_aside_when_it_costs() {
+    for seed in [11, 13] {
+        let s = Scenario {
+            dense: true,
+            straggler: None,
+            stops: vec![],
+            packet_size: 1472,
+            online: Some(OnlineConfig::watch(10)),
+            ..Scenario::new(seed, 0.0)
+        };
+        let (v, z) = check("watch-suits", &s);
+        assert_eq!(
+            z.online_changed, 0,
+            "the file's keys kept, not installed again"
+        );
+        assert_eq!(z.online_aside, 0, "no server stepped aside");
+        assert_eq!(z.whole_pushes, 0, "no push went whole: no probe");
+        assert!(
+            hot_bytes(&z) * 2 < v.hot_entry_bytes,
+            "hot bytes fall by half or more"
+        );
+    }
+    for (seed, loss) in [(34, 0.0), (35, 0.01)] {
+        let file = Scenario {
+            straggler: None,
+            stops: vec![(3, 60)],
+            ..Scenario::new(seed, loss)
+        };
+        let s = Scenario {
+            online: Some(OnlineConfig::watch(10)),
+            ..file.clone()
+        };
+        let (v, z) = check("watch-stopped", &s);
+        assert_eq!(
+            z.online_aside,
+            u64::from(s.servers),
+            "every server stepped aside"
+        );
+        assert!(
+            z.end_ms <= v.end_ms + v.end_ms / 10,
+            "watched {} ms against vanilla's {} ms",
+            z.end_ms,
+            v.end_ms
+        );
+    }
+}
