@@ -67,11 +67,11 @@ struct Decision {
     mode: Mode,
     reason: String,
     config: Option<Config>,
-    hot: Option<hot::Plan>,
+    hot: Option<zebra_runtime::Plan>,
 }
 
 /// The hot-path plan of this process (mode on with `ZEBRA_SWITCH`).
-fn hot_plan() -> Option<&'static hot::Plan> {
+fn hot_plan() -> Option<&'static zebra_runtime::Plan> {
     decision().hot.as_ref()
 }
 
@@ -101,7 +101,7 @@ fn decision() -> &'static Decision {
                 }
             }
             Ok(config) => {
-                let hot = match hot::Plan::from_config(&config) {
+                let hot = match zebra_runtime::Plan::from_config(&config, &job_env()) {
                     Ok(plan) => plan,
                     Err(problems) => {
                         let reason = format!(
@@ -135,6 +135,16 @@ fn decision() -> &'static Decision {
             }
         }
     })
+}
+
+/// PS-lite's description of this process, from the environment its launcher set.
+fn job_env() -> zebra_runtime::JobEnv {
+    let var = |name| std::env::var(name).ok();
+    zebra_runtime::JobEnv {
+        role: var("DMLC_ROLE"),
+        num_worker: var("DMLC_NUM_WORKER"),
+        num_server: var("DMLC_NUM_SERVER"),
+    }
 }
 
 /// See the bridge declaration.

@@ -12,7 +12,9 @@ use bytes::Bytes;
 use zebra_engine::consts::{opt, ZMQ_POLLIN};
 use zebra_engine::{Context, Error, Part, Socket};
 
-use crate::hot::{self, Hook};
+use zebra_runtime::Hook;
+
+use crate::hot;
 
 #[allow(unsafe_code)]
 #[cxx::bridge(namespace = "zebra::native_ffi")]
@@ -93,7 +95,7 @@ mod bridge {
 pub struct ContextHandle(Context);
 
 /// A socket as the C++ shim holds it; `Err` when creation failed. The hook
-/// is the hot path's part in the socket (`hot.rs`).
+/// is the hot path's part in the socket (`zebra-runtime`).
 pub struct SocketHandle(Result<Socket, i32>, i32, Hook);
 
 /// A received message part, kept alive while a `zmq_msg_t` refers to its bytes.
@@ -154,7 +156,7 @@ fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle> {
         e.errno()
     });
     let hook = match &socket {
-        Ok(s) => Hook::for_socket(s, socket_type),
+        Ok(s) => hot::hook(s, socket_type),
         Err(_) => Hook::None,
     };
     Box::new(SocketHandle(socket, socket_type, hook))

@@ -1,0 +1,505 @@
+//! What the hot path of a PS-lite process is started with: its role, the switch, the hot
+//! keys and the protocol settings (from `zebra_config::Config`, the hot-path
+//! configuration file and PS-lite's job size), checked once at start-up with every
+//! problem named by the variable the user set.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use zebra_agent::{AgentConfig, Delivery, HotSet, PullConfig};
+use zebra_config::{Flavor, HotLoss, HotMode};
+use zebra_hotpath::{LinkConfig, Settings, StartError};
+use zebra_pslite::{Format, FormatChoice};
+
+fn flavor(f: Flavor) -> FormatChoice {
+    match f {
+        Flavor::Auto => FormatChoice::Auto,
+        Flavor::Byteps => FormatChoice::Fixed(Format::Byteps),
+        Flavor::Protobuf => FormatChoice::Fixed(Format::Protobuf),
+    }
+}
+
+/// This process's part in a PS-lite job, from `DMLC_ROLE`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ProcessRole {
+    Worker,
+    Server,
+    Scheduler,
+}
+
+/// What the hot path of this process is started with, checked at start-up.
+#[derive(Debug)]
+pub struct Plan {
+    pub(crate) role: ProcessRole,
+    /// In-network aggregation (`ZEBRA_SWITCH`).
+    pub(crate) aggregation: Option<Aggregation>,
+    /// `ZEBRA_TRACE` (`%r` not yet replaced) and its bound in bytes.
+    pub(crate) trace: Option<(String, u64)>,
+}
+
+/// The switch, the hot keys and the protocol settings every party shares.
+#[derive(Debug)]
+pub(crate) struct Aggregation {
+    pub(crate) switch: SocketAddr,
+    pub(crate) hot: Arc<HotSet>,
+    pub(crate) agent: AgentConfig,
+    pub(crate) proto: zebra_proto::Config,
+    pub(crate) loss: Option<HotLoss>,
+    /// `online_out`: where a server writes its online decision (`%r`: rank).
+    pub(crate) online_out: Option<String>,
+    /// Nothing sized the jobs: servers ask the switch to admit theirs
+    /// (REGISTER with admission), and step aside if it does not.
+    pub(crate) zero_config: bool,
+    /// `register_wait_ms`: a server whose REGISTER the switch leaves
+    /// unanswered this long steps aside.
+    pub(crate) register_wait: Duration,
+}
+
+/// What PS-lite's launcher tells a process: `DMLC_ROLE`, `DMLC_NUM_WORKER` and
+/// `DMLC_NUM_SERVER`, each as set (`None`: unset). The bridge reads them from the
+/// environment; tests give them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobEnv {
+    /// `DMLC_ROLE`.
+    pub role: Option<String>,
+    /// `DMLC_NUM_WORKER`.
+    pub num_worker: Option<String>,
+    /// `DMLC_NUM_SERVER`.
+    pub num_server: Option<String>,
+}
+
+/// PS-lite's count `name` (set to `value`), and its value as typed; 0 when it is
+/// missing or not a positive number (a problem is pushed).
+fn count(name: &str, value: Option<&str>, problems: &mut Vec<String>) -> (u16, String) {
+    match value {
+        Some(v) => match v.trim().parse::<u16>() {
+            Ok(n) if n > 0 => (n, v.to_string()),
+            _ => {
+                problems.push(format!(
+                    "{name}={v:?}: expected a positive number (ZEBRA_SWITCH needs the job's size)"
+                ));
+                (0, v.to_string())
+            }
+        },
+        None => {
+            problems.push(format!(
+                "ZEBRA_SWITCH is set but {name} is not: the hot path needs PS-lite's job size \
+                 (every PS-lite launcher sets DMLC_NUM_WORKER and DMLC_NUM_SERVER)"
+            ));
+            (0, String::new())
+        }
+    }
+}
+
+impl Plan {
+    /// The plan for `config` in a process `job` describes: `None` in mode off or
+    /// without `ZEBRA_SWITCH` and `ZEBRA_TRACE`; every problem named.
+    pub fn from_config(
+        config: &zebra_config::Config,
+        job: &JobEnv,
+    ) -> Result<Option<Plan>, Vec<String>> {
+        if !config.enable || (config.switch.is_none() && config.trace.is_none()) {
+            return Ok(None);
+        }
+        let what = if config.switch.is_some() {
+            "ZEBRA_SWITCH"
+        } else {
+            "ZEBRA_TRACE"
+        };
+        let role = match job.role.as_deref() {
+            Some("worker") => ProcessRole::Worker,
+            Some("server") => ProcessRole::Server,
+            Some("scheduler") => ProcessRole::Scheduler,
+            Some(other) => {
+                return Err(vec![format!(
+                    "DMLC_ROLE={other:?}: expected worker, server or scheduler"
+                )])
+            }
+            None => {
+                return Err(vec![format!(
+                    "{what} is set but DMLC_ROLE is not: it is for PS-lite processes"
+                )])
+            }
+        };
+        let aggregation = match config.switch.as_deref() {
+            Some(switch) => Aggregation::from_config(config, switch, job)?,
+            None => None,
+        };
+        Ok(Some(Plan {
+            role,
+            aggregation,
+            trace: config
+                .trace
+                .as_ref()
+                .map(|t| (t.clone(), config.trace_max_bytes)),
+        }))
+    }
+}
+
+impl Aggregation {
+    /// The aggregation `config` asks for; `None` when its hot-keys file lists
+    /// no key (nothing to aggregate: every push goes to its server unchanged).
+    fn from_config(
+        config: &zebra_config::Config,
+        switch: &str,
+        job: &JobEnv,
+    ) -> Result<Option<Aggregation>, Vec<String>> {
+        let mut problems = Vec::new();
+        let (workers, workers_typed) =
+            count("DMLC_NUM_WORKER", job.num_worker.as_deref(), &mut problems);
+        let (servers, servers_typed) =
+            count("DMLC_NUM_SERVER", job.num_server.as_deref(), &mut problems);
+        let mut settings = match &config.hot_config {
+            Some(path) => {
+                Settings::load(path).map_err(|e| vec![format!("ZEBRA_HOT_CONFIG: {e}")])?
+            }
+            None => Settings::new(),
+        };
+        // Bad values are reported by variable and as typed (`Settings::set_from_env`).
+        let mut set = |key: &str, var: &str, typed: &str| {
+            if let Err(e) = settings.set_from_env(key, var, typed) {
+                problems.push(e.to_string());
+            }
+        };
+        set("switch", "ZEBRA_SWITCH", switch);
+        if let Some(path) = &config.hot_keys {
+            set("hot_keys", "ZEBRA_HOT_KEYS", &path.display().to_string());
+        }
+        if workers > 0 && servers > 0 {
+            set("workers", "DMLC_NUM_WORKER", &workers_typed);
+            set("servers", "DMLC_NUM_SERVER", &servers_typed);
+        }
+        if !problems.is_empty() {
+            return Err(problems);
+        }
+        if let Some(key) = &config.job_key {
+            // The job's token is derived from it (docs/SECURITY.md).
+            settings.set_job_key(key.clone(), "ZEBRA_JOB_KEY/ZEBRA_JOB_KEY_FILE");
+        }
+        let built = settings.build().map_err(|e| e.problems)?;
+        if let Some(file) = &built.no_keys {
+            log::warn!(
+                "zebra: the hot-keys file {file} lists no key (zebra profile found nothing that \
+                 aggregation saves; its comments say why): every push goes to its server \
+                 unchanged, without the switch"
+            );
+            return Ok(None);
+        }
+        let Some(hot) = built.hot_set.clone() else {
+            return Err(vec![
+                "ZEBRA_SWITCH is set without hot keys: set ZEBRA_HOT_KEYS (or hot_keys in \
+                 ZEBRA_HOT_CONFIG)"
+                    .into(),
+            ]);
+        };
+        // Nothing sized the jobs: each server asks the switch for its share
+        // and finds its keys online, unless the user asked for a file.
+        let file = matches!(config.hot_mode, HotMode::File | HotMode::Watched { .. });
+        let zero_config = built.zero_config && !file;
+        if hot.is_empty() && file {
+            return Err(vec![
+                "no hot key: the hot-path settings size the jobs (online_capacity) without a \
+                 hot-keys file, which only ZEBRA_HOT=online fills; set ZEBRA_HOT=online or \
+                 ZEBRA_HOT_KEYS"
+                    .into(),
+            ]);
+        }
+        let mut agent = AgentConfig::new(built.job_base, workers, servers);
+        agent.delivery = match config.delivery {
+            zebra_config::Delivery::PerWorker => Delivery::PerWorker,
+            zebra_config::Delivery::Merged => Delivery::Merged,
+        };
+        agent.format = flavor(config.flavor);
+        agent.settle_timeout = built.settle_timeout;
+        if config.pull == zebra_config::Pull::Switch {
+            // A copy that heard nothing for half the time a server takes to
+            // give an update up is dropped (docs/PULL.md).
+            let expiry = zebra_proto::update::gap_timeout(&built.proto) / 2;
+            agent.pull = Some(PullConfig {
+                expiry: expiry.max(Duration::from_millis(100)),
+                ..PullConfig::default()
+            });
+        }
+        agent.max_clean_values = u32::from(built.proto.max_seqs);
+        let (online_rounds, watched) = match config.hot_mode {
+            HotMode::Online { rounds } => (Some(rounds), false),
+            HotMode::Watched { rounds } => (Some(rounds), true),
+            HotMode::Auto if hot.is_empty() => (Some(None), false),
+            HotMode::Auto | HotMode::File => (None, false),
+        };
+        if let Some(rounds) = online_rounds {
+            let mut online = built.online.clone();
+            online.rounds = rounds.unwrap_or(online.rounds);
+            // The file's watcher (zebra_agent::OnlineConfig::fixed).
+            online.fixed = watched;
+            agent.online = Some(online);
+        }
+        agent.validate().map_err(|e| vec![e.to_string()])?;
+        let switch = built
+            .switch
+            .ok_or_else(|| vec![format!("ZEBRA_SWITCH={switch}: no address")])?;
+        Ok(Some(Aggregation {
+            switch,
+            hot,
+            agent,
+            proto: built.proto,
+            loss: config.hot_loss.or(built.loss),
+            online_out: built.online_out,
+            zero_config,
+            register_wait: built.register_wait,
+        }))
+    }
+}
+
+impl Aggregation {
+    /// A link of this process: on the process's user-level stack when `ZEBRA_NET` asks for
+    /// one (the same stack, port and address as its `tcp://` endpoints).
+    pub(crate) fn link(&self, job: u16, rank: u16) -> Result<LinkConfig, StartError> {
+        let mut c = LinkConfig::new(self.proto.clone(), job, rank, self.switch);
+        c.loss = self.loss;
+        c.stack = zebra_engine::process_stack().map_err(|source| StartError::Io {
+            what: "start the user-level stack (ZEBRA_NET)".into(),
+            source,
+        })?;
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A scratch directory of this test process.
+    fn scratch(name: &str) -> std::path::PathBuf {
+        let dir =
+            std::env::temp_dir().join(format!("zebra-runtime-plan-{}-{name}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn job(role: Option<&str>, workers: Option<&str>, servers: Option<&str>) -> JobEnv {
+        JobEnv {
+            role: role.map(String::from),
+            num_worker: workers.map(String::from),
+            num_server: servers.map(String::from),
+        }
+    }
+
+    /// A worker of a job of two workers and one server.
+    fn worker() -> JobEnv {
+        job(Some("worker"), Some("2"), Some("1"))
+    }
+
+    fn plan(vars: &[(&str, &str)], job: &JobEnv) -> Result<Option<Plan>, Vec<String>> {
+        let config = zebra_config::Config::from_vars(vars.iter().copied(), 1).unwrap();
+        Plan::from_config(&config, job)
+    }
+
+    /// The aggregation of a plan that must have one.
+    fn aggregation(vars: &[(&str, &str)], job: &JobEnv) -> Aggregation {
+        plan(vars, job)
+            .unwrap()
+            .expect("a plan")
+            .aggregation
+            .expect("an aggregation")
+    }
+
+    fn problems(vars: &[(&str, &str)], job: &JobEnv) -> String {
+        plan(vars, job).expect_err("problems").join("\n")
+    }
+
+    const SWITCH: (&str, &str) = ("ZEBRA_SWITCH", "127.0.0.1:9950");
+    const ON: (&str, &str) = ("ZEBRA_ENABLE", "1");
+
+    #[test]
+    fn without_a_switch_or_a_trace_or_in_mode_off_there_is_no_plan() {
+        let nobody = job(None, None, None);
+        assert!(plan(&[SWITCH], &nobody).unwrap().is_none());
+        assert!(plan(&[ON], &nobody).unwrap().is_none());
+        assert!(plan(&[("ZEBRA_TRACE", "/t")], &nobody).unwrap().is_none());
+    }
+
+    #[test]
+    fn the_role_is_required_and_checked() {
+        let p = problems(&[ON, SWITCH], &job(None, Some("2"), Some("1")));
+        assert_eq!(
+            p,
+            "ZEBRA_SWITCH is set but DMLC_ROLE is not: it is for PS-lite processes"
+        );
+        let p = problems(&[ON, ("ZEBRA_TRACE", "/t")], &job(None, None, None));
+        assert_eq!(
+            p,
+            "ZEBRA_TRACE is set but DMLC_ROLE is not: it is for PS-lite processes"
+        );
+        let p = problems(&[ON, SWITCH], &job(Some("boss"), Some("2"), Some("1")));
+        assert_eq!(
+            p,
+            "DMLC_ROLE=\"boss\": expected worker, server or scheduler"
+        );
+        for (role, want) in [
+            ("worker", ProcessRole::Worker),
+            ("server", ProcessRole::Server),
+            ("scheduler", ProcessRole::Scheduler),
+        ] {
+            let p = plan(&[ON, SWITCH], &job(Some(role), Some("2"), Some("1")));
+            assert_eq!(p.unwrap().unwrap().role, want, "{role}");
+        }
+    }
+
+    #[test]
+    fn a_trace_alone_records_without_aggregating() {
+        let vars = [ON, ("ZEBRA_TRACE", "/t/w%r"), ("ZEBRA_TRACE_MAX_MB", "2")];
+        let p = plan(&vars, &job(Some("worker"), None, None))
+            .unwrap()
+            .unwrap();
+        assert_eq!(p.role, ProcessRole::Worker);
+        assert!(p.aggregation.is_none());
+        assert_eq!(p.trace, Some(("/t/w%r".to_string(), 2 << 20)));
+    }
+
+    #[test]
+    fn the_job_size_is_named_when_missing_or_bad() {
+        let p = problems(&[ON, SWITCH], &job(Some("worker"), None, None));
+        for name in ["DMLC_NUM_WORKER", "DMLC_NUM_SERVER"] {
+            assert!(
+                p.contains(&format!(
+                    "ZEBRA_SWITCH is set but {name} is not: the hot path needs PS-lite's job \
+                     size (every PS-lite launcher sets DMLC_NUM_WORKER and DMLC_NUM_SERVER)"
+                )),
+                "{name} in {p}"
+            );
+        }
+        let p = problems(&[ON, SWITCH], &job(Some("server"), Some("abc"), Some("0")));
+        for want in [
+            "DMLC_NUM_WORKER=\"abc\": expected a positive number (ZEBRA_SWITCH needs the job's size)",
+            "DMLC_NUM_SERVER=\"0\": expected a positive number (ZEBRA_SWITCH needs the job's size)",
+        ] {
+            assert!(p.contains(want), "{want} in {p}");
+        }
+    }
+
+    /// A bad value in an environment variable is named by the variable and
+    /// the value as typed, never by a `zebra switch` flag.
+    #[test]
+    fn bad_variables_are_named_as_typed() {
+        let vars = [ON, ("ZEBRA_SWITCH", "nowhere.invalid:9950")];
+        let p = problems(&vars, &job(Some("server"), Some("99"), Some("1")));
+        for want in [
+            "ZEBRA_SWITCH=\"nowhere.invalid:9950\":",
+            "DMLC_NUM_WORKER=\"99\": expected an integer in 1..=64",
+        ] {
+            assert!(p.contains(want), "{want} in {p}");
+        }
+        for flag in ["--listen", "--workers", "--servers"] {
+            assert!(!p.contains(flag), "{flag} in {p}");
+        }
+    }
+
+    #[test]
+    fn zero_configuration_finds_keys_online_and_asks_the_switch_for_admission() {
+        let a = aggregation(&[ON, SWITCH], &worker());
+        assert!(a.zero_config);
+        assert!(a.hot.is_empty());
+        assert_eq!(a.switch, "127.0.0.1:9950".parse().unwrap());
+        assert_eq!((a.agent.workers, a.agent.servers), (2, 1));
+        let online = a.agent.online.as_ref().expect("online hot keys");
+        assert!(!online.fixed);
+        assert_eq!(a.register_wait, Duration::from_millis(2000));
+        assert!(a.agent.pull.is_some(), "the pull half is on by default");
+        assert_eq!(a.agent.delivery, Delivery::PerWorker);
+        // ZEBRA_HOT=online:T counts T pushes; a file mode needs a file.
+        let a = aggregation(&[ON, SWITCH, ("ZEBRA_HOT", "online:5")], &worker());
+        assert!(a.zero_config);
+        assert_eq!(a.agent.online.unwrap().rounds, 5);
+        for mode in ["file", "watch", "watch:3"] {
+            let p = problems(&[ON, SWITCH, ("ZEBRA_HOT", mode)], &worker());
+            assert_eq!(
+                p,
+                "no hot key: the hot-path settings size the jobs (online_capacity) without a \
+                 hot-keys file, which only ZEBRA_HOT=online fills; set ZEBRA_HOT=online or \
+                 ZEBRA_HOT_KEYS",
+                "{mode}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_hot_keys_file_sizes_the_job_and_zebra_hot_says_what_becomes_of_it() {
+        let dir = scratch("file");
+        let keys = dir.join("hot.keys");
+        std::fs::write(&keys, "# three keys\n7\n3\n100-101\n").unwrap();
+        let keys_var = ("ZEBRA_HOT_KEYS", keys.to_str().unwrap());
+        let a = aggregation(&[ON, SWITCH, keys_var], &worker());
+        assert!(!a.zero_config);
+        assert_eq!(a.hot.len(), 4);
+        assert!(a.agent.online.is_none(), "auto with keys: the file's keys");
+        let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "file")], &worker());
+        assert!(!a.zero_config && a.agent.online.is_none());
+        let a = aggregation(
+            &[ON, SWITCH, keys_var, ("ZEBRA_HOT", "online:4")],
+            &worker(),
+        );
+        let online = a.agent.online.unwrap();
+        assert!(!a.zero_config && online.rounds == 4 && !online.fixed);
+        let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "watch:7")], &worker());
+        let online = a.agent.online.unwrap();
+        assert!(!a.zero_config && online.rounds == 7 && online.fixed);
+        // Without a count, the hot-path configuration's online_rounds.
+        let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "watch")], &worker());
+        assert_eq!(a.agent.online.unwrap().rounds, 10);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_hot_keys_file_without_keys_means_no_aggregation() {
+        let dir = scratch("empty");
+        let keys = dir.join("hot.keys");
+        std::fs::write(&keys, "# zebra profile: nothing to save\n").unwrap();
+        let vars = [ON, SWITCH, ("ZEBRA_HOT_KEYS", keys.to_str().unwrap())];
+        let p = plan(&vars, &worker()).unwrap().expect("a plan");
+        assert!(p.aggregation.is_none());
+        assert_eq!(p.role, ProcessRole::Worker);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_hot_path_configuration_file_is_read_and_its_problems_named() {
+        let dir = scratch("config");
+        let conf = dir.join("hot.conf");
+        std::fs::write(
+            &conf,
+            "register_wait_ms = 1234\nonline_out = /tmp/decision-%r\nonline_rounds = 6\n",
+        )
+        .unwrap();
+        let conf_var = ("ZEBRA_HOT_CONFIG", conf.to_str().unwrap());
+        let a = aggregation(
+            &[ON, SWITCH, conf_var, ("ZEBRA_DELIVERY", "merged")],
+            &worker(),
+        );
+        assert_eq!(a.register_wait, Duration::from_millis(1234));
+        assert_eq!(a.online_out.as_deref(), Some("/tmp/decision-%r"));
+        assert_eq!(a.agent.online.unwrap().rounds, 6);
+        assert_eq!(a.agent.delivery, Delivery::Merged);
+        let a = aggregation(&[ON, SWITCH, conf_var, ("ZEBRA_PULL", "server")], &worker());
+        assert!(a.agent.pull.is_none());
+        std::fs::write(&conf, "no_such_knob = 1\n").unwrap();
+        let p = problems(&[ON, SWITCH, conf_var], &worker());
+        assert!(p.starts_with("ZEBRA_HOT_CONFIG: "), "{p}");
+        assert!(
+            p.contains(&format!(
+                "{}:1: unknown key \"no_such_knob\"",
+                conf.display()
+            )),
+            "{p}"
+        );
+        let missing = dir.join("missing.conf");
+        let p = problems(
+            &[ON, SWITCH, ("ZEBRA_HOT_CONFIG", missing.to_str().unwrap())],
+            &worker(),
+        );
+        assert!(p.starts_with("ZEBRA_HOT_CONFIG: "), "{p}");
+        assert!(p.contains(&format!("{}: ", missing.display())), "{p}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
