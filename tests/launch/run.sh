@@ -11,6 +11,15 @@
 #   mxnet-launch-local  `zebra run --switch` around `python -m mxnet.tools.launch -n 2 -s 1
 #                       --launcher local` (launcher-compat on its PYTHONPATH) running
 #                       tests/mxnet/dist_sync_kvstore.py, beside `zebra switch --listen`
+#   mxnet-launch-ssh    docs/LAUNCH.md's checkout block for `--launcher ssh` (between
+#                       <!-- ssh-launch: begin/end -->) as written but for the switch's
+#                       address and the training script: `zebra run --switch` as the command
+#                       each host runs, 2 servers and 2 workers on two hosts (two addresses
+#                       of the namespace) reached through a private sshd (its own config,
+#                       host key and authorized_keys under .build/, removed at the end) and
+#                       an `ssh` wrapper first on PATH (-F its own ssh_config, so ~/.ssh is
+#                       not touched); installs openssh-server/-client with apt if missing
+#                       (SKIP when it cannot)
 #   pslite-local-sh     `eval "$(zebra env --switch ...)"` then BytePS PS-lite's tests/local.sh
 #                       running tests/pslite-app/exact_sums (2 servers, 2 workers)
 #   readme-newcomer     the README's newcomer block, word for word but for the switch's
@@ -25,18 +34,23 @@
 #
 #   --break preload   run the jobs without LD_PRELOAD (the way a forgotten preload looks):
 #                     every test must then FAIL; shows that the checks can fail
+#   --break outside   mxnet-launch-ssh only (the others SKIP): `zebra run` in front of the
+#                     launcher, as with --launcher local, instead of in front of the command
+#                     each host runs; the ssh launcher does not pass the variables, so only
+#                     the scheduler is on Zebra and the test must FAIL
 #   LAUNCH_TIMEOUT    seconds before a job is killed (default 180; the newcomer block, which
 #                     also builds, gets 600)
 # Logs: .build/logs/launch/TEST/. Needs scripts/setup.sh --clients.
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-TESTS=(mxnet-launch-local pslite-local-sh readme-newcomer)
+TESTS=(mxnet-launch-local mxnet-launch-ssh pslite-local-sh readme-newcomer)
 BREAK=""
 selected=()
 while [ $# -gt 0 ]; do
   case $1 in
-    --break) [ "${2:-}" = preload ] || { echo "run.sh: --break takes 'preload'" >&2; exit 2; }; BREAK=preload; shift 2 ;;
-    -h|--help) sed -n '2,33p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --break) case ${2:-} in preload|outside) BREAK=$2 ;;
+               *) echo "run.sh: --break takes 'preload' or 'outside'" >&2; exit 2 ;; esac; shift 2 ;;
+    -h|--help) sed -n '2,43p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     -*) echo "run.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     *) [[ " ${TESTS[*]} " == *" $1 "* ]] || { echo "run.sh: unknown test $1 (tests: ${TESTS[*]})" >&2; exit 2; }
        selected+=("$1"); shift ;;
@@ -68,40 +82,63 @@ fi
 for v in $(env | grep -o '^ZEBRA_[A-Z_]*' || true); do unset "$v"; done
 unset LD_PRELOAD PYTHONPATH PORT DMLC_ROLE DMLC_PS_ROOT_URI DMLC_PS_ROOT_PORT
 
-# in_host NAME SECONDS SCRIPT: runs bash -c SCRIPT in a new network namespace (lo, and
-# 198.51.100.1/24 on a veth with the default route), killed after SECONDS; then waits for
-# the job's processes to end, stops (SIGTERM, after 5 s SIGKILL) whatever is left there
-# (the switch) and removes the namespace.
+# in_host NAME SECONDS SCRIPT [KEEP]: runs bash -c SCRIPT in a new network namespace (lo,
+# and 198.51.100.1/24 on a veth with the default route), killed after SECONDS; then waits
+# for the job's processes to end (all but the switch and the pids listed in the file KEEP),
+# stops (SIGTERM, after 5 s SIGKILL) whatever is left there and removes the namespace.
+# An interrupted run.sh does the same from its trap, and runs the CLEANUPS.
+CURRENT_NS=""
+CLEANUPS=()
+stop_ns() {
+  local ns=$1 i pids
+  for i in 1 2 3 4 5 6 7 8 9 10 11; do
+    pids=$(ip netns pids "$ns" 2>/dev/null)
+    [ -z "$pids" ] && break
+    if [ "$i" = 1 ]; then kill -TERM $pids 2>/dev/null
+    elif [ "$i" = 11 ]; then kill -KILL $pids 2>/dev/null; sleep 0.5
+    else sleep 0.5; fi
+  done
+  ip netns del "$ns" 2>/dev/null
+}
+on_exit() {
+  local c
+  [ -n "$CURRENT_NS" ] && stop_ns "$CURRENT_NS"
+  CURRENT_NS=""
+  for c in "${CLEANUPS[@]}"; do eval "$c"; done
+  CLEANUPS=()
+}
+trap on_exit EXIT
+trap 'on_exit; exit 130' INT
+trap 'on_exit; exit 143' TERM
 in_host() {
-  local name=$1 seconds=$2 script=$3 ns=zebra-launch-$$-$1 rc
+  local name=$1 seconds=$2 script=$3 keep=${4:-} ns=zebra-launch-$$-$1 rc
   ip netns add "$ns" || return 1
+  CURRENT_NS=$ns
   ip -n "$ns" link set lo up
   ip -n "$ns" link add va type veth peer name vb
   ip -n "$ns" addr add 198.51.100.1/24 dev va
   ip -n "$ns" link set va up
   ip -n "$ns" link set vb up
   ip -n "$ns" route add default dev va
-  timeout -k 5 "$seconds" ip netns exec "$ns" bash -c "$script"
+  # in the background, so that a signal to run.sh reaches its trap at once
+  timeout -k 5 "$seconds" ip netns exec "$ns" bash -c "$script" &
+  wait $!
   rc=$?
-  local pids p i others
+  local p i others
   # MXNet's launcher returns when the scheduler ends, its workers and servers may still be
   # exiting (writing their ZEBRA_STATS reports): up to 15 s for all but the switch.
   for i in $(seq 30); do
     others=0
     for p in $(ip netns pids "$ns"); do
-      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = zebra ] || others=1
+      [ "$(cat "/proc/$p/comm" 2>/dev/null)" = zebra ] && continue
+      [ -n "$keep" ] && grep -q -x "$p" "$keep" 2>/dev/null && continue
+      others=1
     done
     [ "$others" = 0 ] && break
     sleep 0.5
   done
-  for i in 1 2 3 4 5 6 7 8 9 10 11; do
-    pids=$(ip netns pids "$ns")
-    [ -z "$pids" ] && break
-    if [ "$i" = 1 ]; then kill -TERM $pids 2>/dev/null
-    elif [ "$i" = 11 ]; then kill -KILL $pids 2>/dev/null; sleep 0.5
-    else sleep 0.5; fi
-  done
-  ip netns del "$ns"
+  stop_ns "$ns"
+  CURRENT_NS=""
   return $rc
 }
 
@@ -146,6 +183,121 @@ mxnet_launch_local() {
       '$PY' -m mxnet.tools.launch -n 2 -s 1 --launcher local '$PY' tests/mxnet/dist_sync_kvstore.py
   " >"$dir/job.log" 2>&1
   check "$name" "$dir" "$dir/job.log" 2 1 '^mxnet dist_sync: OK checked' '^mxnet dist_sync server: OK'
+}
+
+# Installs the Debian packages given if missing (non-interactive; fails when it cannot).
+apt_ensure() {
+  local missing=() p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} = 0 ] && return 0
+  command -v apt-get >/dev/null || return 1
+  local apt=(env DEBIAN_FRONTEND=noninteractive apt-get -qq -o DPkg::Lock::Timeout=120)
+  "${apt[@]}" install -y --no-install-recommends "${missing[@]}" \
+    || { "${apt[@]}" update && "${apt[@]}" install -y --no-install-recommends "${missing[@]}"; }
+}
+
+# docs/LAUNCH.md's checkout block for --launcher ssh, with two "hosts" (127.0.0.1 and
+# 198.51.100.1, both of the namespace) behind one private sshd: its config, host key, the
+# client key, authorized_keys, known_hosts and ssh_config live in a temporary directory
+# under .build/ that is removed at the end; an `ssh` wrapper first on PATH adds -F ssh_config.
+# The sshd gives its sessions ZEBRA_STATS (SetEnv), since the launcher passes no variable of
+# ours; the scheduler has it from the launching shell.
+mxnet_launch_ssh() {
+  local name=mxnet-launch-ssh dir=$LOGROOT/mxnet-launch-ssh
+  rm -rf "$dir"; mkdir -p "$dir/stats"
+  if ! apt_ensure openssh-server openssh-client >"$dir/apt.log" 2>&1 \
+      || [ ! -x /usr/sbin/sshd ] || ! command -v ssh >/dev/null || ! command -v ssh-keygen >/dev/null; then
+    echo "SKIP $name (openssh-server/openssh-client are not installed and apt-get could not install them; log: $dir/apt.log)"
+    return
+  fi
+  local block
+  block=$(awk '/<!-- ssh-launch: begin -->/ { on = 1; next } /<!-- ssh-launch: end -->/ { on = 0 }
+    on && !/^```/' "$ROOT/docs/LAUNCH.md")
+  if [ -z "$block" ] || ! grep -q -- '--launcher ssh' <<<"$block" || ! grep -q '10.0.0.250:9950' <<<"$block" \
+      || ! grep -q -E '(^| )train\.py( |$)' <<<"$block" || ! grep -q -- '-H hosts' <<<"$block"; then
+    fail "$name" "docs/LAUNCH.md has no ssh-launch block (between <!-- ssh-launch: begin/end -->) with --launcher ssh, -H hosts, 10.0.0.250:9950 and train.py"; return
+  fi
+  block=${block//10.0.0.250:9950/198.51.100.1:\$port}
+  block=$(sed -E 's#(^| )train\.py( |$)#\1tests/mxnet/dist_sync_kvstore.py\2#; s#-H hosts#-H "$HOSTS"#' <<<"$block")
+  if [ "$BREAK" = preload ]; then
+    block=$(sed -E 's#[^ ]*zebra run --switch ([^ ]+) -- #env ZEBRA_ENABLE=1 ZEBRA_SWITCH=\1 #' <<<"$block")
+  elif [ "$BREAK" = outside ]; then
+    local wrap
+    wrap=$(grep -o -E '[^ ]*zebra run --switch [^ ]+ -- ' <<<"$block" | head -n 1)
+    block=$(sed -E 's#[^ ]*zebra run --switch [^ ]+ -- ##; /mxnet\.tools\.launch/ s#^#'"$wrap"'env #' <<<"$block")
+  fi
+  printf '%s\n' "$block" >"$dir/block.sh"
+  mkdir -p "$ROOT/.build"
+  local tmp
+  tmp=$(mktemp -d "$ROOT/.build/launch-ssh.XXXXXX") && [ -n "$tmp" ] && [ -d "$tmp" ] \
+    || { fail "$name" "no temporary directory under .build"; return; }
+  CLEANUPS+=("rm -rf '$tmp'")
+  if [ ! -d /run/sshd ]; then
+    # sshd's privilege separation directory (the package's service creates it at boot)
+    mkdir -p /run/sshd && chmod 755 /run/sshd && CLEANUPS+=("rmdir /run/sshd 2>/dev/null")
+  fi
+  mkdir -p "$tmp/bin"
+  ssh-keygen -q -t ed25519 -N '' -C zebra-launch-test-host -f "$tmp/host_key" \
+    && ssh-keygen -q -t ed25519 -N '' -C zebra-launch-test-user -f "$tmp/id" \
+    || { fail "$name" "ssh-keygen failed"; return; }
+  cp "$tmp/id.pub" "$tmp/authorized_keys"
+  local me
+  me=$(id -un)
+  printf '%s\n' \
+    "ListenAddress 0.0.0.0" \
+    "HostKey $tmp/host_key" \
+    "PidFile none" \
+    "AuthorizedKeysFile $tmp/authorized_keys" \
+    "PubkeyAuthentication yes" \
+    "PasswordAuthentication no" \
+    "KbdInteractiveAuthentication no" \
+    "PermitRootLogin prohibit-password" \
+    "AllowUsers $me" \
+    "UsePAM no" \
+    "StrictModes no" \
+    "PrintMotd no" \
+    "SetEnv ZEBRA_STATS=$dir/stats/%p" >"$tmp/sshd_config"
+  printf '%s\n' \
+    "Host *" \
+    "  User $me" \
+    "  IdentityFile $tmp/id" \
+    "  IdentitiesOnly yes" \
+    "  IdentityAgent none" \
+    "  BatchMode yes" \
+    "  UserKnownHostsFile $tmp/known_hosts" \
+    "  GlobalKnownHostsFile /dev/null" \
+    "  StrictHostKeyChecking yes" \
+    "  LogLevel ERROR" >"$tmp/ssh_config"
+  printf '#!/bin/sh\nexec %s -F %s "$@"\n' "$(command -v ssh)" "$tmp/ssh_config" >"$tmp/bin/ssh"
+  chmod 755 "$tmp/bin/ssh"
+  : >"$tmp/keep"
+  local t0=$SECONDS
+  in_host ssh "$TIMEOUT" "
+    set -u; cd '$ROOT'; export ZEBRA_STATS='$dir/stats/%p' VENV='${PY%/bin/python}' HOSTS='$dir/hosts'
+    export PATH='$tmp/bin:$(dirname "$ZEBRA")':\$PATH
+    sport=\$($free_port)
+    echo \"[127.0.0.1]:\$sport,[198.51.100.1]:\$sport \$(cat '$tmp/host_key.pub')\" >'$tmp/known_hosts'
+    printf '127.0.0.1:%s\n198.51.100.1:%s\n' \$sport \$sport >\"\$HOSTS\"
+    /usr/sbin/sshd -D -e -f '$tmp/sshd_config' -o Port=\$sport 2>'$dir/sshd.log' &
+    echo \$! >'$tmp/keep'
+    for i in \$(seq 100); do
+      (exec 3<>/dev/tcp/198.51.100.1/\$sport) 2>/dev/null && break
+      sleep 0.1
+    done
+    ssh 198.51.100.1 -p \$sport true || echo 'launch-ssh: ssh to the private sshd failed'
+    port=\$($free_port)
+    set -x
+    source '$dir/block.sh'
+  " "$tmp/keep" >"$dir/job.log" 2>&1
+  local took=$((SECONDS - t0))
+  if grep -q 'launch-ssh: ssh to the private sshd failed' "$dir/job.log"; then
+    fail "$name" "could not ssh to the test's sshd; logs: $dir/job.log, $dir/sshd.log"; on_exit; return
+  fi
+  check "$name" "$dir" "$dir/job.log" 2 2 '^mxnet dist_sync: OK checked' '^mxnet dist_sync server: OK'
+  echo "  $name: ${took}s in the namespace; hosts $(tr '\n' ' ' <"$dir/hosts")"
+  on_exit
 }
 
 pslite_local_sh() {
@@ -220,8 +372,12 @@ readme_newcomer() {
 }
 
 for t in "${selected[@]}"; do
+  if [ "$BREAK" = outside ] && [ "$t" != mxnet-launch-ssh ]; then
+    echo "SKIP $t (--break outside is for mxnet-launch-ssh)"; continue
+  fi
   case $t in
     mxnet-launch-local) mxnet_launch_local ;;
+    mxnet-launch-ssh) mxnet_launch_ssh ;;
     pslite-local-sh) pslite_local_sh ;;
     readme-newcomer) readme_newcomer ;;
   esac
