@@ -172,10 +172,13 @@ run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
 [ $quick = 1 ] || run_part bench-agg-smoke python3 "$root/tests/testbed/test_bench_agg.py"
 [ $quick = 1 ] || run_part bench-online-smoke python3 "$root/tests/testbed/test_bench_online.py"
 # The documented launchers (docs/LAUNCH.md), each in a network namespace (root): MXNet's
-# `mxnet.tools.launch --launcher local` under `zebra run`, PS-lite's tests/local.sh after
+# `mxnet.tools.launch --launcher local` under `zebra run`, the same with `--launcher ssh`
+# (a private sshd; `zebra run` in the command each host runs), PS-lite's tests/local.sh after
 # `zebra env`, and the README's newcomer block word for word (the wheel built, pip-installed
 # into a fresh venv with no index, an MXNet job beside the switch); about 2 minutes.
 [ $quick = 1 ] || run_part launchers "$root/tests/launch/run.sh"
+# Patches for those who build PS-lite themselves (pslite-patches/README.md): each shown to
+# fix its defect on the pinned BytePS PS-lite, and the defect shown without it.
 [ $quick = 1 ] || run_part pslite-patches "$root/pslite-patches/test.sh"
 # The chaos suite (issue 18, docs/RELIABILITY.md): faults injected into real BytePS PS-lite
 # and MXNet jobs on the netns testbed while they run (the switch killed, stopped; hot-path
