@@ -369,9 +369,25 @@ run_test() {
         elif ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
         elif ! every_log server 2 "the hot-keys file's [1-9][0-9]* keys from round [0-9]+ after [0-9]+ whole pushes"; then
           fail "$name" "a server did not install the file's keys after its whole pushes; logs in $JOB_LOGDIR"
+        elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+          fail "$name" "$(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
         else
-          hot_check "$name"
-          grep -h "the hot-keys file's\|stepping aside" "$JOB_LOGDIR"/server-*.log | sed 's/.*\] /  (informational) /'
+          local probed="$JOB_LOGDIR"
+          # Without a probe: aggregated from the first push, the file's keys kept.
+          if ! HOT_KEYS_FILE="$keys" run_job "$name-0" 2 4 ZEBRA_HOT=watch:0 ZEBRA_LOG=info \
+              -- trace_replay --trace="$TRACE"; then
+            fail "$name" "watch:0: $JOB_REASON; logs in $JOB_LOGDIR"
+          elif ! replay_ok 4; then fail "$name" "watch:0: a node did not report OK; logs in $JOB_LOGDIR"
+          elif ! every_log server 2 "online hot keys: kept the [1-9][0-9]* current keys"; then
+            fail "$name" "watch:0: a server did not keep the file's keys after counting; logs in $JOB_LOGDIR"
+          elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+            fail "$name" "watch:0: $(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
+          else
+            pass "$name"
+            echo "  watch:5: $(cat "$probed/hotpath.txt")"
+            grep -h "the hot-keys file's\|stepping aside" "$probed"/server-*.log | sed 's/.*\] /  (informational) /'
+            echo "  watch:0: $(cat "$JOB_LOGDIR/hotpath.txt")"
+          fi
         fi
       fi ;;
     documented_path)

@@ -160,11 +160,11 @@ impl OnlineConfig {
 
     /// The watcher of a hot-keys file without a probe: the workers aggregate
     /// with the file's keys from their first push, as with the file alone;
-    /// each server counts every worker's first `rounds` pushes, keeps the
-    /// keys (or steps aside at once if they save less than `min_saving`),
-    /// and from then on steps aside when most of its rounds wait for the
-    /// round timeout or the switch falls silent, trying again later (with a
-    /// probe, then). No pace rule: there is no pace without aggregation to
+    /// each server counts every worker's first `rounds` pushes and keeps the
+    /// keys (the file was chosen over a whole trace: a few counted pushes do
+    /// not overrule it), and from then on steps aside when most of its
+    /// rounds wait for the round timeout or the switch falls silent, trying
+    /// again later (with a probe, then). No pace rule: there is no pace without aggregation to
     /// compare with. What a hot-keys file gets by default in the shim.
     pub fn watch(rounds: u32) -> OnlineConfig {
         OnlineConfig {
@@ -618,9 +618,10 @@ impl Census {
         // A file's watcher decides for the file's keys (`current`): from no
         // key after a probe or a recount (its workers pushed whole until
         // now), kept without a probe (they aggregated with them).
-        let (keys, current) = if self.config.fixed && (self.config.probe || self.recount) {
+        let watching = self.config.fixed && !self.config.probe && !self.recount;
+        let (keys, current) = if self.config.fixed && !watching {
             (current_keys(current), &[][..])
-        } else if self.config.fixed {
+        } else if watching {
             (current_keys(current), current)
         } else {
             (self.ranked(capacity), current)
@@ -629,6 +630,11 @@ impl Census {
         let new: Vec<u64> = keys.iter().map(|k| k.0).collect();
         let distance = zebra_hotkeys::kendall_tau_topk(&now, &new);
         let (aside, saving) = self.aside(&keys);
+        // A file watched without a probe was chosen over a whole trace
+        // (`zebra profile`); a few counted pushes do not overrule it (MXNet's
+        // `kv.init` alone fills worker 0's first ones): only what it costs
+        // does, later.
+        let aside = aside.filter(|a| !(watching && matches!(a, Aside::NoSaving(_))));
         // From no keys at all any counted ones are a change (the distance
         // of an empty list to any other is 0: every pair is tied in it).
         let change = aside.is_none()
@@ -641,7 +647,9 @@ impl Census {
             other => other,
         };
         self.decision = Some(Decision {
-            from_round,
+            // Kept without a probe: the workers aggregated with these keys
+            // all along and go on (no round boundary to meet at).
+            from_round: if watching && !change { 1 } else { from_round },
             change,
             seen: self.max_round,
             floor: self.floor(),

@@ -505,7 +505,12 @@ impl WorkerAgent {
         match &stream.decision {
             _ if stream.recounting => None,
             Some((from, set)) if round >= *from => Some(set.clone()),
-            _ if stream.pushes < online.rounds && !stream.refused && !online.whole_first() => {
+            // Counted with the starting keys; a file watched without a probe
+            // goes on with them until the server's decision.
+            _ if (stream.pushes < online.rounds || (online.fixed && !online.probe))
+                && !stream.refused
+                && !online.whole_first() =>
+            {
                 Some(self.hot.clone())
             }
             _ => None,
@@ -627,6 +632,18 @@ impl WorkerAgent {
             )));
         }
         self.stats.hotsets += 1;
+        let watching = self
+            .config
+            .online
+            .as_ref()
+            .is_some_and(|o| o.fixed && !o.probe);
+        if watching && !h.change && !stream.recounting {
+            // A file watched without a probe, kept: this worker aggregated
+            // with these keys all along and goes on, rounds unchanged.
+            let set = self.hot.clone();
+            self.streams[server as usize].decision = Some((h.from_round, set));
+            return Ok(());
+        }
         let last = stream.last_round;
         let after_last = self.next_round(last, stream.epoch_offset);
         // The decision's first round starts the barrier epoch after every

@@ -80,7 +80,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ZEBRA_HOT",
         default: "auto",
-        help: "`auto`: `file` when hot keys are given (ZEBRA_HOT_KEYS, or hot_keys or online_capacity in ZEBRA_HOT_CONFIG), else `online` with each server's job an equal share of the switch's memory, admitted when it registers (zero configuration); `file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does); `watch` or `watch:T`: the keys of ZEBRA_HOT_KEYS, installed after every worker's first T pushes went whole (the pace without aggregation), and stepped aside from by the online rules when they cost (slower pushes, flushed rounds, a silent switch), tried again later",
+        help: "`auto`: `file` when hot keys are given (ZEBRA_HOT_KEYS, or hot_keys or online_capacity in ZEBRA_HOT_CONFIG), else `online` with each server's job an equal share of the switch's memory, admitted when it registers (zero configuration); `file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does); `watch` or `watch:T`: the keys of ZEBRA_HOT_KEYS, installed after every worker's first T pushes went whole (the pace without aggregation), and stepped aside from by the online rules when they cost (slower pushes, flushed rounds, a silent switch), tried again later; `watch:0`: no probe, the file's keys from the first push, stepped aside from on flushed rounds or a silent switch",
     },
     Variable {
         name: "ZEBRA_HOT_CONFIG",
@@ -149,7 +149,8 @@ pub enum HotMode {
     /// The hot-keys file's keys, watched: each server times its workers'
     /// first `rounds` pushes whole (None: `online_rounds`), then installs
     /// the file's keys, and steps aside by the online rules when they cost
-    /// (pace, flushed rounds, a silent switch), trying again later.
+    /// (pace, flushed rounds, a silent switch), trying again later. `Some(0)`:
+    /// no probe (the file's keys from the first push; no pace rule).
     Watched { rounds: Option<u32> },
 }
 
@@ -518,9 +519,8 @@ impl Config {
                         let counted = |prefix: &str| {
                             v.strip_prefix(prefix)
                                 .and_then(|t| t.trim().parse::<u32>().ok())
-                                .filter(|&t| t > 0)
                         };
-                        if let Some(t) = counted("online:") {
+                        if let Some(t) = counted("online:").filter(|&t| t > 0) {
                             cfg.hot_mode = HotMode::Online { rounds: Some(t) };
                         } else if let Some(t) = counted("watch:") {
                             cfg.hot_mode = HotMode::Watched { rounds: Some(t) };
@@ -529,7 +529,7 @@ impl Config {
                                 name: "ZEBRA_HOT",
                                 value: value.to_string(),
                                 expected: "auto, file, online, online:T, watch or watch:T with T \
-                                           a positive number of pushes",
+                                           a number of pushes (positive for online)",
                             });
                         }
                     }
@@ -692,6 +692,7 @@ mod tests {
             ("file", HotMode::File),
             ("watch", HotMode::Watched { rounds: None }),
             ("watch:7", HotMode::Watched { rounds: Some(7) }),
+            ("watch:0", HotMode::Watched { rounds: Some(0) }),
             ("auto", HotMode::Auto),
         ] {
             assert_eq!(parse(&[("ZEBRA_HOT", v)]).unwrap().hot_mode, want, "{v}");

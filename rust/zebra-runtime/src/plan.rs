@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zebra_agent::{AgentConfig, Delivery, HotSet, PullConfig};
+use zebra_agent::{AgentConfig, Delivery, HotSet, OnlineConfig, PullConfig};
 use zebra_config::{Flavor, HotLoss, HotMode};
 use zebra_hotpath::{LinkConfig, Settings, StartError};
 use zebra_pslite::{Format, FormatChoice};
@@ -222,19 +222,30 @@ impl Aggregation {
             });
         }
         agent.max_clean_values = u32::from(built.proto.max_seqs);
-        let (online_rounds, watched) = match config.hot_mode {
-            HotMode::Online { rounds } => (Some(rounds), false),
-            HotMode::Watched { rounds } => (Some(rounds), true),
-            HotMode::Auto if hot.is_empty() => (Some(None), false),
-            HotMode::Auto | HotMode::File => (None, false),
+        // Online hot keys, or a hot-keys file's watcher (zebra_agent::online):
+        // `watch:T` with a probe of T whole pushes (the pace rule too),
+        // `watch:0` without one (the workers aggregate from their first push;
+        // a server steps aside on flushed rounds or a silent switch); `file`,
+        // and `auto` with a file, not at all.
+        let online = |rounds: Option<u32>| OnlineConfig {
+            rounds: rounds.unwrap_or(built.online.rounds),
+            ..built.online.clone()
         };
-        if let Some(rounds) = online_rounds {
-            let mut online = built.online.clone();
-            online.rounds = rounds.unwrap_or(online.rounds);
-            // The file's watcher (zebra_agent::OnlineConfig::fixed).
-            online.fixed = watched;
-            agent.online = Some(online);
-        }
+        agent.online = match config.hot_mode {
+            HotMode::Online { rounds } => Some(online(rounds)),
+            HotMode::Watched { rounds: Some(0) } => Some(OnlineConfig {
+                fixed: true,
+                probe: false,
+                min_pace: 0.0,
+                ..online(None)
+            }),
+            HotMode::Watched { rounds } => Some(OnlineConfig {
+                fixed: true,
+                ..online(rounds)
+            }),
+            HotMode::Auto if hot.is_empty() => Some(online(None)),
+            HotMode::Auto | HotMode::File => None,
+        };
         agent.validate().map_err(|e| vec![e.to_string()])?;
         let switch = built
             .switch
@@ -434,6 +445,12 @@ mod tests {
         assert!(!a.zero_config);
         assert_eq!(a.hot.len(), 4);
         assert!(a.agent.online.is_none(), "auto with keys: the file's keys");
+        let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "watch:0")], &worker());
+        let online = a.agent.online.unwrap();
+        assert!(
+            online.fixed && !online.probe && online.min_pace == 0.0 && online.rounds == 10,
+            "watch:0: the file's keys, watched without a probe, counted over online_rounds"
+        );
         let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "file")], &worker());
         assert!(!a.zero_config && a.agent.online.is_none());
         let a = aggregation(
@@ -444,7 +461,7 @@ mod tests {
         assert!(!a.zero_config && online.rounds == 4 && !online.fixed);
         let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "watch:7")], &worker());
         let online = a.agent.online.unwrap();
-        assert!(!a.zero_config && online.rounds == 7 && online.fixed);
+        assert!(!a.zero_config && online.rounds == 7 && online.fixed && online.probe);
         // Without a count, the hot-path configuration's online_rounds.
         let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "watch")], &worker());
         assert_eq!(a.agent.online.unwrap().rounds, 10);
