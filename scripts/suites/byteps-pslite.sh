@@ -281,6 +281,35 @@ hot_check() {
   else fail "$name" "$(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"; fi
 }
 
+# profiled_keys NAME KEYS: `zebra profile` of $TRACE into KEYS (half the pairs, a 64 KiB
+# switch, 2 servers); FAIL NAME if it fails.
+profiled_keys() {
+  if ! "$CLI_BIN" profile --out "$2" --p 0.5 --switch-mem 64K --servers 2 "$TRACE" \
+      >"$LOGDIR/$1.profile.log" 2>&1; then
+    fail "$1" "zebra profile failed: $(tail -n 1 "$LOGDIR/$1.profile.log")"
+    return 1
+  fi
+}
+
+# watched_job NAME MODE PATTERN: trace_replay of $TRACE with $keys and ZEBRA_HOT=MODE; every
+# node OK, both servers logged PATTERN, the job aggregated (hotpath.py check, in
+# JOB_LOGDIR/hotpath.txt); FAIL NAME (with MODE) otherwise.
+watched_job() {
+  local name="$1" mode="$2" pattern="$3"
+  if ! HOT_KEYS_FILE="$keys" run_job "$name" 2 4 "ZEBRA_HOT=$mode" ZEBRA_LOG=info \
+      -- trace_replay --trace="$TRACE"; then
+    fail "$name" "$mode: $JOB_REASON; logs in $JOB_LOGDIR"
+  elif ! replay_ok 4; then fail "$name" "$mode: a node did not report OK; logs in $JOB_LOGDIR"
+  elif ! every_log server 2 "$pattern"; then
+    fail "$name" "$mode: a server did not log '$pattern'; logs in $JOB_LOGDIR"
+  elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
+    fail "$name" "$mode: $(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
+  else
+    return 0
+  fi
+  return 1
+}
+
 run_test() {
   local name="$1"
   case "$name" in
@@ -346,11 +375,8 @@ run_test() {
     trace_hot)
       # The aggregation workload: an OA-like trace, its hot keys chosen by zebra profile.
       local keys="$LOGDIR/$name.keys"
-      if gen_trace "$name" 30 32; then
-        if ! "$CLI_BIN" profile --out "$keys" --p 0.5 --switch-mem 64K --servers 2 "$TRACE" \
-            >"$LOGDIR/$name.profile.log" 2>&1; then
-          fail "$name" "zebra profile failed: $(tail -n 1 "$LOGDIR/$name.profile.log")"
-        elif HOT_KEYS_FILE="$keys" run_job "$name" 2 4 -- trace_replay --trace="$TRACE"; then
+      if gen_trace "$name" 30 32 && profiled_keys "$name" "$keys"; then
+        if HOT_KEYS_FILE="$keys" run_job "$name" 2 4 -- trace_replay --trace="$TRACE"; then
           if ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
           else hot_check "$name"; fi
         else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
@@ -359,35 +385,14 @@ run_test() {
       # A hot-keys file, watched (docs/HOTKEYS.md, "a hot-keys file, watched").
       local keys="$LOGDIR/$name.keys"
       if [ -z "${SUITE_SWITCH:-}" ]; then echo "SKIP $name (needs SUITE_SWITCH)"; return; fi
-      if gen_trace "$name" 30 32; then
-        if ! "$CLI_BIN" profile --out "$keys" --p 0.5 --switch-mem 64K --servers 2 "$TRACE" \
-            >"$LOGDIR/$name.profile.log" 2>&1; then
-          fail "$name" "zebra profile failed: $(tail -n 1 "$LOGDIR/$name.profile.log")"
-        elif ! HOT_KEYS_FILE="$keys" run_job "$name" 2 4 ZEBRA_HOT=watch:5 ZEBRA_LOG=info \
-            -- trace_replay --trace="$TRACE"; then
-          fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"
-        elif ! replay_ok 4; then fail "$name" "a node did not report OK; logs in $JOB_LOGDIR"
-        elif ! every_log server 2 "the hot-keys file's [1-9][0-9]* keys from round [0-9]+ after [0-9]+ whole pushes"; then
-          fail "$name" "a server did not install the file's keys after its whole pushes; logs in $JOB_LOGDIR"
-        elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
-          fail "$name" "$(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
-        else
-          local probed="$JOB_LOGDIR"
-          # Without a probe: aggregated from the first push, the file's keys kept.
-          if ! HOT_KEYS_FILE="$keys" run_job "$name-0" 2 4 ZEBRA_HOT=watch:0 ZEBRA_LOG=info \
-              -- trace_replay --trace="$TRACE"; then
-            fail "$name" "watch:0: $JOB_REASON; logs in $JOB_LOGDIR"
-          elif ! replay_ok 4; then fail "$name" "watch:0: a node did not report OK; logs in $JOB_LOGDIR"
-          elif ! every_log server 2 "online hot keys: kept the [1-9][0-9]* current keys"; then
-            fail "$name" "watch:0: a server did not keep the file's keys after counting; logs in $JOB_LOGDIR"
-          elif ! python3 "$ROOT/tests/lib/hotpath.py" check "$JOB_LOGDIR" >"$JOB_LOGDIR/hotpath.txt" 2>&1; then
-            fail "$name" "watch:0: $(tail -n 1 "$JOB_LOGDIR/hotpath.txt"); logs in $JOB_LOGDIR"
-          else
-            pass "$name"
-            echo "  watch:5: $(cat "$probed/hotpath.txt")"
-            grep -h "the hot-keys file's\|stepping aside" "$probed"/server-*.log | sed 's/.*\] /  (informational) /'
-            echo "  watch:0: $(cat "$JOB_LOGDIR/hotpath.txt")"
-          fi
+      if gen_trace "$name" 30 32 && profiled_keys "$name" "$keys"; then
+        # With a probe (the first pushes whole, then the file's keys), and without.
+        if watched_job "$name" watch:5 "the hot-keys file's [1-9][0-9]* keys from round [0-9]+ after [0-9]+ whole pushes" \
+            && watched_job "$name-0" watch:0 "online hot keys: kept the [1-9][0-9]* current keys"; then
+          pass "$name"
+          echo "  watch:5: $(cat "$LOGDIR/$name/hotpath.txt")"
+          grep -h "the hot-keys file's\|stepping aside" "$LOGDIR/$name"/server-*.log | sed 's/.*\] /  (informational) /'
+          echo "  watch:0: $(cat "$LOGDIR/$name-0/hotpath.txt")"
         fi
       fi ;;
     documented_path)

@@ -2066,20 +2066,26 @@ fn a_watched_file_tries_again_after_standing_aside() {
     }
 }
 
+/// A job that suits aggregation (aligned workers, dense hot part, no loss)
+/// with a hot-keys file watched by `online`.
+fn suits_aggregation(seed: u64, online: OnlineConfig) -> Scenario {
+    Scenario {
+        dense: true,
+        straggler: None,
+        stops: vec![],
+        packet_size: 1472,
+        online: Some(online),
+        ..Scenario::new(seed, 0.0)
+    }
+}
+
 /// A hot-keys file whose job suits aggregation (aligned workers, dense hot
 /// part): the watcher installs the file's keys on every server and never
 /// steps aside; the servers' bytes fall as with the file alone.
 #[test]
 fn a_watched_file_keeps_aggregating_a_job_that_suits_it() {
     for seed in [11, 13] {
-        let s = Scenario {
-            dense: true,
-            straggler: None,
-            stops: vec![],
-            packet_size: 1472,
-            online: Some(OnlineConfig::file(10)),
-            ..Scenario::new(seed, 0.0)
-        };
+        let s = suits_aggregation(seed, OnlineConfig::file(10));
         let (v, z) = check("watched", &s);
         let servers = u64::from(s.servers);
         assert_eq!(z.online_changed, servers, "the file's keys installed");
@@ -2234,14 +2240,7 @@ fn a_silent_switch_is_stepped_around_until_it_answers() {
 #[test]
 fn a_file_watched_without_a_probe_aggregates_at_once_and_steps_aside_when_it_costs() {
     for seed in [11, 13] {
-        let s = Scenario {
-            dense: true,
-            straggler: None,
-            stops: vec![],
-            packet_size: 1472,
-            online: Some(OnlineConfig::watch(10)),
-            ..Scenario::new(seed, 0.0)
-        };
+        let s = suits_aggregation(seed, OnlineConfig::watch(10));
         let (v, z) = check("watch-suits", &s);
         assert_eq!(
             z.online_changed, 0,

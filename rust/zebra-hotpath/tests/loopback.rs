@@ -285,6 +285,22 @@ fn pinned_server_address_is_not_replaced() {
         .contains("job 4 server 5"));
 }
 
+/// The capacity the switch granted `s`'s REGISTER (0: refused), waiting
+/// for its answer.
+fn granted(s: &ServerLink) -> u32 {
+    let t = Instant::now();
+    loop {
+        if let Some(g) = s.granted() {
+            return g;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "no answer to REGISTER"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// A switch started with nothing that sizes a job admits each job when its
 /// server registers with the job's size, sums its rounds, and refuses a job
 /// that does not fit (REGISTER_ACK with capacity 0) or whose size disagrees.
@@ -307,19 +323,6 @@ fn a_switch_admits_jobs_as_their_servers_register() {
         lc.bind = localhost();
         lc.admission = Some(Admission { workers, capacity });
         lc
-    };
-    let granted = |s: &ServerLink| {
-        let t = Instant::now();
-        loop {
-            if let Some(g) = s.granted() {
-                return g;
-            }
-            assert!(
-                t.elapsed() < Duration::from_secs(5),
-                "no answer to REGISTER"
-            );
-            std::thread::sleep(Duration::from_millis(2));
-        }
     };
     let first = ServerLink::start(link(7, 2, share)).unwrap();
     assert_eq!(granted(&first), share);
@@ -391,16 +394,6 @@ fn a_switch_retires_a_job_whose_server_fell_silent() {
             capacity: all,
         });
         lc
-    };
-    let granted = |s: &ServerLink| {
-        let t = Instant::now();
-        loop {
-            if let Some(g) = s.granted() {
-                return g;
-            }
-            assert!(t.elapsed() < Duration::from_secs(5), "no answer");
-            std::thread::sleep(Duration::from_millis(2));
-        }
     };
     let first = ServerLink::start(link(7)).unwrap();
     assert_eq!(granted(&first), all, "the whole memory");
