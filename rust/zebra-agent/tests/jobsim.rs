@@ -2277,3 +2277,26 @@ fn a_file_watched_without_a_probe_aggregates_at_once_and_steps_aside_when_it_cos
         );
     }
 }
+
+/// Known issue K3 (`docs/RELIABILITY.md`): the switch killed and started
+/// again (as `exact_when_the_switch_is_killed_and_started_again`) with 1 %
+/// loss and a straggler loses one worker's contribution to a round in about
+/// 3 % of seeds (these four of 140 tried: restart at 280 or 360 ms), with a
+/// hot-keys file alone (and watched without a probe): seed 142 counts 5 values that
+/// came after their round was delivered (`lost_values`), seed 143 loses
+/// them silently (the final sums differ from vanilla's by one worker's
+/// values). Run with `--ignored` to reproduce; it fails until the issue is
+/// fixed.
+#[test]
+#[ignore = "known issue K3: a restart with loss and a straggler can lose a contribution"]
+fn known_issue_k3_a_restart_with_loss_and_a_straggler() {
+    for (seed, at) in [(142u64, 280u64), (143, 280), (158, 280), (114, 360)] {
+        let s = Scenario {
+            restart: Some((at * 1000, at * 1000 + 30_000, 40_000)),
+            stops: vec![],
+            straggler: Some(1),
+            ..Scenario::new(seed, 0.01)
+        };
+        check(&format!("K3 seed {seed} restart at {at} ms"), &s);
+    }
+}
