@@ -133,10 +133,25 @@ race_job() {
     -- "$2/test_benchmark" 1024 4 1 >"$LOGS/$1.out" 2>&1
 }
 
+# race_attempts NAME TESTS_DIR: race_job, run again (at most 3 times in all) while the server
+# died of the other start-up race, which neither patch fixes (src/van.cc waits 5 s for a
+# customer; a loaded machine can take longer: pslite-patches/README.md); its exit code is
+# the last run's.
+race_attempts() {
+  local attempt rc
+  for attempt in 1 2 3; do
+    race_job "$1" "$2"
+    rc=$?
+    grep -qs 'timeout (5 sec) to wait App' "$LOGS/$1/server-0.log" || return $rc
+    echo "note: $1: the van's 5 s customer wait ran out (attempt $attempt of 3)" >&2
+  done
+  return $rc
+}
+
 check_race() {
   local d="$LOGS/0001.details" pause='^late_handle: main thread paused'
   [ -x "$SHIM" ] || { echo "no $SHIM"; return 1; }
-  if race_job race-unpatched "$STOCK/tests"; then
+  if race_attempts race-unpatched "$STOCK/tests"; then
     echo "unpatched: the job passed although the server set its handle 3 s late; the defect did not show (logs: $LOGS/race-unpatched)"
     return 1
   fi
@@ -147,7 +162,7 @@ check_race() {
   echo "unpatched: $(sed -n 's/^pslaunch: FAIL \(.*\); logs in.*/\1/p' "$LOGS/race-unpatched.out"): Check failed: request_handle_ (the defect)" >"$d"
   local tests="$PATCHED/tests"
   [ "$BREAK" != 0001 ] || tests="$STOCK/tests"
-  if ! race_job race-patched "$tests"; then
+  if ! race_attempts race-patched "$tests"; then
     echo "patched: the job failed: $(head -n 1 "$LOGS/race-patched.out")"
     sed -n '1,10p' "$LOGS/race-patched.out"
     return 1
