@@ -2263,18 +2263,9 @@ fn a_file_watched_without_a_probe_aggregates_at_once_and_steps_aside_when_it_cos
             online: Some(OnlineConfig::watch(10)),
             ..file.clone()
         };
-        let (v, z) = check("watch-stopped", &s);
-        assert_eq!(
-            z.online_aside,
-            u64::from(s.servers),
-            "every server stepped aside"
-        );
-        assert!(
-            z.end_ms <= v.end_ms + v.end_ms / 10,
-            "watched {} ms against vanilla's {} ms",
-            z.end_ms,
-            v.end_ms
-        );
+        // Kept (no keys installed), then every server stepped aside, the job
+        // within a tenth of vanilla's time.
+        steps_aside("watch-stopped", &s, 0, 10);
     }
 }
 
