@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Several jobs on one switch (issue 20): one `zebra switch --listen` that admits jobs as
+their servers register, and three real PS-lite jobs on one netns testbed beside it.
+
+  scripts/shared-switch.py [--break room] [--logdir DIR] [--slots N] ...
+
+- job B: MXNet 1.9.1 dist_sync (tests/mxnet/dist_sync_kvstore.py --bigarray-bound 100),
+  2 servers, 2 workers, started first (MXNet takes seconds to start);
+- job A: BytePS PS-lite tests/pslite-app/exact_sums, 2 servers, 2 workers, started once
+  the switch has admitted B's two server jobs, so that both aggregate at once;
+- job C: exact_sums, 1 server, 2 workers, started once the switch has admitted A's too.
+
+Zero configuration but for two settings in each job's ZEBRA_HOT_CONFIG file: its job id
+(`job = 1`, `11`, `21`: PS-lite server s is the switch's job ID + s; two jobs that leave
+it at its default 1 collide on the switch) and `online_min_pace = 0` (no pace rule: on
+this unshaped testbed aggregation makes exact_sums' workers slower and its servers would
+rightly step aside within a second; this test is about sharing the switch). Nothing sizes
+the jobs: each server asks for its share and the keys are found online.
+
+Every job asks the switch for the default share (R x S / servers hot values per server:
+the whole default switch of 1,024 slots per register for each job), and the switch is
+given room for two (--slots 2048): C must be refused at admission, step aside and still
+finish exactly on its servers. A scraper in the switch's namespace reads its Prometheus
+metrics (per job: label zebra_job) twice a second while the jobs run.
+
+Checked, each a PASS or FAIL line that scripts/test.sh counts ("SKIP" without root):
+  shared-switch A exact_sums    every pulled value exact, nothing forced or lost, the
+                                switch summed pairs of jobs 1 and 2
+  shared-switch B mxnet         every pulled value exact (and the servers' OK), nothing
+                                forced or lost, the switch summed pairs of jobs 11 and 12
+  shared-switch A and B at once both jobs' pairs were being summed in one stretch of time
+  shared-switch C refused       job 21 refused at admission (switch log and counter), never
+                                admitted, no pair summed; every value exact on its server
+
+--break room gives the switch room for three jobs (--slots 3072): the C line must FAIL
+(the checks can fail). Exit code 1 if any check failed. Logs in --logdir.
+"""
+
+import argparse
+import ipaddress
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
+import chaoslib  # noqa: E402
+import pslaunch  # noqa: E402
+from chaoslib import fmt  # noqa: E402
+
+SWITCH_PORT = 9950
+METRICS_PORT = 9951
+EXACT_SUMS = ["--val-len=32", "--keys=64"]  # the chaos suite's exact_sums workload
+SAMPLE = re.compile(r'^(zebra_switch_[a-z_]+)(?:\{([^}]*)\})? (\d+(?:\.\d+)?)$', re.M)
+
+# What runs in the switch's namespace beside it: one scrape of its metrics every
+# INTERVAL s, appended to a file as a JSON line {"t": monotonic seconds, "s": [[name,
+# labels, value], ...]}, until SIGTERM. (CLOCK_MONOTONIC is the machine's: comparable
+# with this script's.)
+SCRAPER = r"""
+import json, re, signal, sys, time, urllib.request
+url, out, interval = sys.argv[1], sys.argv[2], float(sys.argv[3])
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+sample = re.compile(r'^(zebra_switch_[a-z_]+)(?:\{([^}]*)\})? (\d+(?:\.\d+)?)$', re.M)
+with open(out, "a") as f:
+    while True:
+        t = time.monotonic()
+        try:
+            text = urllib.request.urlopen(url, timeout=2).read().decode()
+            f.write(json.dumps({"t": t, "s": sample.findall(text)}) + "\n")
+            f.flush()
+        except OSError:
+            pass
+        time.sleep(max(0.0, interval - (time.monotonic() - t)))
+"""
+
+
+class SharedNet(pslaunch.Netns):
+    """One testbed (one bridge) for every job and the switch; nodes named JOB-NODE."""
+
+
+class JobNet:
+    """One job's view of the shared testbed: its nodes are PREFIX-NAME there; other names
+    (the switch) are looked up as they are. Set up and torn down with the shared one."""
+
+    kind = "netns"
+
+    def __init__(self, shared, prefix):
+        self.shared, self.prefix = shared, prefix
+
+    def _name(self, name):
+        return self.prefix + name if self.prefix + name in self.shared.addr else name
+
+    def setup(self, names):
+        missing = [n for n in names if self.prefix + n not in self.shared.addr]
+        if missing:
+            raise pslaunch.NetError(f"nodes {missing} are not on the shared testbed")
+
+    def address(self, name):
+        return self.shared.address(self._name(name))
+
+    def wrap(self, name, argv):
+        return self.shared.wrap(self._name(name), argv)
+
+    def ns(self, name):
+        return self.shared.ns(self._name(name))
+
+    def node_env(self, name):
+        return self.shared.node_env(self._name(name))
+
+    def counters(self):
+        n = len(self.prefix)
+        return {k[n:]: v for k, v in self.shared.counters().items() if k.startswith(self.prefix)}
+
+    def teardown(self):
+        pass
+
+
+class SharedJob(chaoslib.Job):
+    """A chaoslib job run on a testbed it shares with others (chaoslib.Job.run makes its own)."""
+
+    def run_on(self, net):
+        self.net = net
+        self.started = time.monotonic()
+        try:
+            self.failure = self.start()
+            if self.failure is None:
+                self._watch(None, False, False)
+        except Exception as e:  # noqa: BLE001 (reported as the job's failure)
+            self.failure = ("launcher", f"raised {e!r}", None)
+        self.stop_services()
+        self.kill_all()
+        self.elapsed = self.now()
+        self.report(self.elapsed, self.failure)
+        if self.failure:
+            self.failure = f"{self.failure[0]} {self.failure[1]}"
+        return self
+
+
+class Spec:
+    """One job of the run: its client, size, switch job ids and the pslaunch job."""
+
+    def __init__(self, label, client, servers, workers, job_id, logdir, argv):
+        self.label, self.client = label, client
+        self.servers, self.workers, self.job_id = servers, workers, job_id
+        self.logdir = logdir
+        self.switch_jobs = [job_id + s for s in range(servers)]
+        self.job = SharedJob(argv, logdir)
+        self.prefix = label.lower() + "-"
+        self.thread = None
+        self.start_time = None
+
+    def node_names(self):
+        return [self.prefix + n for _, n in self.job.names()]
+
+    def start(self, shared):
+        self.start_time = time.monotonic()
+        self.thread = threading.Thread(target=self.job.run_on, args=(JobNet(shared, self.prefix),), daemon=True)
+        self.thread.start()
+
+
+def write_conf(path, job_id):
+    """The job's settings (ZEBRA_HOT_CONFIG): its id, and no pace rule (nothing sizes the
+    job: it is still admitted with the default share, its keys found online)."""
+    with open(path, "w") as f:
+        f.write(f"# shared-switch.py: this job's id on the shared switch (PS-lite server s is job {job_id} + s)\n"
+                f"job = {job_id}\n"
+                "# On this unshaped testbed aggregation makes exact_sums slower and its servers would rightly\n"
+                "# step aside within a second (the pace rule): this test is about sharing the switch.\n"
+                "online_min_pace = 0\n")
+    return path
+
+
+def zebra_env(args, logdir, conf):
+    out = ["--preload", args.shim, "--env", "ZEBRA_ENABLE=1",
+           "--env", f"ZEBRA_SWITCH={{ip:switch}}:{SWITCH_PORT}", "--env", f"ZEBRA_STATS={logdir}/stats/%p"]
+    if conf:
+        out += ["--env", f"ZEBRA_HOT_CONFIG={conf}"]
+    return out
+
+
+def make_specs(args, py):
+    base = ["--net", "netns", "--subnet", args.subnet, "--timeout", str(args.timeout)]
+
+    def logdir(name):
+        path = os.path.join(args.logdir, name)
+        chaoslib.fresh_dir(path)
+        return path
+
+    a, b, c = logdir("a-exact_sums"), logdir("b-mxnet"), logdir("c-exact_sums")
+    exact = os.path.join(args.pslite_bin, "exact_sums")
+    specs = [
+        Spec("A", "exact_sums", 2, 2, 1, a,
+             base + ["--servers", "2", "--workers", "2"] + zebra_env(args, a, write_conf(os.path.join(a, "job.conf"), 1))
+             + ["--", exact, *EXACT_SUMS, f"--rounds={args.rounds}"]),
+        Spec("B", "mxnet", 2, 2, 11, b,
+             base + ["--servers", "2", "--workers", "2"] + zebra_env(args, b, write_conf(os.path.join(b, "job.conf"), 11))
+             + ["--", py, os.path.join(ROOT, "tests/mxnet/dist_sync_kvstore.py"), "--bigarray-bound", "100",
+                "--rounds", str(args.mxnet_rounds)]),
+        Spec("C", "exact_sums", 1, 2, 21, c,
+             base + ["--servers", "1", "--workers", "2"] + zebra_env(args, c, write_conf(os.path.join(c, "job.conf"), 21))
+             + ["--", exact, *EXACT_SUMS, f"--rounds={args.rounds_c}"]),
+    ]
+    return specs
+
+
+# -- the switch's metrics ----------------------------------------------------------------
+
+
+def read_samples(path):
+    """The scraper's samples: [(t, {(name, zebra_job or None): value})]."""
+    out = []
+    for line in chaoslib.read(path).splitlines():
+        try:
+            d = json.loads(line)
+        except ValueError:
+            continue
+        values = {}
+        for name, labels, value in d["s"]:
+            job = re.search(r'zebra_job="([^"]*)"', labels or "")
+            if "reason=" in (labels or ""):
+                continue
+            key = (name, job.group(1) if job else None)
+            values[key] = values.get(key, 0) + float(value)
+        out.append((d["t"], values))
+    return out
+
+
+def latest(samples, name, job=None):
+    """The largest value of a counter seen in any sample (a retired job's series goes)."""
+    return max((v.get((name, job), 0) for _, v in samples), default=0)
+
+
+def summing_times(samples, jobs):
+    """The times of the samples where the pairs summed for `jobs` grew since the last one."""
+    times, last = [], 0
+    for t, v in samples:
+        pairs = sum(v.get(("zebra_switch_pairs_summed_total", str(j)), 0) for j in jobs)
+        if pairs > last:
+            times.append(t)
+        last = max(last, pairs)
+    return times
+
+
+# -- the run -----------------------------------------------------------------------------
+
+
+class Run:
+    def __init__(self, args):
+        self.args = args
+        self.failed = 0
+        self.switch = None
+        self.scraper = None
+
+    def line(self, verdict, name, why=""):
+        print(f"{verdict} shared-switch {name}" + (f" ({why})" if why else ""), flush=True)
+        self.failed += verdict == "FAIL"
+
+    def start_switch(self, shared):
+        a = self.args
+        ip = shared.address("switch")
+        slots = a.slots if a.break_ is None else a.slots * 3 // 2
+        self.switch_log = os.path.join(a.logdir, "switch.log")
+        self.metrics_file = os.path.join(a.logdir, "switch-metrics.jsonl")
+        for path in (self.switch_log, self.metrics_file):
+            if os.path.exists(path):
+                os.remove(path)
+        argv = [a.zebra, "switch", "--listen", f"{ip}:{SWITCH_PORT}", "--slots", str(slots),
+                "--metrics", f"{ip}:{METRICS_PORT}"]
+        print(f"  switch: {' '.join(argv[1:])}", flush=True)
+        with open(self.switch_log, "wb") as out:
+            self.switch = subprocess.Popen(shared.wrap("switch", argv), stdout=out, stderr=subprocess.STDOUT,
+                                           stdin=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 10
+        while "listening on" not in chaoslib.read(self.switch_log):
+            if self.switch.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit(f"shared-switch: the switch did not start: {chaoslib.read(self.switch_log)[-500:]}")
+            time.sleep(0.1)
+        with open(os.path.join(a.logdir, "scraper.log"), "wb") as out:
+            self.scraper = subprocess.Popen(
+                shared.wrap("switch", [sys.executable, "-c", SCRAPER, f"http://{ip}:{METRICS_PORT}/metrics",
+                                       self.metrics_file, str(a.interval)]),
+                stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+
+    def stop(self, proc):
+        if proc is None or proc.poll() is not None:
+            return
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+    def wait_admitted(self, n, timeout):
+        """Until the switch has admitted `n` jobs (its metrics), or the timeout."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            s = read_samples(self.metrics_file)
+            if latest(s, "zebra_switch_jobs_admitted_total") >= n:
+                return True
+            time.sleep(0.3)
+        return False
+
+    def run(self, specs):
+        a = self.args
+        names = ["switch"] + [n for s in specs for n in s.node_names()]
+        shared = SharedNet(f"{os.getpid()}-1", ipaddress.IPv4Network(a.subnet), lambda _: pslaunch.Shaping(),
+                           1500)
+        started = time.monotonic()
+        self.notes = []
+        try:
+            shared.setup(names)
+            self.start_switch(shared)
+            # MXNet takes seconds to start: B first, A once B's servers are admitted (so that
+            # both aggregate at once), C once A's are too (the switch is full).
+            a_job, b_job, c_job = specs
+            b_job.start(shared)
+            for n, then in ((2, a_job), (4, c_job)):
+                ok = self.wait_admitted(n, a.admit_wait)
+                self.notes.append(f"the switch had {'' if ok else 'NOT '}admitted {n} jobs "
+                                  f"{time.monotonic() - started:.1f} s after the start: job {then.label} started")
+                then.start(shared)
+            for s in specs:
+                s.thread.join()
+            time.sleep(a.interval * 2)  # a last scrape
+        finally:
+            for s in specs:
+                if s.thread is not None and s.thread.is_alive():
+                    s.job.kill_all()
+            self.stop(self.scraper)
+            self.stop(self.switch)
+            shared.teardown()
+        self.elapsed = time.monotonic() - started
+
+    # -- the checks ----------------------------------------------------------------------
+
+    def job_stats(self, samples, spec):
+        """The switch's counters of one job's server jobs, summed."""
+        out = {}
+        for name in ("pairs_summed_total", "rounds_completed_total", "rounds_flushed_total", "registrations_total",
+                     "job_hot_values", "aggregate_abandoned_total", "fallbacks_total"):
+            out[name] = sum(latest(samples, "zebra_switch_" + name, str(j)) for j in spec.switch_jobs)
+        out["seen"] = [j for j in spec.switch_jobs
+                       if any(("zebra_switch_job_hot_values", str(j)) in v for _, v in samples)]
+        return out
+
+    def exact(self, spec):
+        if spec.client == "mxnet":
+            problems, checked = chaoslib.mxnet_ok(spec.logdir, spec.workers, spec.servers)
+        else:
+            problems, checked = chaoslib.exact_sums_ok(spec.logdir, spec.workers, spec.servers)
+        counters = chaoslib.server_counters(spec.logdir)
+        if counters["forced"] or counters["lost_values"]:
+            problems.append(f"the servers forced {counters['forced']} requests and lost {counters['lost_values']} "
+                            "values (ZEBRA_STATS)")
+        else:
+            checked.append(chaoslib.NOTHING_LOST)
+        if spec.job.failure:
+            problems.insert(0, f"the job failed: {spec.job.failure}")
+        return problems, checked
+
+    def check(self, specs):
+        samples = read_samples(self.metrics_file)
+        switch_log = chaoslib.read(self.switch_log)
+        print(f"  {len(samples)} scrapes of the switch's metrics; {'; '.join(self.notes)}")
+        print("  per job on the switch (its metrics, label zebra_job):")
+        print("    job  client      switch jobs  hot values  pairs summed  rounds completed/flushed  registrations  "
+              "ran (s)")
+        stats = {}
+        for s in specs:
+            st = stats[s.label] = self.job_stats(samples, s)
+            ids = ",".join(str(j) for j in s.switch_jobs)
+            took = f"{s.job.elapsed:.1f}" if s.job.elapsed is not None else "-"
+            print(f"    {s.label}    {s.client:10}  {ids:11}  {fmt(int(st['job_hot_values'])):>10}  "
+                  f"{fmt(int(st['pairs_summed_total'])):>12}  "
+                  f"{int(st['rounds_completed_total']):>8} / {int(st['rounds_flushed_total']):<14}  "
+                  f"{int(st['registrations_total']):>13}  {took:>7}")
+        admitted = int(latest(samples, "zebra_switch_jobs_admitted_total"))
+        refused = int(latest(samples, "zebra_switch_registrations_refused_total", "none"))
+        memory = int(latest(samples, "zebra_switch_memory_bytes"))
+        print(f"  the switch: {fmt(memory)} bytes of accumulator memory, {admitted} jobs admitted, "
+              f"{refused} REGISTERs refused for jobs it does not have (zebra_job=\"none\")")
+
+        for s in specs[:2]:
+            st = stats[s.label]
+            name = f"{s.label} {s.client}"
+            problems, checked = self.exact(s)
+            if sorted(st["seen"]) != s.switch_jobs:
+                problems.append(f"the switch admitted jobs {st['seen']} of {s.switch_jobs}")
+            if not st["pairs_summed_total"]:
+                problems.append(f"the switch summed no pair of jobs {s.switch_jobs}: not aggregated")
+            checked.append(f"the switch summed {fmt(int(st['pairs_summed_total']))} pairs of jobs "
+                           f"{', '.join(map(str, s.switch_jobs))} in {int(st['rounds_completed_total'])} completed "
+                           f"rounds ({int(st['rounds_flushed_total'])} flushed)")
+            if st["aggregate_abandoned_total"]:
+                problems.append(f"{int(st['aggregate_abandoned_total'])} aggregate parts abandoned")
+            self.report(name, s, problems, checked)
+
+        a, b = specs[:2]
+        ta, tb = summing_times(samples, a.switch_jobs), summing_times(samples, b.switch_jobs)
+        if ta and tb:
+            lo, hi = max(ta[0], tb[0]), min(ta[-1], tb[-1])
+            both = [t for t in ta if lo <= t <= hi and any(abs(t - u) <= self.args.interval * 1.5 for u in tb)]
+            t0 = min(ta[0], tb[0])
+            what = (f"A summed pairs from {ta[0] - t0:.1f} s to {ta[-1] - t0:.1f} s, B from {tb[0] - t0:.1f} s to "
+                    f"{tb[-1] - t0:.1f} s; {len(both)} scrapes saw both jobs' sums grow")
+            if hi > lo and both:
+                self.line("PASS", "A and B at once", what)
+            else:
+                self.line("FAIL", "A and B at once", what + ": not at the same time")
+        else:
+            self.line("FAIL", "A and B at once", "a job's sums never grew on the switch")
+
+        c = specs[2]
+        st = stats["C"]
+        problems, checked = self.exact(c)
+        not_admitted = re.findall(rf"switch: job {c.job_id} \(.*\) from \S+ not admitted: (.*)", switch_log)
+        aside = sum("stepping aside" in chaoslib.read(os.path.join(c.logdir, f"server-{i}.log"))
+                    for i in range(c.servers))
+        if st["seen"]:
+            problems.append(f"job C was admitted (the switch has jobs {st['seen']}): not refused")
+        if not not_admitted:
+            problems.append(f"the switch never refused job {c.job_id} at admission (no 'not admitted' log line)")
+        if not refused:
+            problems.append("the switch's refused REGISTER counter (zebra_job=\"none\") stayed 0")
+        if st["pairs_summed_total"]:
+            problems.append(f"the switch summed {int(st['pairs_summed_total'])} pairs of job C")
+        if aside < c.servers:
+            problems.append(f"{c.servers - aside} of C's servers did not log 'stepping aside'")
+        checked.append(f"the switch refused job {c.job_id}: {not_admitted[0] if not_admitted else '-'} "
+                       f"({len(not_admitted)} times); {aside} of {c.servers} servers stepped aside; admitted jobs "
+                       f"{admitted}")
+        self.report("C refused", c, problems, checked)
+
+    def report(self, name, spec, problems, checked):
+        for c in checked:
+            print(f"  checked: {c}")
+        for p in problems[1:]:
+            print(f"  problem: {p}")
+        if problems:
+            self.line("FAIL", name, f"{problems[0][:300]}; logs in {spec.logdir}")
+        else:
+            self.line("PASS", name, f"{spec.job.elapsed:.1f} s")
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--break", dest="break_", choices=("room",), default=None,
+                   help="room: give the switch room for three jobs, so that the C check must FAIL")
+    p.add_argument("--logdir", default=os.path.join(ROOT, ".build", "logs", "shared-switch"))
+    p.add_argument("--shim", default=os.environ.get("CHAOS_SHIM") or os.path.join(ROOT, "dist/lib/libzmq.so.5"))
+    p.add_argument("--zebra", default=os.environ.get("CHAOS_ZEBRA") or os.path.join(ROOT, "target/release/zebra"))
+    p.add_argument("--pslite-bin", default=os.path.join(ROOT, ".build/byteps-pslite/tests"))
+    p.add_argument("--subnet", default="10.96.0.0/24")
+    p.add_argument("--slots", type=int, default=2048,
+                   help="the switch's slots per register (default 2048: two jobs' default shares)")
+    p.add_argument("--rounds", type=int, default=1000, help="job A: exact_sums rounds per phase (default 1000)")
+    p.add_argument("--mxnet-rounds", type=int, default=100, help="job B: MXNet push/pull rounds (default 100)")
+    p.add_argument("--rounds-c", type=int, default=50, help="job C: exact_sums rounds per phase (default 50)")
+    p.add_argument("--admit-wait", type=float, default=60,
+                   help="seconds to wait for the switch to admit A's and B's jobs before C starts (default 60)")
+    p.add_argument("--interval", type=float, default=0.5, help="seconds between scrapes (default 0.5)")
+    p.add_argument("--timeout", type=float, default=150, help="seconds before a job is killed (default 150)")
+    args = p.parse_args()
+    names = ["A exact_sums", "B mxnet", "A and B at once", "C refused"]
+    why = chaoslib.unavailable()
+    if why:
+        for n in names:
+            print(f"SKIP shared-switch {n} ({why})")
+        return 0
+    chaos_args = argparse.Namespace(shim=args.shim, zebra=args.zebra, pslite_bin=args.pslite_bin)
+    lacking = chaoslib.missing(chaos_args)
+    py = chaoslib.mxnet_python()
+    if lacking or py is None:
+        what = ", ".join(lacking + ([] if py else ["the MXNet venv (scripts/mxnet-env.sh)"]))
+        for n in names:
+            print(f"FAIL shared-switch {n} (missing {what}: run scripts/setup.sh --clients)")
+        return 1
+    os.makedirs(args.logdir, exist_ok=True)
+    pslaunch.remove_stale_namespaces()
+    run = Run(args)
+    specs = make_specs(args, py)
+    print(f"=== shared-switch: MXNet job B (switch jobs 11, 12), exact_sums job A (1, 2) once B is admitted, "
+          f"exact_sums job C (21) once A is too{'; --break ' + args.break_ if args.break_ else ''}", flush=True)
+    run.run(specs)
+    run.check(specs)
+    print(f"shared-switch: {run.elapsed:.0f} s; logs in {args.logdir}")
+    return 1 if run.failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
