@@ -187,6 +187,12 @@ run_part testbed python3 "$root/tests/testbed/test_pslaunch.py"
 # made-up logs run without root; the suite is skipped, with the reason, without root.
 run_part chaos-checks python3 "$root/tests/testbed/test_chaos_checks.py"
 [ $quick = 1 ] || run_part chaos python3 "$root/scripts/chaos.py"
+# Several jobs on one switch (issue 20, docs/HOTPATH.md): an MXNet dist_sync job and a BytePS
+# exact_sums job at once through one `zebra switch --listen` on the netns testbed, both exact
+# and aggregating (the switch's per-job metrics); a third job that does not fit its memory
+# refused at admission and exact on its server; about 30 s, skipped, with the reason, without
+# root.
+[ $quick = 1 ] || run_part shared-switch python3 "$root/scripts/shared-switch.py"
 # The soak's checks (issue 18, docs/RELIABILITY.md, "Memory and resources over a long
 # run") on made-up samples, then a short soak of 8 workers, 2 servers and the switch against
 # the real libzmq that must pass, and fail with every process leaking on purpose (about 2
