@@ -32,7 +32,7 @@ def two_server_jobs(tmp, extra=""):
     with open(os.path.join(tmp, "two.keys"), "w") as f:
         f.write("1 32\n9223372036854775808 16\n2 8\n")
     with open(data("tofino.conf"), encoding="utf-8") as f:
-        text = f.read().replace("hot_key_count = 1000\n", "hot_keys = two.keys\n" + extra)
+        text = f.read().replace("hot_key_count = 1000\n", 'hot_keys = "two.keys"\n' + extra)
     path = os.path.join(tmp, "two.conf")
     with open(path, "w", encoding="utf-8") as f:
         f.write(text)

@@ -80,7 +80,7 @@ class FromThePlan(unittest.TestCase):
         try:
             path = os.path.join(tmp, "admit.conf")
             with open(path, "w") as f:
-                f.write("switch = 10.0.0.250:9950\nnumber = fixed:16\n")
+                f.write('switch = "10.0.0.250:9950"\nnumber = "fixed:16"\n')
             c = load(path)
             self.assertEqual((c.proto.jobs, c.admit.number), ([], "fixed"))
             with self.assertRaises(PlanError) as cm:
@@ -143,7 +143,7 @@ class TheBinarysWords(unittest.TestCase):
         for want in [
             "zebra switch: invalid hot-path configuration:",
             'bad.conf:2: workers = "65": expected an integer in 1..=64',
-            '--slots: slots = "-1": expected an integer in 1..=65536',
+            '--slots "-1": expected an integer in 1..=65536',
         ]:
             self.assertIn(want, out.stderr)
         out = ctl("--config", data("tofino.conf"), "--ports", data("ports.conf"), "--dry-run", "--set", "nope=1")

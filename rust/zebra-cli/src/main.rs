@@ -1,5 +1,6 @@
 //! `zebra`: the command-line front of Zebra for PS-lite.
 
+mod config;
 mod failure;
 mod launch;
 mod metrics;
@@ -11,7 +12,6 @@ mod trace;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use zebra_config::{Config, VARIABLES};
 
 /// In-network aggregation of hot parameters for PS-lite jobs, behind a drop-in libzmq.so.5.
 ///
@@ -29,7 +29,10 @@ struct Cli {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    /// Check the ZEBRA_* variables of this environment exactly as the library will at start-up.
+    /// Check this environment exactly as the library will at start-up: the ZEBRA_* variables,
+    /// and with ZEBRA_ENABLE=1 and ZEBRA_SWITCH the hot path too (ZEBRA_HOT_CONFIG, the
+    /// hot-keys file, PS-lite's DMLC_NUM_WORKER and DMLC_NUM_SERVER; DMLC_ROLE may be unset).
+    /// Prints what was read, in the names typed, or every problem (exit 2).
     Config {
         /// List every setting with its default instead.
         #[arg(long)]
@@ -90,57 +93,18 @@ enum Command {
     Run(launch::RunArgs),
 }
 
-/// The settings table as `zebra config --list` prints it: a header and one
-/// line per variable, each column as wide as its widest entry.
-fn settings_table() -> String {
-    let rows = [("VARIABLE", "DEFAULT", "MEANING")]
-        .into_iter()
-        .chain(VARIABLES.iter().map(|v| (v.name, v.default, v.help)));
-    let name = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
-    let default = VARIABLES.iter().map(|v| v.default.len()).max().unwrap_or(0);
-    rows.map(|(n, d, h)| format!("{n:<name$}  {d:<default$}  {h}\n"))
-        .collect()
-}
-
 fn main() -> ExitCode {
     match Cli::parse().command {
         Command::Config { list: true } => {
-            print!("{}", settings_table());
+            print!("{}", config::settings_table());
             ExitCode::SUCCESS
         }
-        Command::Config { list: false } => match Config::from_env() {
-            Ok(config) => {
-                println!("{config:#?}");
-                ExitCode::SUCCESS
-            }
-            Err(errors) => {
-                eprintln!("zebra: {errors}");
-                ExitCode::from(2)
-            }
-        },
+        Command::Config { list: false } => config::check(),
         Command::Switch(args) => switch::run(args),
         Command::Trace(cmd) => trace::run(cmd),
         Command::Profile(args) => profile::run(args),
         Command::Precision(args) => precision::run(args),
         Command::Env(args) => launch::env(args),
         Command::Run(args) => launch::run(args),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_settings_table_is_aligned() {
-        let table = settings_table();
-        let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), VARIABLES.len() + 1);
-        let column = |word: &str| lines[0].find(word).unwrap();
-        let (default, meaning) = (column("DEFAULT"), column("MEANING"));
-        for (line, v) in lines[1..].iter().zip(VARIABLES) {
-            assert!(line[default..].starts_with(v.default), "{line}");
-            assert_eq!(&line[meaning..], v.help, "{line}");
-        }
     }
 }

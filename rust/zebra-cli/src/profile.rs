@@ -151,31 +151,17 @@ impl Target {
         if let Some(path) = &args.config {
             let text = std::fs::read_to_string(path)
                 .map_err(|e| Failure::file(path, &e).after("--config"))?;
-            // Line for line, ignored ones blank, so that errors name the
-            // file's own lines.
-            let mut kept = String::with_capacity(text.len());
-            for (i, raw) in text.lines().enumerate() {
-                let content = raw.split('#').next().unwrap_or("");
-                let key = content.split_once('=').map(|(k, _)| k.trim());
-                match key {
-                    Some(k) if IGNORED.contains(&k) => {
-                        if k.starts_with("hot_key") {
-                            notes.push(format!(
-                                "{}:{}: {k} ignored: this profile writes the hot keys",
-                                path.display(),
-                                i + 1
-                            ));
-                        }
+            base = Settings::parse(&text, path).map_err(Failure::usage)?;
+            for key in IGNORED {
+                for at in base.remove(key) {
+                    if key.starts_with("hot_key") {
+                        notes.push(format!(
+                            "{at}: {key} ignored: this profile writes the hot keys"
+                        ));
                     }
-                    Some(k) => {
-                        workers |= k == "workers";
-                        kept.push_str(raw);
-                    }
-                    None => kept.push_str(raw),
                 }
-                kept.push('\n');
             }
-            base = Settings::parse(&kept, path).map_err(Failure::usage)?;
+            workers = base.has("workers");
             from.push(path.display().to_string());
         }
         let flags = [
@@ -780,8 +766,8 @@ mod tests {
         let conf = dir.path().join("hot.conf");
         std::fs::write(
             &conf,
-            "# job\nswitch = nowhere.invalid:1\nhot_keys = old.keys\nregisters = 8\nslots = 64\n\
-             servers = 3\nserver_addr = 0=nowhere.invalid:2\n",
+            "# job\nswitch = \"nowhere.invalid:1\"\nhot_keys = \"old.keys\"\nregisters = 8\n\
+             slots = 64\nservers = 3\nserver_addr = [\"0=nowhere.invalid:2\"]\n",
         )
         .unwrap();
         let mut notes = Vec::new();

@@ -90,7 +90,7 @@ fn bad_arguments_exit_2_naming_the_value() {
         2,
         &["profile", "--registers", "41", "-o", &keys, &t],
         &[],
-        "--registers: registers = \"41\"",
+        "--registers \"41\"",
     );
     exits(
         2,

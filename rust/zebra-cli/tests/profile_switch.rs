@@ -236,7 +236,7 @@ fn a_settings_file_of_its_own_geometry_is_the_one_source() {
     // is the profile's output, relative to the file.
     std::fs::write(
         &conf,
-        "workers = 2\nservers = 2\nregisters = 4\nslots = 300\ncopies = 1\nhot_keys = hot.keys\n",
+        "workers = 2\nservers = 2\nregisters = 4\nslots = 300\ncopies = 1\nhot_keys = \"hot.keys\"\n",
     )
     .unwrap();
     let keys = path(dir.path(), "hot.keys");

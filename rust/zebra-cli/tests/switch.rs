@@ -64,9 +64,9 @@ fn bad_values_are_each_named_and_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8(out.stderr).unwrap();
     for want in [
-        "--workers: workers = \"0\": expected an integer in 1..=64",
-        "--slots: slots = \"x\"",
-        "--number: number = \"fixed:40\"",
+        "--workers \"0\": expected an integer in 1..=64",
+        "--slots \"x\"",
+        "--number \"fixed:40\"",
     ] {
         assert!(err.contains(want), "{want} in {err}");
     }
@@ -151,7 +151,7 @@ fn job(name: &str) -> (PathBuf, PathBuf, HotpathConfig) {
     let conf = dir.join("hot.conf");
     std::fs::write(
         &conf,
-        "workers = 2\nhot_keys = hot.keys\nregisters = 4\nslots = 8\nround_timeout_ms = 200\n",
+        "workers = 2\nhot_keys = \"hot.keys\"\nregisters = 4\nslots = 8\nround_timeout_ms = 200\n",
     )
     .unwrap();
     let hot = Settings::load(&conf).unwrap().build().unwrap();

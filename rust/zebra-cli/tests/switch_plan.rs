@@ -38,9 +38,10 @@ fn the_plan_holds_every_setting_and_the_token_of_the_key() {
     let conf = dir.path().join("hot.conf");
     write(
         &conf,
-        "switch = 10.0.0.250:9950\njob = 7\nworkers = 4\nservers = 2\nhot_key_count = 1000\n\
-         number = fixed:16\nround_timeout_ms = 20\naggregate_max_retries = 3\n\
-         server_addr = 1=10.0.0.2:9951\njob_key_file = job.key\nloss = drop=0.01,seed=9\n",
+        "switch = \"10.0.0.250:9950\"\njob = 7\nworkers = 4\nservers = 2\nhot_key_count = 1000\n\
+         number = \"fixed:16\"\nround_timeout_ms = 20\naggregate_max_retries = 3\n\
+         server_addr = [\"1=10.0.0.2:9951\"]\njob_key_file = \"job.key\"\n\
+         loss = \"drop=0.01,seed=9\"\n",
         0o644,
     );
     let conf = conf.to_str().unwrap();
@@ -178,7 +179,7 @@ fn a_hot_keys_file_makes_one_job_per_owning_server() {
     let conf = dir.path().join("two.conf");
     write(
         &conf,
-        "job = 7\nworkers = 4\nservers = 2\nhot_keys = two.keys\nserver_addr = 1=10.0.0.2:9951\n",
+        "job = 7\nworkers = 4\nservers = 2\nhot_keys = \"two.keys\"\nserver_addr = \"1=10.0.0.2:9951\"\n",
         0o644,
     );
     let p = plan(&["--config", conf.to_str().unwrap()]);
@@ -217,7 +218,7 @@ fn bad_settings_are_refused_as_zebra_switch_refuses_them() {
     let conf = dir.path().join("bad.conf");
     write(
         &conf,
-        "switch = 127.0.0.1:0\nworkers = 65\npacking = best\nhot_key_count = 40\n",
+        "switch = \"127.0.0.1:0\"\nworkers = 65\npacking = \"best\"\nhot_key_count = 40\n",
         0o644,
     );
     let conf = conf.to_str().unwrap();
@@ -238,7 +239,7 @@ fn bad_settings_are_refused_as_zebra_switch_refuses_them() {
         "zebra switch: invalid hot-path configuration:",
         "bad.conf:2: workers = \"65\": expected an integer in 1..=64",
         "bad.conf:3: packing = \"best\": expected strict, fill or sequential",
-        "--slots: slots = \"-1\": expected an integer in 1..=65536",
+        "--slots \"-1\": expected an integer in 1..=65536",
     ] {
         assert!(err.contains(want), "{want} in {err}");
     }

@@ -1,9 +1,12 @@
 //! Configuration of Zebra: every `ZEBRA_*` environment variable in one table.
 //!
-//! The table [`VARIABLES`] is the single source of truth: [`Config::from_vars`] parses
-//! and checks against it, `zebra config --list` prints it, and a test holds
-//! `docs/CONFIG.md` to it. Parsing never panics; each bad value yields one
-//! [`ConfigError`] naming the variable, the value and what was expected.
+//! The table [`VARIABLES`] is the single source of truth: each entry carries its own
+//! parser, [`Config::from_vars`] runs them, `zebra config --list` prints the table, and a
+//! test holds `docs/CONFIG.md` to it. Parsing never panics; each bad value yields one
+//! [`ConfigError`] naming the variable, the value as typed and what was expected. The
+//! hot-path settings some variables stand for (`ZEBRA_SWITCH`, `ZEBRA_HOT_KEYS`,
+//! `ZEBRA_HOT_CONFIG`, ...) are checked once more, with the settings file, by
+//! `zebra_hotpath::settings` when the hot path's plan is made.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -11,6 +14,8 @@ use std::str::FromStr;
 
 mod job_key;
 pub use job_key::JobKey;
+pub use zebra_agent::Delivery;
+pub use zebra_pslite::FormatChoice;
 
 /// One documented variable.
 #[derive(Debug, Clone, Copy)]
@@ -18,6 +23,67 @@ pub struct Variable {
     pub name: &'static str,
     pub default: &'static str,
     pub help: &'static str,
+    /// Its parser: checks the value as typed and sets it.
+    read: Read,
+}
+
+/// A variable's parser.
+type Read = fn(&mut Reading, &str) -> Result<(), Bad>;
+
+/// What a variable's parser found wrong.
+#[derive(Debug)]
+enum Bad {
+    /// The value is not what the variable takes: `NAME="value": expected ...`.
+    Expected(&'static str),
+    /// A message of its own, naming the variable (a job key: never the key).
+    Said(String),
+}
+
+/// A configuration being read, and what its parsers remember.
+#[derive(Debug)]
+struct Reading {
+    cfg: Config,
+    pid: u32,
+    zebra_log: Option<String>,
+    /// `ZEBRA_STATS_INTERVAL` and `ZEBRA_NET` as typed, for the checks of
+    /// the whole.
+    interval_typed: String,
+    net_typed: String,
+}
+
+impl Reading {
+    /// `text` with `%p` replaced by the process id.
+    fn with_pid(&self, text: &str) -> String {
+        text.replace("%p", &self.pid.to_string())
+    }
+
+    fn job_key(&mut self, key: Result<JobKey, String>) -> Result<(), Bad> {
+        if self.cfg.job_key.is_some() {
+            return Err(Bad::Said(
+                "ZEBRA_JOB_KEY and ZEBRA_JOB_KEY_FILE are both set: give one".into(),
+            ));
+        }
+        self.cfg.job_key = Some(key.map_err(Bad::Said)?);
+        Ok(())
+    }
+}
+
+/// `HOST:PORT` (trimmed), `None` when empty.
+fn host_port(value: &str) -> Result<Option<String>, ()> {
+    match value.trim() {
+        "" => Ok(None),
+        v => match v.rsplit_once(':') {
+            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
+                Ok(Some(v.to_string()))
+            }
+            _ => Err(()),
+        },
+    }
+}
+
+/// A path, `None` when empty.
+fn path(value: &str) -> Option<PathBuf> {
+    (!value.trim().is_empty()).then(|| PathBuf::from(value))
 }
 
 /// Every variable Zebra reads. Keep in step with `docs/CONFIG.md` (a test checks).
@@ -26,111 +92,232 @@ pub const VARIABLES: &[Variable] = &[
         name: "ZEBRA_ENABLE",
         default: "0",
         help: "1: Zebra's own engine carries the zmq calls; 0 or unset: every call is forwarded to the real libzmq",
+        read: |r, v| {
+            r.cfg.enable = parse_bool(v)?;
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_LOG",
         default: "warn",
         help: "log filter (env_logger syntax, e.g. `info` or `zebra_ffi=debug`); RUST_LOG is read when this is unset",
+        read: |r, v| {
+            r.zebra_log = Some(v.to_string());
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_REAL_LIBZMQ",
         default: "(found at run time)",
         help: "absolute path of the real libzmq to forward to when no other definition is loaded in the process",
+        read: |r, v| {
+            if !v.starts_with('/') {
+                return Err(Bad::Expected("expected an absolute path to a libzmq shared object"));
+            }
+            r.cfg.real_libzmq = Some(PathBuf::from(v));
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_STATS",
         default: "(off)",
         help: "`stderr` or a file path: at exit, write the mode, the library forwarded to and per-function call counts (a file path may contain `%p`, replaced by the process id)",
+        read: |r, v| {
+            r.cfg.stats = match v {
+                "" => None,
+                "stderr" => Some(StatsSink::Stderr),
+                path => Some(StatsSink::File(r.with_pid(path).into())),
+            };
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_STATS_INTERVAL",
         default: "(off: at exit only)",
         help: "with ZEBRA_STATS: every SECONDS (e.g. `1` or `0.5`) while the process runs, write its statistics to the ZEBRA_STATS destination as one JSON object per line (JSON Lines), and a last one at exit, in place of the at-exit `key value` report; `0`: off",
+        read: |r, v| {
+            r.cfg.stats_interval = parse_interval(v).map_err(Bad::Expected)?;
+            r.interval_typed = v.to_string();
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_METRICS",
         default: "(off)",
         help: "HOST:PORT: serve this process's counters (zmq calls, the hot path's) in Prometheus's text format at http://HOST:PORT/metrics while it runs (`127.0.0.1:0`: a free port, logged); counters only, no authentication: bind to loopback",
+        read: |r, v| {
+            r.cfg.metrics = host_port(v).map_err(|_| {
+                Bad::Expected("expected HOST:PORT to serve the metrics on (e.g. 127.0.0.1:9960, or port 0 for a free one)")
+            })?;
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_HOT_LOSS",
         default: "(off)",
         help: "seeded fault injection on every hot-path send, for tests: a drop probability (`0.05`) or `drop=P,dup=P,delay=P,delay_ms=MS,seed=N`",
+        read: |r, v| {
+            r.cfg.hot_loss = match v.trim() {
+                "" => None,
+                spec => Some(spec.parse::<HotLoss>().map_err(Bad::Expected)?).filter(HotLoss::is_active),
+            };
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_SWITCH",
         default: "(none: no in-network aggregation)",
         help: "HOST:PORT of the aggregating switch (`zebra switch` or a Tofino running p4/); with ZEBRA_ENABLE=1, workers send hot keys there (alone: zero configuration, online hot keys in jobs the switch admits)",
+        read: |r, v| {
+            r.cfg.switch = host_port(v).map_err(|_| Bad::Expected("expected HOST:PORT (e.g. 10.0.0.250:9950)"))?;
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_JOB_KEY",
         default: "(none: the switch draws the job's token)",
         help: "the job's secret key, the same string in every worker, server and the switch: each derives the job's membership token from it (HMAC-SHA-256), shows it from its first packet, and the switch takes on only members that show it (docs/SECURITY.md); visible to anyone who can read this process's environment, so prefer ZEBRA_JOB_KEY_FILE",
+        read: |r, v| r.job_key(JobKey::from_value("ZEBRA_JOB_KEY", v)),
     },
     Variable {
         name: "ZEBRA_JOB_KEY_FILE",
         default: "(none)",
         help: "a file holding the job's secret key (one line), instead of ZEBRA_JOB_KEY; refused if every user may read it (chmod 600)",
+        read: |r, v| match v.trim() {
+            "" => Ok(()),
+            _ => r.job_key(JobKey::from_file("ZEBRA_JOB_KEY_FILE", std::path::Path::new(v))),
+        },
     },
     Variable {
         name: "ZEBRA_HOT_KEYS",
         default: "(none)",
         help: "the hot-keys file (PS-lite keys hottest first, `KEY [VALUES]` or `A-B [VALUES]` per line); the switch, every worker and every server read the same file",
+        read: |r, v| {
+            r.cfg.hot_keys = path(v);
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_HOT",
         default: "auto",
         help: "`auto`: `file` when hot keys are given (ZEBRA_HOT_KEYS, or hot_keys or online_capacity in ZEBRA_HOT_CONFIG), else `online` with each server's job an equal share of the switch's memory, admitted when it registers (zero configuration); `file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does); `watch` or `watch:T`: the keys of ZEBRA_HOT_KEYS, installed after every worker's first T pushes went whole (the pace without aggregation), and stepped aside from by the online rules when they cost (slower pushes, flushed rounds, a silent switch), tried again later; `watch:0`: no probe, the file's keys from the first push, stepped aside from on flushed rounds or a silent switch",
+        read: |r, v| {
+            r.cfg.hot_mode = v.parse().map_err(Bad::Expected)?;
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_HOT_CONFIG",
         default: "(none: protocol defaults)",
         help: "the hot-path settings file `zebra switch --config` reads (`key = value` lines): registers, slots, timeouts, packet size; every party must use the same one",
+        read: |r, v| {
+            r.cfg.hot_config = path(v);
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_DELIVERY",
         default: "per-worker",
         help: "how a server sees a round's hot sums: `per-worker` (each worker's push request, one carrying the sum, the others zeros: right for every server) or `merged` (one request carries the sum: only for servers that do not count pushes)",
+        read: |r, v| {
+            r.cfg.delivery = match v.trim() {
+                "" | "per-worker" => Delivery::PerWorker,
+                "merged" => Delivery::Merged,
+                _ => return Err(Bad::Expected("expected per-worker or merged")),
+            };
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_PULL",
         default: "switch",
         help: "the pull half with a switch (docs/PULL.md): `switch`: after each round a server sends the round's updated hot values once through the switch, which copies them to every worker, and a worker answers pulls of hot keys from them when they are what the server would return (its first answers checked against the server's); `server`: every pull goes to its server (for servers that change values outside pushes)",
+        read: |r, v| {
+            r.cfg.pull = match v.trim() {
+                "" | "switch" => Pull::Switch,
+                "server" => Pull::Server,
+                _ => return Err(Bad::Expected("expected switch or server")),
+            };
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_TRACE",
         default: "(off)",
         help: "with ZEBRA_ENABLE=1, each worker records the keys of every push it sends to this file (`%p`: process id, `%r`: worker rank), the input of `zebra profile` (format: rust/zebra-hotkeys/TRACE.md)",
+        read: |r, v| {
+            r.cfg.trace = (!v.trim().is_empty()).then(|| r.with_pid(v));
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_TRACE_MAX_MB",
         default: "256",
         help: "size bound of each ZEBRA_TRACE file in MiB; pushes after it are not recorded (logged once)",
+        read: |r, v| match v.trim().parse::<u64>() {
+            Ok(mb) if (1..=1 << 20).contains(&mb) => {
+                r.cfg.trace_max_bytes = mb << 20;
+                Ok(())
+            }
+            _ => Err(Bad::Expected("expected MiB, 1..=1048576")),
+        },
     },
     Variable {
         name: "ZEBRA_PSLITE_FLAVOR",
         default: "auto",
         help: "PS-lite message format: `auto` (detected from the bytes), `byteps` (BytePS's binary meta) or `protobuf` (dmlc/ps-lite and MXNet)",
+        read: |r, v| {
+            r.cfg.flavor = v.parse().map_err(|_| Bad::Expected("expected auto, byteps or protobuf"))?;
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_NET",
         default: "kernel",
         help: "the network under the engine's tcp:// and the hot path: `kernel` (kernel sockets), `dpdk` (the user-level stack, smoltcp over a DPDK port; needs ZEBRA_DPDK_ARGS and ZEBRA_IP) or `raw:IFACE` (smoltcp over an AF_PACKET raw socket on IFACE; needs ZEBRA_IP and root)",
+        read: |r, v| {
+            r.cfg.net = match v.trim() {
+                "" | "kernel" => Network::Kernel,
+                "dpdk" => Network::Dpdk,
+                v if v.starts_with("raw:") && v.len() > 4 && v.len() < 4 + 16 => Network::Raw(v[4..].to_string()),
+                _ => return Err(Bad::Expected("expected kernel, dpdk or raw:IFACE")),
+            };
+            r.net_typed = v.to_string();
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_DPDK_ARGS",
         default: "(none)",
         help: "with ZEBRA_NET=dpdk: the DPDK EAL arguments, whitespace-separated (e.g. `--no-huge -m 256 --no-pci --no-shconf --file-prefix=w0 -l 0 --vdev=net_af_packet0,iface=veth0,framecnt=8192,blocksz=65536`); the first port found is used",
+        read: |r, v| {
+            r.cfg.dpdk_args = Some(v.trim().to_string()).filter(|a| !a.is_empty());
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_IP",
         default: "(none)",
         help: "with ZEBRA_NET=dpdk or raw: the user-level stack's own IPv4 address and prefix, `A.B.C.D/N` (it answers ARP for it; the kernel must not use it)",
+        read: |r, v| {
+            r.cfg.net_ip = match v.trim() {
+                "" => None,
+                _ => Some(v.parse::<Ipv4Cidr>().map_err(Bad::Expected)?),
+            };
+            Ok(())
+        },
     },
     Variable {
         name: "ZEBRA_GATEWAY",
         default: "(none: on-link peers only)",
         help: "with ZEBRA_NET=dpdk or raw: the IPv4 default gateway of the user-level stack",
+        read: |r, v| {
+            r.cfg.net_gateway = match v.trim() {
+                "" => None,
+                gw => Some(gw.parse().map_err(|_| Bad::Expected("expected an IPv4 address"))?),
+            };
+            Ok(())
+        },
     },
 ];
 
@@ -154,12 +341,31 @@ pub enum HotMode {
     Watched { rounds: Option<u32> },
 }
 
-/// How a server presents a round's hot sums (`ZEBRA_DELIVERY`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Delivery {
-    #[default]
-    PerWorker,
-    Merged,
+impl FromStr for HotMode {
+    type Err = &'static str;
+
+    /// `ZEBRA_HOT`: `auto` (or empty), `file`, `online`, `online:T` (T > 0),
+    /// `watch`, `watch:T`.
+    fn from_str(value: &str) -> Result<HotMode, &'static str> {
+        let counted = |prefix: &str| {
+            value
+                .trim()
+                .strip_prefix(prefix)
+                .and_then(|t| t.trim().parse::<u32>().ok())
+        };
+        match value.trim() {
+            "" | "auto" => Ok(HotMode::Auto),
+            "file" => Ok(HotMode::File),
+            "online" => Ok(HotMode::Online { rounds: None }),
+            "watch" => Ok(HotMode::Watched { rounds: None }),
+            _ => match (counted("online:").filter(|&t| t > 0), counted("watch:")) {
+                (Some(t), _) => Ok(HotMode::Online { rounds: Some(t) }),
+                (None, Some(t)) => Ok(HotMode::Watched { rounds: Some(t) }),
+                (None, None) => Err("auto, file, online, online:T, watch or watch:T with T \
+                                     a number of pushes (positive for online)"),
+            },
+        }
+    }
 }
 
 /// Where pulls of hot keys are answered with a switch (`ZEBRA_PULL`).
@@ -170,15 +376,6 @@ pub enum Pull {
     Switch,
     /// Every pull goes to its server.
     Server,
-}
-
-/// The PS-lite meta format (`ZEBRA_PSLITE_FLAVOR`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Flavor {
-    #[default]
-    Auto,
-    Byteps,
-    Protobuf,
 }
 
 /// The network under the engine and the hot path (`ZEBRA_NET`).
@@ -305,7 +502,8 @@ pub struct Config {
     pub hot_mode: HotMode,
     pub delivery: Delivery,
     pub pull: Pull,
-    pub flavor: Flavor,
+    /// `ZEBRA_PSLITE_FLAVOR`.
+    pub flavor: FormatChoice,
     /// `ZEBRA_NET` and, for the user-level stack, its EAL arguments, address and gateway.
     pub net: Network,
     pub dpdk_args: Option<String>,
@@ -341,7 +539,7 @@ impl Default for Config {
             hot_mode: HotMode::Auto,
             delivery: Delivery::PerWorker,
             pull: Pull::Switch,
-            flavor: Flavor::Auto,
+            flavor: FormatChoice::Auto,
             net: Network::Kernel,
             dpdk_args: None,
             net_ip: None,
@@ -385,15 +583,13 @@ impl fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
-fn parse_bool(name: &'static str, value: &str) -> Result<bool, ConfigError> {
+fn parse_bool(value: &str) -> Result<bool, Bad> {
     match value.trim().to_ascii_lowercase().as_str() {
         "" | "0" | "false" | "off" | "no" => Ok(false),
         "1" | "true" | "on" | "yes" => Ok(true),
-        _ => Err(ConfigError::BadValue {
-            name,
-            value: value.to_string(),
-            expected: "expected 0 or 1 (also accepted: true/false, on/off, yes/no)",
-        }),
+        _ => Err(Bad::Expected(
+            "expected 0 or 1 (also accepted: true/false, on/off, yes/no)",
+        )),
     }
 }
 
@@ -433,208 +629,55 @@ impl Config {
         vars: impl IntoIterator<Item = (&'a str, &'a str)>,
         pid: u32,
     ) -> Result<Config, ConfigErrors> {
-        let mut cfg = Config::default();
+        let mut r = Reading {
+            cfg: Config::default(),
+            pid,
+            zebra_log: None,
+            interval_typed: String::new(),
+            net_typed: String::new(),
+        };
         let mut errors = Vec::new();
-        let mut zebra_log = None;
         let mut rust_log = None;
-        let mut interval_as_typed = String::new();
         for (name, value) in vars {
-            match name {
-                "ZEBRA_ENABLE" => match parse_bool("ZEBRA_ENABLE", value) {
-                    Ok(b) => cfg.enable = b,
-                    Err(e) => errors.push(e),
-                },
-                "ZEBRA_LOG" => zebra_log = Some(value.to_string()),
-                "RUST_LOG" => rust_log = Some(value.to_string()),
-                "ZEBRA_REAL_LIBZMQ" => {
-                    if value.starts_with('/') {
-                        cfg.real_libzmq = Some(PathBuf::from(value));
-                    } else {
-                        errors.push(ConfigError::BadValue {
-                            name: "ZEBRA_REAL_LIBZMQ",
-                            value: value.to_string(),
-                            expected: "expected an absolute path to a libzmq shared object",
-                        });
-                    }
-                }
-                "ZEBRA_STATS" => match value {
-                    "" => {}
-                    "stderr" => cfg.stats = Some(StatsSink::Stderr),
-                    path => {
-                        cfg.stats =
-                            Some(StatsSink::File(path.replace("%p", &pid.to_string()).into()))
-                    }
-                },
-                "ZEBRA_METRICS" if value.trim().is_empty() => {}
-                "ZEBRA_METRICS" => match value.trim().rsplit_once(':') {
-                    Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-                        cfg.metrics = Some(value.trim().to_string())
-                    }
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_METRICS",
-                        value: value.to_string(),
-                        expected: "expected HOST:PORT to serve the metrics on (e.g. 127.0.0.1:9960, or port 0 for a free one)",
-                    }),
-                },
-                "ZEBRA_STATS_INTERVAL" => match parse_interval(value) {
-                    Ok(interval) => {
-                        cfg.stats_interval = interval;
-                        interval_as_typed = value.to_string();
-                    }
-                    Err(expected) => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_STATS_INTERVAL",
-                        value: value.to_string(),
-                        expected,
-                    }),
-                },
-                "ZEBRA_HOT_LOSS" if value.trim().is_empty() => {}
-                "ZEBRA_HOT_LOSS" => match value.parse::<HotLoss>() {
-                    Ok(loss) => cfg.hot_loss = Some(loss).filter(HotLoss::is_active),
-                    Err(expected) => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_HOT_LOSS",
-                        value: value.to_string(),
-                        expected,
-                    }),
-                },
-                "ZEBRA_SWITCH" if value.trim().is_empty() => {}
-                "ZEBRA_SWITCH" => match value.trim().rsplit_once(':') {
-                    Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-                        cfg.switch = Some(value.trim().to_string())
-                    }
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_SWITCH",
-                        value: value.to_string(),
-                        expected: "expected HOST:PORT (e.g. 10.0.0.250:9950)",
-                    }),
-                },
-                "ZEBRA_HOT_KEYS" | "ZEBRA_HOT_CONFIG" if value.trim().is_empty() => {}
-                "ZEBRA_HOT_KEYS" => cfg.hot_keys = Some(PathBuf::from(value)),
-                "ZEBRA_HOT_CONFIG" => cfg.hot_config = Some(PathBuf::from(value)),
-                "ZEBRA_HOT" => match value.trim() {
-                    "" | "auto" => cfg.hot_mode = HotMode::Auto,
-                    "file" => cfg.hot_mode = HotMode::File,
-                    "online" => cfg.hot_mode = HotMode::Online { rounds: None },
-                    "watch" => cfg.hot_mode = HotMode::Watched { rounds: None },
-                    v => {
-                        let counted = |prefix: &str| {
-                            v.strip_prefix(prefix)
-                                .and_then(|t| t.trim().parse::<u32>().ok())
-                        };
-                        if let Some(t) = counted("online:").filter(|&t| t > 0) {
-                            cfg.hot_mode = HotMode::Online { rounds: Some(t) };
-                        } else if let Some(t) = counted("watch:") {
-                            cfg.hot_mode = HotMode::Watched { rounds: Some(t) };
-                        } else {
-                            errors.push(ConfigError::BadValue {
-                                name: "ZEBRA_HOT",
-                                value: value.to_string(),
-                                expected: "auto, file, online, online:T, watch or watch:T with T \
-                                           a number of pushes (positive for online)",
-                            });
-                        }
-                    }
-                },
-                "ZEBRA_DELIVERY" => match value.trim() {
-                    "" | "per-worker" => cfg.delivery = Delivery::PerWorker,
-                    "merged" => cfg.delivery = Delivery::Merged,
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_DELIVERY",
-                        value: value.to_string(),
-                        expected: "expected per-worker or merged",
-                    }),
-                },
-                "ZEBRA_PULL" => match value.trim() {
-                    "" | "switch" => cfg.pull = Pull::Switch,
-                    "server" => cfg.pull = Pull::Server,
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_PULL",
-                        value: value.to_string(),
-                        expected: "expected switch or server",
-                    }),
-                },
-                "ZEBRA_TRACE" if value.trim().is_empty() => {}
-                "ZEBRA_TRACE" => cfg.trace = Some(value.replace("%p", &pid.to_string())),
-                "ZEBRA_TRACE_MAX_MB" => match value.trim().parse::<u64>() {
-                    Ok(mb) if (1..=1 << 20).contains(&mb) => cfg.trace_max_bytes = mb << 20,
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_TRACE_MAX_MB",
-                        value: value.to_string(),
-                        expected: "expected MiB, 1..=1048576",
-                    }),
-                },
-                "ZEBRA_PSLITE_FLAVOR" => match value.trim().to_ascii_lowercase().as_str() {
-                    "" | "auto" => cfg.flavor = Flavor::Auto,
-                    "byteps" => cfg.flavor = Flavor::Byteps,
-                    "protobuf" | "pb" | "dmlc" | "mxnet" => cfg.flavor = Flavor::Protobuf,
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_PSLITE_FLAVOR",
-                        value: value.to_string(),
-                        expected: "expected auto, byteps or protobuf",
-                    }),
-                },
-                "ZEBRA_NET" => match value.trim() {
-                    "" | "kernel" => cfg.net = Network::Kernel,
-                    "dpdk" => cfg.net = Network::Dpdk,
-                    v if v.starts_with("raw:") && v.len() > 4 && v.len() < 4 + 16 => {
-                        cfg.net = Network::Raw(v[4..].to_string())
-                    }
-                    _ => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_NET",
-                        value: value.to_string(),
-                        expected: "expected kernel, dpdk or raw:IFACE",
-                    }),
-                },
-                "ZEBRA_DPDK_ARGS" if value.trim().is_empty() => {}
-                "ZEBRA_DPDK_ARGS" => cfg.dpdk_args = Some(value.trim().to_string()),
-                "ZEBRA_IP" if value.trim().is_empty() => {}
-                "ZEBRA_IP" => match value.parse::<Ipv4Cidr>() {
-                    Ok(cidr) => cfg.net_ip = Some(cidr),
-                    Err(expected) => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_IP",
-                        value: value.to_string(),
-                        expected,
-                    }),
-                },
-                "ZEBRA_JOB_KEY" | "ZEBRA_JOB_KEY_FILE" if cfg.job_key.is_some() => {
-                    errors.push(ConfigError::JobKey(
-                        "ZEBRA_JOB_KEY and ZEBRA_JOB_KEY_FILE are both set: give one".into(),
-                    ));
-                }
-                "ZEBRA_JOB_KEY" => match JobKey::from_value("ZEBRA_JOB_KEY", value) {
-                    Ok(k) => cfg.job_key = Some(k),
-                    Err(e) => errors.push(ConfigError::JobKey(e)),
-                },
-                "ZEBRA_JOB_KEY_FILE" if value.trim().is_empty() => {}
-                "ZEBRA_JOB_KEY_FILE" => {
-                    match JobKey::from_file("ZEBRA_JOB_KEY_FILE", std::path::Path::new(value)) {
-                        Ok(k) => cfg.job_key = Some(k),
-                        Err(e) => errors.push(ConfigError::JobKey(e)),
-                    }
-                }
-                "ZEBRA_GATEWAY" if value.trim().is_empty() => {}
-                "ZEBRA_GATEWAY" => match value.trim().parse() {
-                    Ok(gw) => cfg.net_gateway = Some(gw),
-                    Err(_) => errors.push(ConfigError::BadValue {
-                        name: "ZEBRA_GATEWAY",
-                        value: value.to_string(),
-                        expected: "expected an IPv4 address",
-                    }),
-                },
-                other if other.starts_with("ZEBRA_") => errors.push(ConfigError::Unknown {
-                    name: other.to_string(),
+            if name == "RUST_LOG" {
+                rust_log = Some(value.to_string());
+                continue;
+            }
+            if !name.starts_with("ZEBRA_") {
+                continue;
+            }
+            let Some(var) = VARIABLES.iter().find(|v| v.name == name) else {
+                errors.push(ConfigError::Unknown {
+                    name: name.to_string(),
                     known: VARIABLES
                         .iter()
                         .map(|v| v.name)
                         .collect::<Vec<_>>()
                         .join(", "),
+                });
+                continue;
+            };
+            match (var.read)(&mut r, value) {
+                Ok(()) => {}
+                Err(Bad::Expected(expected)) => errors.push(ConfigError::BadValue {
+                    name: var.name,
+                    value: value.to_string(),
+                    expected,
                 }),
-                _ => {}
+                Err(Bad::Said(message)) => errors.push(ConfigError::JobKey(message)),
             }
         }
+        let Reading {
+            mut cfg,
+            zebra_log,
+            interval_typed,
+            net_typed,
+            ..
+        } = r;
         if cfg.net != Network::Kernel && cfg.net_ip.is_none() {
             errors.push(ConfigError::BadValue {
                 name: "ZEBRA_NET",
-                value: format!("{:?}", cfg.net).to_ascii_lowercase(),
+                value: net_typed,
                 expected: "the user-level stack needs its own address: set ZEBRA_IP=A.B.C.D/N",
             });
         }
@@ -648,7 +691,7 @@ impl Config {
         if cfg.stats_interval.is_some() && cfg.stats.is_none() {
             errors.push(ConfigError::BadValue {
                 name: "ZEBRA_STATS_INTERVAL",
-                value: interval_as_typed,
+                value: interval_typed,
                 expected: "ZEBRA_STATS_INTERVAL needs ZEBRA_STATS (stderr or a file path) to say where the statistics go",
             });
         }
@@ -683,7 +726,13 @@ mod tests {
         assert_eq!(c.switch.as_deref(), Some("10.0.0.250:9950"));
         assert!(c.wants_switch());
         assert_eq!(c.hot_keys, Some(PathBuf::from("/tmp/hot.keys")));
-        assert_eq!((c.delivery, c.flavor), (Delivery::Merged, Flavor::Protobuf));
+        assert_eq!(
+            (c.delivery, c.flavor),
+            (
+                Delivery::Merged,
+                FormatChoice::Fixed(zebra_pslite::Format::Protobuf)
+            )
+        );
         assert_eq!(c.hot_mode, HotMode::Auto);
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
         for (v, want) in [

@@ -101,13 +101,11 @@ fn decision() -> &'static Decision {
                 }
             }
             Ok(config) => {
-                let hot = match zebra_runtime::Plan::from_config(&config, &job_env()) {
+                let job = zebra_runtime::JobEnv::from_env();
+                let hot = match zebra_runtime::Plan::from_config(&config, &job) {
                     Ok(plan) => plan,
                     Err(problems) => {
-                        let reason = format!(
-                            "invalid hot-path configuration:\n  - {}",
-                            problems.join("\n  - ")
-                        );
+                        let reason = zebra_runtime::hot_path_problems(&problems);
                         log::error!("zebra: {reason}");
                         return Decision {
                             mode: Mode::BadConfig,
@@ -135,16 +133,6 @@ fn decision() -> &'static Decision {
             }
         }
     })
-}
-
-/// PS-lite's description of this process, from the environment its launcher set.
-fn job_env() -> zebra_runtime::JobEnv {
-    let var = |name| std::env::var(name).ok();
-    zebra_runtime::JobEnv {
-        role: var("DMLC_ROLE"),
-        num_worker: var("DMLC_NUM_WORKER"),
-        num_server: var("DMLC_NUM_SERVER"),
-    }
 }
 
 /// See the bridge declaration.

@@ -1,24 +1,32 @@
 //! The hot-path configuration: one file every party reads (the switch,
-//! every worker, every server), and the same knobs as `zebra switch` flags.
+//! every worker, every server), the same knobs as `zebra switch` flags, and
+//! the variables that stand for some of them (`ZEBRA_SWITCH`,
+//! `ZEBRA_HOT_KEYS`, `ZEBRA_HOT_LOSS`, `ZEBRA_JOB_KEY_FILE`, PS-lite's
+//! `DMLC_NUM_WORKER` and `DMLC_NUM_SERVER`).
 //!
-//! The file is plain `key = value` lines (not TOML): `#` starts a comment,
-//! blank lines are skipped, a value may be wrapped in double quotes. Every
-//! key is a [`Knob`] of [`KNOBS`]; an unknown key, a key set twice in one
-//! file or a bad value is an error naming the file and line. A relative
-//! `hot_keys` path is relative to the file's directory. Flags given after
-//! the file (see [`Settings::set`]) override it. [`Settings::build`] reports
-//! every bad value at once, then checks the combination with
+//! Every setting is a [`Knob`] of [`KNOBS`], with its own parser
+//! ([`Knob::apply`]): the file, the flags and the variables feed the same
+//! entries, and an error names the setting as the user gave it (`FILE:LINE:
+//! key = "value"`, `--flag`, `VAR="value"`). The file is TOML (`file.rs`): a
+//! flat table of `key = value` lines, strings in double quotes, numbers bare,
+//! `server_addr` an array; an unknown key or a bad value is an error naming
+//! the file and line. A relative `hot_keys` or `job_key_file` path is
+//! relative to the file's directory. Flags given after the file (see
+//! [`Settings::set`]) override it. [`Settings::build`] reports every bad
+//! value at once, then checks the combination with
 //! [`zebra_proto::Config::validate`].
 //!
 //! ```text
 //! # zebra hot path, job 1
-//! switch = 10.0.0.250:9950
+//! switch = "10.0.0.250:9950"
 //! workers = 8
 //! servers = 2
-//! hot_keys = hot.keys
+//! hot_keys = "hot.keys"
 //! round_timeout_ms = 20
-//! server_addr = 0=10.0.0.1:9951
+//! server_addr = ["0=10.0.0.1:9951"]
 //! ```
+
+mod file;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -28,6 +36,8 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use zebra_config::{HotLoss, JobKey};
+use zebra_proto::config::MAX_UPDATE_WINDOW;
+use zebra_proto::consts;
 use zebra_proto::number::MAX_FRAC_BITS;
 use zebra_proto::{job_token, Config, JobConfig, LayoutKind, NumberMode, Packing};
 
@@ -39,7 +49,7 @@ use crate::hotkeys::{HotKeys, HotKeysError};
 use crate::switch_node::SwitchNodeConfig;
 
 /// One setting: a key of the file, a flag of `zebra switch`.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone, Copy)]
 pub struct Knob {
     /// Key in the file.
     pub key: &'static str,
@@ -55,6 +65,20 @@ pub struct Knob {
     pub repeat: bool,
     /// Environment variable that `zebra switch` also reads for it.
     pub env: Option<&'static str>,
+    /// Its parser: checks one value and sets it.
+    apply: Apply,
+}
+
+/// A knob's parser: the value of `Entry` into the settings being built, or
+/// the problem, naming the entry as the user gave it ([`Entry::bad`]).
+type Apply = fn(&mut Builder, &Entry) -> Result<(), String>;
+
+impl std::fmt::Debug for Knob {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Knob")
+            .field("key", &self.key)
+            .finish_non_exhaustive()
+    }
 }
 
 const fn knob(
@@ -63,6 +87,7 @@ const fn knob(
     value: &'static str,
     default: &'static str,
     help: &'static str,
+    apply: Apply,
 ) -> Knob {
     Knob {
         key,
@@ -72,59 +97,132 @@ const fn knob(
         help,
         repeat: false,
         env: None,
+        apply,
     }
+}
+
+/// Sets a single-valued setting.
+fn set<T>(field: &mut Option<T>, value: T) -> Result<(), String> {
+    *field = Some(value);
+    Ok(())
 }
 
 /// Every setting, in the order `--help` and the docs list them.
 pub const KNOBS: &[Knob] = &[
-    knob("switch", "listen", "HOST:PORT", "(required for zebra switch)", "the switch's UDP address: `zebra switch` binds it (0.0.0.0 for all interfaces); workers and servers send to it"),
-    knob("job", "job", "ID", "1", "job id carried in every packet; with a hot-keys file, PS-lite server s is job ID + s"),
-    knob("workers", "workers", "N", "(required)", "workers of the job (ranks 0..N), 1..=64"),
-    knob("servers", "servers", "S", "1", "servers of the job (PS-lite server ranks 0..S)"),
-    knob("hot_keys", "hot-keys", "FILE", "(none)", "hot-keys file: PS-lite keys hottest first (line order = hot rank), `KEY [VALUES]` per line; owners follow PS-lite's default key ranges, each owning server is its own job"),
-    knob("hot_key_count", "hot-key-count", "K", "(none)", "instead of a file: hot ranks 0..K, split into S contiguous ranges by owner"),
-    knob("registers", "registers", "R", "32", "register arrays: hot rank r lives in register r mod R"),
-    knob("slots", "slots", "K", "1024", "slots per register array and copy, shared by the jobs (ceil(hot keys / R) needed)"),
-    knob("copies", "copies", "W", "2", "copies of the slot memory: rounds of one job open at once, 1..=4"),
-    knob("packet_size", "packet-size", "BYTES", "192", "UDP payload of every hot-path packet, 64..=1472"),
-    knob("max_seqs", "max-seqs", "N", "4096", "most packets one worker sends for one round; the rest falls back"),
-    knob("packing", "packing", "strict|fill|sequential", "strict", "how workers pack pairs: Algorithm 1 without conflicts, Algorithm 1 with full packets, or rank order"),
-    knob("round_timeout_ms", "round-timeout-ms", "MS", "50", "a round still open this long after its first packet is flushed, until the switch has measured the job's rounds: then srtt + 4 rttvar of their lengths, never below MS, doubled after each flush, at most 10 s and half of uncertain_timeout_ms"),
-    knob("aggregate_rto_ms", "aggregate-rto-ms", "MS", "2", "switch: first resend timeout of an aggregate part, until round trips to the server are measured (rto.rs)"),
-    knob("aggregate_max_retries", "aggregate-max-retries", "N", "50", "switch: resends before an aggregate part is given up (counted)"),
-    knob("worker_rto_ms", "worker-rto-ms", "MS", "2", "worker: first resend timeout of a hot packet, until round trips to the switch are measured (rto.rs)"),
-    knob("worker_max_retries", "worker-max-retries", "N", "10", "worker: resends before a packet's pairs go to the servers as uncertain fallback"),
-    knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once"),
-    knob("worker_retain_pairs", "worker-retain-pairs", "N", "1048576", "worker: hot pairs of settled rounds kept (8 bytes each, oldest rounds dropped first) until the server answers, so that what a switch held when it was killed is sent to the servers when it starts again; 0: none (a restart then costs those rounds' hot sums, reported by the servers)"),
-    knob("max_round_ahead", "max-round-ahead", "ROUNDS", "1048576", "switch: a hot packet more than ROUNDS rounds past its job's newest round is refused (FALLBACK FarAhead, counted), not remembered (docs/SECURITY.md)"),
+    knob("switch", "listen", "HOST:PORT", "(required for zebra switch)", "the switch's UDP address: `zebra switch` binds it (0.0.0.0 for all interfaces); workers and servers send to it", |b, e| set(&mut b.switch, address(e, &e.value)?)),
+    knob("job", "job", "ID", "1", "job id carried in every packet; with a hot-keys file, PS-lite server s is job ID + s", |b, e| set(&mut b.job, int(e, 0, u16::MAX)?)),
+    knob("workers", "workers", "N", "(required)", "workers of the job (ranks 0..N), 1..=64", |b, e| set(&mut b.workers, int(e, 1, 64)?)),
+    knob("servers", "servers", "S", "1", "servers of the job (PS-lite server ranks 0..S)", |b, e| set(&mut b.servers, int(e, 1, u16::MAX)?)),
+    knob("hot_keys", "hot-keys", "FILE", "(none)", "hot-keys file: PS-lite keys hottest first (line order = hot rank), `KEY [VALUES]` per line; owners follow PS-lite's default key ranges, each owning server is its own job", Builder::hot_keys),
+    knob("hot_key_count", "hot-key-count", "K", "(none)", "instead of a file: hot ranks 0..K, split into S contiguous ranges by owner", |b, e| set(&mut b.hot_key_count, int(e, 1, u32::MAX)?)),
+    knob("registers", "registers", "R", "32", "register arrays: hot rank r lives in register r mod R", |b, e| {
+        b.config().registers = int(e, 1, consts::MAX_REGISTERS as u16)?;
+        Ok(())
+    }),
+    knob("slots", "slots", "K", "1024", "slots per register array and copy, shared by the jobs (ceil(hot keys / R) needed)", |b, e| {
+        b.config().slots = int(e, 1, consts::MAX_REGISTER_ENTRIES as u32)?;
+        Ok(())
+    }),
+    knob("copies", "copies", "W", "2", "copies of the slot memory: rounds of one job open at once, 1..=4", |b, e| {
+        b.config().copies = int(e, 1, consts::MAX_COPIES as u8)?;
+        Ok(())
+    }),
+    knob("packet_size", "packet-size", "BYTES", "192", "UDP payload of every hot-path packet, 64..=1472", |b, e| {
+        b.config().packet_size = int(e, consts::MIN_PACKET_SIZE, consts::MAX_PACKET_SIZE)?;
+        Ok(())
+    }),
+    knob("max_seqs", "max-seqs", "N", "4096", "most packets one worker sends for one round; the rest falls back", |b, e| {
+        b.config().max_seqs = int(e, 1, u16::MAX)?;
+        Ok(())
+    }),
+    knob("packing", "packing", "strict|fill|sequential", "strict", "how workers pack pairs: Algorithm 1 without conflicts, Algorithm 1 with full packets, or rank order", |b, e| {
+        b.config().packing = match e.value.as_str() {
+            "strict" => Packing::Strict,
+            "fill" => Packing::Fill,
+            "sequential" => Packing::Sequential,
+            _ => return Err(e.bad("expected strict, fill or sequential")),
+        };
+        Ok(())
+    }),
+    knob("round_timeout_ms", "round-timeout-ms", "MS", "50", "a round still open this long after its first packet is flushed, until the switch has measured the job's rounds: then srtt + 4 rttvar of their lengths, never below MS, doubled after each flush, at most 10 s and half of uncertain_timeout_ms", |b, e| {
+        b.config().round_timeout = millis(e)?;
+        Ok(())
+    }),
+    knob("aggregate_rto_ms", "aggregate-rto-ms", "MS", "2", "switch: first resend timeout of an aggregate part, until round trips to the server are measured (rto.rs)", |b, e| {
+        b.config().aggregate_rto = millis(e)?;
+        Ok(())
+    }),
+    knob("aggregate_max_retries", "aggregate-max-retries", "N", "50", "switch: resends before an aggregate part is given up (counted)", |b, e| {
+        b.config().aggregate_max_retries = int(e, 1, u32::MAX)?;
+        Ok(())
+    }),
+    knob("worker_rto_ms", "worker-rto-ms", "MS", "2", "worker: first resend timeout of a hot packet, until round trips to the switch are measured (rto.rs)", |b, e| {
+        b.config().worker_rto = millis(e)?;
+        Ok(())
+    }),
+    knob("worker_max_retries", "worker-max-retries", "N", "10", "worker: resends before a packet's pairs go to the servers as uncertain fallback", |b, e| {
+        b.config().worker_max_retries = int(e, 1, u32::MAX)?;
+        Ok(())
+    }),
+    knob("worker_max_in_flight", "worker-max-in-flight", "N", "256", "worker: hot packets in flight at once", |b, e| {
+        b.config().worker_max_in_flight = int(e, 1, 1 << 20)?;
+        Ok(())
+    }),
+    knob("worker_retain_pairs", "worker-retain-pairs", "N", "1048576", "worker: hot pairs of settled rounds kept (8 bytes each, oldest rounds dropped first) until the server answers, so that what a switch held when it was killed is sent to the servers when it starts again; 0: none (a restart then costs those rounds' hot sums, reported by the servers)", |b, e| {
+        b.config().worker_retain_pairs = int(e, 0, 1 << 30)?;
+        Ok(())
+    }),
+    knob("max_round_ahead", "max-round-ahead", "ROUNDS", "1048576", "switch: a hot packet more than ROUNDS rounds past its job's newest round is refused (FALLBACK FarAhead, counted), not remembered (docs/SECURITY.md)", |b, e| {
+        b.config().max_round_ahead = int(e, 1, u32::MAX)?;
+        Ok(())
+    }),
     Knob {
         env: Some("ZEBRA_JOB_KEY_FILE"),
-        ..knob("job_key_file", "job-key-file", "FILE", "(none: the switch draws each job's token)", "the job's secret key, in a file nobody else may read (chmod 600): every party derives the job's token from it and the switch takes on only members that show it (docs/SECURITY.md); a relative path is relative to this file; ZEBRA_JOB_KEY gives the key itself")
+        ..knob("job_key_file", "job-key-file", "FILE", "(none: the switch draws each job's token)", "the job's secret key, in a file nobody else may read (chmod 600): every party derives the job's token from it and the switch takes on only members that show it (docs/SECURITY.md); a relative path is relative to this file; ZEBRA_JOB_KEY gives the key itself", Builder::job_key_file)
     },
-    knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)"),
-    knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered"),
-    knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): a server keeps its updates of the last N seqs (older ones unacknowledged are given up); a worker that sees update n takes any still missing below n - N + 1 as a gap; 1..=1024"),
-    knob("register_wait_ms", "register-wait-ms", "MS", "2000", "server: a switch that has not acknowledged the server's REGISTER this long is taken as silent (not running, unreachable, or not taking the job's token): the server steps aside, its workers push whole, until the switch answers (needs online hot keys or the file's watcher; the switch ignores it)"),
-    knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it"),
-    knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)"),
-    knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)"),
-    knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)"),
-    knob("online_rounds", "online-rounds", "T", "10", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides"),
-    knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)"),
-    knob("online_max_drift", "online-max-drift", "ROUNDS", "inf", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted (asynchronous workers, uneven push counts, stragglers); inf (the default): never for this reason, the pace rule (online_min_pace) measures what aggregation costs instead"),
-    knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)"),
-    knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "with ZEBRA_HOT=online: after installing keys, a server steps aside when its workers push at less than SHARE (0..=1) of the pace they had while it counted, without aggregation: aggregation made them slower (judged over every stretch of max(T, 10) pushes of each worker)"),
-    knob("online_retry_ms", "online-retry-ms", "MS", "30000", "with ZEBRA_HOT=online: a server that stepped aside counts again this long after (every worker pushing whole, then a new decision), doubling each time up to 16x; 0: never (a job the switch did not admit is not retried)"),
-    knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: once some worker pushed its T-th, a server with no counted push for this long decides without the missing ones (keeps its hot keys; starting from none, takes the counted ones)"),
-    knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size"),
-    knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format"),
+    knob("uncertain_timeout_ms", "uncertain-timeout-ms", "MS", "5000", "server: how long uncertain fallback pairs wait for their round's aggregate (a switch learns round timeouts up to half of it)", |b, e| {
+        b.config().uncertain_timeout = millis(e)?;
+        Ok(())
+    }),
+    knob("server_history", "server-history", "ROUNDS", "4096", "server: reported rounds remembered", |b, e| {
+        b.config().server_history = int(e, 1, u32::MAX)?;
+        Ok(())
+    }),
+    knob("update_window", "update-window", "N", "8", "server and workers (the pull half, docs/PULL.md): a server keeps its updates of the last N seqs (older ones unacknowledged are given up); a worker that sees update n takes any still missing below n - N + 1 as a gap; 1..=1024", |b, e| {
+        b.config().update_window = int(e, 1, MAX_UPDATE_WINDOW)?;
+        Ok(())
+    }),
+    knob("register_wait_ms", "register-wait-ms", "MS", "2000", "server: a switch that has not acknowledged the server's REGISTER this long is taken as silent (not running, unreachable, or not taking the job's token): the server steps aside, its workers push whole, until the switch answers (needs online hot keys or the file's watcher; the switch ignores it)", |b, e| set(&mut b.register_wait, millis(e)?)),
+    knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it", |b, e| set(&mut b.settle_timeout, millis(e)?)),
+    knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)", |b, e| set(&mut b.number, number(e)?)),
+    knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)", |b, e| set(&mut b.layout, layout(e)?)),
+    knob("dense_ranks", "dense-ranks", "N", "0", "ranks 0..N travel as dense blocks (every worker sends every block)", |b, e| set(&mut b.dense_ranks, int(e, 0, u32::MAX)?)),
+    knob("online_rounds", "online-rounds", "T", "10", "with ZEBRA_HOT=online: each server counts its keys over every worker's first T pushes to it, then decides", |b, e| set(&mut b.online_rounds, int(e, 1, u32::MAX)?)),
+    knob("online_tau", "online-tau", "D", "0.05", "with ZEBRA_HOT=online: the counted ranking replaces a server's hot keys when its top-k Kendall tau distance to them is at least D (0..=1)", |b, e| set(&mut b.online_tau, unit(e, "expected a distance in 0..=1")?)),
+    knob("online_max_drift", "online-max-drift", "ROUNDS", "inf", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted (asynchronous workers, uneven push counts, stragglers); inf (the default): never for this reason, the pace rule (online_min_pace) measures what aggregation costs instead", |b, e| set(&mut b.online_max_drift, drift(e)?)),
+    knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)", |b, e| set(&mut b.online_min_saving, unit(e, SHARE)?)),
+    knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "with ZEBRA_HOT=online: after installing keys, a server steps aside when its workers push at less than SHARE (0..=1) of the pace they had while it counted, without aggregation: aggregation made them slower (judged over every stretch of max(T, 10) pushes of each worker)", |b, e| set(&mut b.online_min_pace, unit(e, SHARE)?)),
+    knob("online_retry_ms", "online-retry-ms", "MS", "30000", "with ZEBRA_HOT=online: a server that stepped aside counts again this long after (every worker pushing whole, then a new decision), doubling each time up to 16x; 0: never (a job the switch did not admit is not retried)", |b, e| {
+        let retry = if e.value == "0" { Duration::ZERO } else { millis(e)? };
+        set(&mut b.online_retry, retry)
+    }),
+    knob("online_wait_ms", "online-wait-ms", "MS", "5000", "with ZEBRA_HOT=online: once some worker pushed its T-th, a server with no counted push for this long decides without the missing ones (keeps its hot keys; starting from none, takes the counted ones)", |b, e| set(&mut b.online_wait, millis(e)?)),
+    knob("online_capacity", "online-capacity", "VALUES", "(the hot-keys file's)", "hot values each PS-lite server's job holds at least, for keys installed online (ZEBRA_HOT=online); without a hot-keys file the job starts with no hot key and this size", |b, e| set(&mut b.online_capacity, int(e, 1, u32::MAX)?)),
+    knob("online_out", "online-out", "FILE", "(none)", "with ZEBRA_HOT=online: each server writes the hot keys it decided on to FILE (`%r`: server rank), in the hot-keys file format", |b, e| set(&mut b.online_out, path(e)?)),
     Knob {
         repeat: true,
-        ..knob("server_addr", "server-addr", "INDEX=HOST:PORT", "(learned from REGISTER)", "fix server INDEX's address instead of learning it from its REGISTER (repeatable)")
+        ..knob("server_addr", "server-addr", "INDEX=HOST:PORT", "(learned from REGISTER)", "fix server INDEX's address instead of learning it from its REGISTER (repeatable)", Builder::server_addr)
     },
     Knob {
         env: Some("ZEBRA_HOT_LOSS"),
-        ..knob("loss", "loss", "SPEC", "(off)", "seeded faults on every send: a drop probability, or drop=P,dup=P,delay=P,delay_ms=MS,seed=N")
+        ..knob("loss", "loss", "SPEC", "(off)", "seeded faults on every send: a drop probability, or drop=P,dup=P,delay=P,delay_ms=MS,seed=N", |b, e| {
+        b.loss = if e.value.is_empty() {
+            None
+        } else {
+            Some(e.value.parse::<HotLoss>().map_err(|x| e.bad(x))?).filter(HotLoss::is_active)
+        };
+        Ok(())
+    })
     },
 ];
 
@@ -288,14 +386,20 @@ impl Entry {
         match &self.origin {
             // The user wrote no key: name the variable and what they typed.
             Origin::Env { var, typed } => format!("{var}={typed:?}: {expected}"),
+            Origin::Flag(flag) => format!("--{flag} {:?}: {expected}", self.value),
             origin => format!("{origin}: {} = {:?}: {expected}", self.knob.key, self.value),
         }
     }
 
-    fn base_dir(&self) -> Option<&Path> {
+    /// The value as a path: relative to the settings file's directory when
+    /// it comes from the file.
+    fn path(&self) -> PathBuf {
+        let path = PathBuf::from(&self.value);
         match &self.origin {
-            Origin::File { path, .. } => path.parent(),
-            Origin::Flag(_) | Origin::Env { .. } => None,
+            Origin::File { path: file, .. } if path.is_relative() => {
+                file.parent().map_or(path.clone(), |dir| dir.join(&path))
+            }
+            _ => path,
         }
     }
 }
@@ -321,55 +425,71 @@ impl Settings {
         Settings::parse(&text, path)
     }
 
-    /// Parses the text of a configuration file read from `path`.
+    /// Parses the text of a configuration file read from `path` (TOML,
+    /// `file.rs`).
     pub fn parse(text: &str, path: &Path) -> Result<Settings, SettingsError> {
+        let items = file::items(text, path).map_err(|problems| SettingsError { problems })?;
         let mut s = Settings::new();
         let mut problems = Vec::new();
-        let mut seen: BTreeMap<&str, usize> = BTreeMap::new();
-        for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
-            let content = raw.split('#').next().unwrap_or("").trim();
-            if content.is_empty() {
-                continue;
-            }
-            let at = format!("{}:{line}", path.display());
-            let Some((key, value)) = content.split_once('=') else {
-                problems.push(format!("{at}: expected `key = value`, found {content:?}"));
-                continue;
-            };
-            let key = key.trim();
-            let Some(knob) = knob_by_key(key) else {
+        for item in items {
+            let at = format!("{}:{}", path.display(), item.line);
+            let Some(knob) = knob_by_key(&item.key) else {
                 problems.push(format!(
-                    "{at}: unknown key {key:?} (known: {})",
+                    "{at}: unknown key {:?} (known: {})",
+                    item.key,
                     KNOBS.iter().map(|k| k.key).collect::<Vec<_>>().join(", ")
                 ));
                 continue;
             };
-            if !knob.repeat {
-                if let Some(first) = seen.insert(knob.key, line) {
-                    problems.push(format!("{at}: {key} is already set on line {first}"));
-                    continue;
-                }
+            if item.array && !knob.repeat {
+                problems.push(format!("{at}: {} takes one value, not an array", knob.key));
+                continue;
             }
-            let value = value.trim();
-            let value = value
-                .strip_prefix('"')
-                .and_then(|v| v.strip_suffix('"'))
-                .unwrap_or(value);
-            s.entries.push(Entry {
-                knob,
-                value: value.to_string(),
-                origin: Origin::File {
-                    path: path.to_path_buf(),
-                    line,
-                },
-            });
+            for value in item.values {
+                s.entries.push(Entry {
+                    knob,
+                    value: value.trim().to_string(),
+                    origin: Origin::File {
+                        path: path.to_path_buf(),
+                        line: item.line,
+                    },
+                });
+            }
         }
         if problems.is_empty() {
             Ok(s)
         } else {
             Err(SettingsError { problems })
         }
+    }
+
+    /// Takes out every value of knob `key`, returning where each was given
+    /// (`FILE:LINE`, `--flag`, `VAR`).
+    pub fn remove(&mut self, key: &str) -> Vec<String> {
+        let (gone, kept) = std::mem::take(&mut self.entries)
+            .into_iter()
+            .partition(|e| e.knob.key == key);
+        self.entries = kept;
+        gone.iter().map(|e: &Entry| e.origin.to_string()).collect()
+    }
+
+    /// Whether knob `key` is given.
+    pub fn has(&self, key: &str) -> bool {
+        self.entries.iter().any(|e| e.knob.key == key)
+    }
+
+    /// Every setting given, one line each, named as the user gave it:
+    /// `FILE:LINE: key = "value"`, `--flag "value"`, `VAR="value"`; the job
+    /// key's file named, never its key.
+    pub fn given(&self) -> Vec<String> {
+        self.entries
+            .iter()
+            .map(|e| match &e.origin {
+                Origin::Env { var, typed } => format!("{var}={typed:?}"),
+                Origin::Flag(flag) => format!("--{flag} {:?}", e.value),
+                origin => format!("{origin}: {} = {:?}", e.knob.key, e.value),
+            })
+            .collect()
     }
 
     /// Sets a knob from a flag (overriding the file for single-valued
@@ -418,7 +538,7 @@ impl Settings {
         };
         let mut problems = Vec::new();
         for e in &self.entries {
-            if let Err(p) = b.apply(e) {
+            if let Err(p) = (e.knob.apply)(&mut b, e) {
                 problems.push(p);
             }
         }
@@ -468,16 +588,6 @@ fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
     }
 }
 
-/// A share in `0..=1`.
-fn share(e: &Entry) -> Result<f64, String> {
-    let expected = "expected a share in 0..=1";
-    let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
-    if !(0.0..=1.0).contains(&d) {
-        return Err(e.bad(expected));
-    }
-    Ok(d)
-}
-
 fn millis(e: &Entry) -> Result<Duration, String> {
     let expected =
         "expected milliseconds, more than 0 and at most 3600000 (fractions allowed: 0.5)";
@@ -490,6 +600,56 @@ fn millis(e: &Entry) -> Result<Duration, String> {
         return Err(e.bad(expected));
     }
     Ok(Duration::from_micros(us))
+}
+
+/// What a bad share is told.
+const SHARE: &str = "expected a share in 0..=1";
+
+/// A number in `0..=1`.
+fn unit(e: &Entry, expected: &str) -> Result<f64, String> {
+    match e.value.parse::<f64>() {
+        Ok(d) if (0.0..=1.0).contains(&d) => Ok(d),
+        _ => Err(e.bad(expected)),
+    }
+}
+
+/// `online_max_drift`: rounds, 0 or more, or `inf`.
+fn drift(e: &Entry) -> Result<f64, String> {
+    match e.value.parse::<f64>() {
+        Ok(d) if d >= 0.0 => Ok(d),
+        _ => Err(e.bad("expected a number of rounds, 0 or more, or inf")),
+    }
+}
+
+/// A file path, not empty.
+fn path(e: &Entry) -> Result<String, String> {
+    if e.value.is_empty() {
+        return Err(e.bad("expected a file path"));
+    }
+    Ok(e.value.clone())
+}
+
+fn number(e: &Entry) -> Result<NumberMode, String> {
+    let expected = "expected f32 or fixed:BITS with BITS in 0..=30";
+    match e.value.split_once(':') {
+        None if e.value == "f32" => Ok(NumberMode::F32),
+        Some(("fixed", bits)) => match bits.parse::<u8>() {
+            Ok(frac_bits) if frac_bits <= MAX_FRAC_BITS => Ok(NumberMode::Fixed { frac_bits }),
+            _ => Err(e.bad(expected)),
+        },
+        _ => Err(e.bad(expected)),
+    }
+}
+
+fn layout(e: &Entry) -> Result<LayoutKind, String> {
+    let expected = "expected heat or random:SEED (SEED a u64)";
+    match e.value.split_once(':') {
+        None if e.value == "heat" => Ok(LayoutKind::Heat),
+        Some(("random", seed)) => Ok(LayoutKind::Random {
+            seed: seed.parse().map_err(|_| e.bad(expected))?,
+        }),
+        _ => Err(e.bad(expected)),
+    }
 }
 
 fn address(e: &Entry, text: &str) -> Result<SocketAddr, String> {
@@ -505,157 +665,38 @@ impl Builder {
         self.config.get_or_insert_with(|| Config::new(Vec::new()))
     }
 
-    fn apply(&mut self, e: &Entry) -> Result<(), String> {
-        match e.knob.key {
-            "switch" => self.switch = Some(address(e, &e.value)?),
-            "job" => self.job = Some(int(e, 0, u16::MAX)?),
-            "workers" => self.workers = Some(int(e, 1, 64)?),
-            "servers" => self.servers = Some(int(e, 1, u16::MAX)?),
-            "job_key_file" => {
-                let path = PathBuf::from(&e.value);
-                let path = match e.base_dir() {
-                    Some(dir) if path.is_relative() => dir.join(path),
-                    _ => path,
-                };
-                let named = match &e.origin {
-                    Origin::File { .. } => format!("{}: job_key_file", e.origin),
-                    other => other.to_string(),
-                };
-                let key = JobKey::from_file(&named, &path)?;
-                if let Some((_, first)) = &self.job_key {
-                    return Err(format!(
-                        "{named}: the job key is given twice (also by {first}): give one"
-                    ));
-                }
-                self.job_key = Some((key, named));
-            }
-            "hot_keys" => {
-                if e.value.is_empty() {
-                    return Err(e.bad("expected a file path"));
-                }
-                let path = PathBuf::from(&e.value);
-                self.hot_keys_file = Some(match e.base_dir() {
-                    Some(dir) if path.is_relative() => dir.join(path),
-                    _ => path,
-                });
-            }
-            "hot_key_count" => self.hot_key_count = Some(int(e, 1, u32::MAX)?),
-            "registers" => {
-                self.config().registers = int(e, 1, zebra_proto::consts::MAX_REGISTERS as u16)?
-            }
-            "slots" => {
-                self.config().slots = int(e, 1, zebra_proto::consts::MAX_REGISTER_ENTRIES as u32)?
-            }
-            "copies" => self.config().copies = int(e, 1, zebra_proto::consts::MAX_COPIES as u8)?,
-            "packet_size" => {
-                self.config().packet_size = int(
-                    e,
-                    zebra_proto::consts::MIN_PACKET_SIZE,
-                    zebra_proto::consts::MAX_PACKET_SIZE,
-                )?
-            }
-            "max_seqs" => self.config().max_seqs = int(e, 1, u16::MAX)?,
-            "packing" => {
-                self.config().packing = match e.value.as_str() {
-                    "strict" => Packing::Strict,
-                    "fill" => Packing::Fill,
-                    "sequential" => Packing::Sequential,
-                    _ => return Err(e.bad("expected strict, fill or sequential")),
-                }
-            }
-            "round_timeout_ms" => self.config().round_timeout = millis(e)?,
-            "aggregate_rto_ms" => self.config().aggregate_rto = millis(e)?,
-            "aggregate_max_retries" => self.config().aggregate_max_retries = int(e, 1, u32::MAX)?,
-            "worker_rto_ms" => self.config().worker_rto = millis(e)?,
-            "worker_max_retries" => self.config().worker_max_retries = int(e, 1, u32::MAX)?,
-            "worker_max_in_flight" => {
-                self.config().worker_max_in_flight = int(e, 1, 1 << 20)?;
-            }
-            "worker_retain_pairs" => self.config().worker_retain_pairs = int(e, 0, 1 << 30)?,
-            "max_round_ahead" => self.config().max_round_ahead = int(e, 1, u32::MAX)?,
-            "uncertain_timeout_ms" => self.config().uncertain_timeout = millis(e)?,
-            "server_history" => self.config().server_history = int(e, 1, u32::MAX)?,
-            "update_window" => {
-                self.config().update_window = int(e, 1, zebra_proto::config::MAX_UPDATE_WINDOW)?
-            }
-            "settle_timeout_ms" => self.settle_timeout = Some(millis(e)?),
-            "register_wait_ms" => self.register_wait = Some(millis(e)?),
-            "number" => {
-                let expected = "expected f32 or fixed:BITS with BITS in 0..=30";
-                self.number = Some(match e.value.split_once(':') {
-                    None if e.value == "f32" => NumberMode::F32,
-                    Some(("fixed", bits)) => match bits.parse::<u8>() {
-                        Ok(frac_bits) if frac_bits <= MAX_FRAC_BITS => {
-                            NumberMode::Fixed { frac_bits }
-                        }
-                        _ => return Err(e.bad(expected)),
-                    },
-                    _ => return Err(e.bad(expected)),
-                });
-            }
-            "layout" => {
-                let expected = "expected heat or random:SEED (SEED a u64)";
-                self.layout = Some(match e.value.split_once(':') {
-                    None if e.value == "heat" => LayoutKind::Heat,
-                    Some(("random", seed)) => LayoutKind::Random {
-                        seed: seed.parse().map_err(|_| e.bad(expected))?,
-                    },
-                    _ => return Err(e.bad(expected)),
-                });
-            }
-            "dense_ranks" => self.dense_ranks = Some(int(e, 0, u32::MAX)?),
-            "online_rounds" => self.online_rounds = Some(int(e, 1, u32::MAX)?),
-            "online_tau" => {
-                let expected = "expected a distance in 0..=1";
-                let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
-                if !(0.0..=1.0).contains(&d) {
-                    return Err(e.bad(expected));
-                }
-                self.online_tau = Some(d);
-            }
-            "online_wait_ms" => self.online_wait = Some(millis(e)?),
-            "online_max_drift" => {
-                let expected = "expected a number of rounds, 0 or more, or inf";
-                let d: f64 = e.value.parse().map_err(|_| e.bad(expected))?;
-                if d.is_nan() || d < 0.0 {
-                    return Err(e.bad(expected));
-                }
-                self.online_max_drift = Some(d);
-            }
-            "online_min_saving" => self.online_min_saving = Some(share(e)?),
-            "online_min_pace" => self.online_min_pace = Some(share(e)?),
-            "online_retry_ms" => {
-                self.online_retry = Some(if e.value.trim() == "0" {
-                    Duration::ZERO
-                } else {
-                    millis(e)?
-                })
-            }
-            "online_capacity" => self.online_capacity = Some(int(e, 1, u32::MAX)?),
-            "online_out" => {
-                if e.value.is_empty() {
-                    return Err(e.bad("expected a file path"));
-                }
-                self.online_out = Some(e.value.clone());
-            }
-            "server_addr" => {
-                let expected = "expected INDEX=HOST:PORT";
-                let (index, addr) = e.value.split_once('=').ok_or_else(|| e.bad(expected))?;
-                let index: u16 = index.trim().parse().map_err(|_| e.bad(expected))?;
-                let addr = address(e, addr.trim())?;
-                self.server_addrs
-                    .insert(index, (addr, e.origin.to_string()));
-            }
-            "loss" => {
-                self.loss = if e.value.is_empty() {
-                    None
-                } else {
-                    Some(e.value.parse::<HotLoss>().map_err(|x| e.bad(x))?)
-                        .filter(HotLoss::is_active)
-                };
-            }
-            other => return Err(format!("{}: {other}: not handled", e.origin)),
+    /// `job_key_file`: the key read at once (a relative path is relative
+    /// to the settings file).
+    fn job_key_file(&mut self, e: &Entry) -> Result<(), String> {
+        let named = match &e.origin {
+            Origin::File { .. } => format!("{}: job_key_file", e.origin),
+            other => other.to_string(),
+        };
+        let key = JobKey::from_file(&named, &e.path())?;
+        if let Some((_, first)) = &self.job_key {
+            return Err(format!(
+                "{named}: the job key is given twice (also by {first}): give one"
+            ));
         }
+        self.job_key = Some((key, named));
+        Ok(())
+    }
+
+    fn hot_keys(&mut self, e: &Entry) -> Result<(), String> {
+        if e.value.is_empty() {
+            return Err(e.bad("expected a file path"));
+        }
+        self.hot_keys_file = Some(e.path());
+        Ok(())
+    }
+
+    fn server_addr(&mut self, e: &Entry) -> Result<(), String> {
+        let expected = "expected INDEX=HOST:PORT";
+        let (index, addr) = e.value.split_once('=').ok_or_else(|| e.bad(expected))?;
+        let index: u16 = index.trim().parse().map_err(|_| e.bad(expected))?;
+        let addr = address(e, addr.trim())?;
+        self.server_addrs
+            .insert(index, (addr, e.origin.to_string()));
         Ok(())
     }
 
@@ -1022,17 +1063,17 @@ mod tests {
         .unwrap();
         let text = "\
 # hot path
-switch = 127.0.0.1:9950
+switch = \"127.0.0.1:9950\"
 job = 3
 workers = \"5\"   # quoted
 servers = 2
-hot_keys = hot.keys
+hot_keys = \"hot.keys\"
 registers = 8
 slots = 64
 copies = 3
 packet_size = 96
 max_seqs = 100
-packing = fill
+packing = \"fill\"
 round_timeout_ms = 0.5
 aggregate_rto_ms = 3
 aggregate_max_retries = 7
@@ -1042,12 +1083,11 @@ worker_max_in_flight = 9
 uncertain_timeout_ms = 60
 server_history = 10
 update_window = 3
-number = fixed:12
-layout = random:42
+number = \"fixed:12\"
+layout = \"random:42\"
 dense_ranks = 1
-server_addr = 0=127.0.0.1:9001
-server_addr = 1=127.0.0.1:9002
-loss = drop=0.01
+server_addr = [\"0=127.0.0.1:9001\", \"1=127.0.0.1:9002\"]
+loss = \"drop=0.01\"
 ";
         let file = dir.join("hot.conf");
         std::fs::write(&file, text).unwrap();
@@ -1115,23 +1155,39 @@ loss = drop=0.01
     #[test]
     fn file_syntax_errors_name_the_line() {
         let err = Settings::parse(
-            "workers = 2\nworkers = 3\nfoo = 1\nno equals sign\nserver_addr = 0=1.2.3.4:5\nserver_addr = 1=1.2.3.4:6\n",
+            "workers = 2\nfoo = 1\nswitch = 10.0.0.250:9950\nserver_addr = \"0=1.2.3.4:5\"\nservers = [\"2\"]\n",
             &path(),
         )
         .unwrap_err();
         let text = err.to_string();
-        assert_eq!(err.problems.len(), 3, "{text}");
+        assert_eq!(err.problems.len(), 1, "{text}");
         assert!(
-            text.contains("/etc/zebra/hot.conf:2: workers is already set on line 1"),
+            text.contains(
+                "/etc/zebra/hot.conf:3: not TOML: a text value goes in double quotes: \
+                 write switch = \"10.0.0.250:9950\""
+            ),
+            "{text}"
+        );
+        let err = Settings::parse(
+            "workers = 2\nfoo = 1\nserver_addr = \"0=1.2.3.4:5\"\nservers = [\"2\"]\n",
+            &path(),
+        )
+        .unwrap_err();
+        let text = err.to_string();
+        assert_eq!(err.problems.len(), 2, "{text}");
+        assert!(
+            text.contains("/etc/zebra/hot.conf:2: unknown key \"foo\" (known: switch, job,"),
             "{text}"
         );
         assert!(
-            text.contains("/etc/zebra/hot.conf:3: unknown key \"foo\" (known: switch, job,"),
+            text.contains("/etc/zebra/hot.conf:4: servers takes one value, not an array"),
             "{text}"
         );
+        let err = Settings::parse("workers = 2\nworkers = 3\n", &path()).unwrap_err();
         assert!(
-            text.contains("/etc/zebra/hot.conf:4: expected `key = value`"),
-            "{text}"
+            err.to_string()
+                .contains("/etc/zebra/hot.conf:2: not TOML: "),
+            "a key set twice: {err}"
         );
     }
 
@@ -1159,19 +1215,19 @@ loss = drop=0.01
     #[test]
     fn every_bad_value_is_reported_with_its_origin() {
         let text = "\
-switch = nowhere
+switch = \"nowhere\"
 workers = 65
 servers = 0
 registers = 41
 copies = 9
 packet_size = 20
-packing = best
+packing = \"best\"
 round_timeout_ms = 0
-worker_rto_ms = abc
-number = fixed:31
-layout = random:x
-server_addr = 0
-loss = drop=2
+worker_rto_ms = \"abc\"
+number = \"fixed:31\"
+layout = \"random:x\"
+server_addr = \"0\"
+loss = \"drop=2\"
 ";
         let mut s = Settings::parse(text, &path()).unwrap();
         s.set("slots", "-1").unwrap();
@@ -1192,7 +1248,7 @@ loss = drop=2
             "hot.conf:11: layout = \"random:x\": expected heat or random:SEED",
             "hot.conf:12: server_addr = \"0\": expected INDEX=HOST:PORT",
             "hot.conf:13: loss = \"drop=2\": expected a drop probability",
-            "--slots: slots = \"-1\": expected an integer in 1..=65536",
+            "--slots \"-1\": expected an integer in 1..=65536",
         ] {
             assert!(text.contains(want), "missing {want:?} in\n{text}");
         }

@@ -27,6 +27,15 @@ use crate::io::{IoStats, Machine, Node, Sends};
 use crate::link::{Events, LinkConfig};
 use crate::StartError;
 
+/// The variable that turns the workers' congestion window off, for
+/// measurements only (`docs/HOTPATH.md`, "Congestion control"): `off`.
+pub const WINDOW_VAR: &str = "ZEBRA_HOT_WINDOW";
+
+/// Whether [`WINDOW_VAR`] is `off`.
+fn window_off() -> bool {
+    std::env::var(WINDOW_VAR).is_ok_and(|v| v.trim() == "off")
+}
+
 /// What a worker link reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkerEvent {
@@ -183,7 +192,18 @@ pub struct WorkerLink {
 impl WorkerLink {
     /// Validates the configuration, binds the socket, starts the thread.
     pub fn start(config: LinkConfig) -> Result<WorkerLink, StartError> {
-        let worker = Worker::new(&config.proto, config.job, config.rank)?;
+        let mut worker = Worker::new(&config.proto, config.job, config.rank)?;
+        if window_off() {
+            // A measurement knob (scripts/shared-switch.py --window): the
+            // rule's effect on jobs sharing a link, measured in one run.
+            log::warn!(
+                "zebra: worker {} of job {}: {WINDOW_VAR}=off: no congestion window, up to \
+                 worker_max_in_flight hot packets in flight at once",
+                config.rank,
+                config.job
+            );
+            worker.set_congestion_control(false);
+        }
         let job = config
             .proto
             .job(config.job)

@@ -67,7 +67,7 @@ mod server;
 mod trace;
 mod worker;
 
-pub use plan::{JobEnv, Plan};
+pub use plan::{hot_path_problems, JobEnv, Plan};
 pub use process::{Hook, Process};
 pub use server::RouterHook;
 pub use worker::DealerHook;

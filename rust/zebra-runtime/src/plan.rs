@@ -7,18 +7,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zebra_agent::{AgentConfig, Delivery, HotSet, OnlineConfig, PullConfig};
-use zebra_config::{Flavor, HotLoss, HotMode};
+use zebra_agent::{AgentConfig, HotSet, OnlineConfig, PullConfig};
+use zebra_config::{HotLoss, HotMode};
 use zebra_hotpath::{LinkConfig, Settings, StartError};
-use zebra_pslite::{Format, FormatChoice};
-
-fn flavor(f: Flavor) -> FormatChoice {
-    match f {
-        Flavor::Auto => FormatChoice::Auto,
-        Flavor::Byteps => FormatChoice::Fixed(Format::Byteps),
-        Flavor::Protobuf => FormatChoice::Fixed(Format::Protobuf),
-    }
-}
 
 /// This process's part in a PS-lite job, from `DMLC_ROLE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +58,27 @@ pub struct JobEnv {
     pub num_worker: Option<String>,
     /// `DMLC_NUM_SERVER`.
     pub num_server: Option<String>,
+}
+
+impl JobEnv {
+    /// What PS-lite's launcher set in this process's environment.
+    pub fn from_env() -> JobEnv {
+        let var = |name| std::env::var(name).ok();
+        JobEnv {
+            role: var("DMLC_ROLE"),
+            num_worker: var("DMLC_NUM_WORKER"),
+            num_server: var("DMLC_NUM_SERVER"),
+        }
+    }
+}
+
+/// The problems of [`Plan::from_config`] as the library reports them (and
+/// `zebra config`).
+pub fn hot_path_problems(problems: &[String]) -> String {
+    format!(
+        "invalid hot-path configuration:\n  - {}",
+        problems.join("\n  - ")
+    )
 }
 
 /// PS-lite's count `name` (set to `value`), and its value as typed; 0 when it is
@@ -134,6 +146,35 @@ impl Plan {
                 .as_ref()
                 .map(|t| (t.clone(), config.trace_max_bytes)),
         }))
+    }
+}
+
+impl Plan {
+    /// What the plan does, in a few words (`zebra config`).
+    pub fn summary(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(a) = &self.aggregation {
+            let keys = match &a.agent.online {
+                _ if a.zero_config => "hot keys found online, in a share of the switch's memory \
+                                       each server asks it to admit (zero configuration)"
+                    .to_string(),
+                Some(o) if o.fixed => format!("{} hot keys from the file, watched", a.hot.len()),
+                Some(_) if a.hot.is_empty() => "hot keys found online".to_string(),
+                Some(_) => format!("{} hot keys to start from, re-ranked online", a.hot.len()),
+                None => format!("{} hot keys from the file", a.hot.len()),
+            };
+            parts.push(format!(
+                "aggregation through the switch at {} for {} workers and {} servers: {keys}",
+                a.switch, a.agent.workers, a.agent.servers
+            ));
+        }
+        if let Some((path, _)) = &self.trace {
+            parts.push(format!("push traces written to {path}"));
+        }
+        if parts.is_empty() {
+            parts.push("no aggregation: the hot-keys file lists no key".into());
+        }
+        parts.join("; ")
     }
 }
 
@@ -206,11 +247,8 @@ impl Aggregation {
             ]);
         }
         let mut agent = AgentConfig::new(built.job_base, workers, servers);
-        agent.delivery = match config.delivery {
-            zebra_config::Delivery::PerWorker => Delivery::PerWorker,
-            zebra_config::Delivery::Merged => Delivery::Merged,
-        };
-        agent.format = flavor(config.flavor);
+        agent.delivery = config.delivery;
+        agent.format = config.flavor;
         agent.settle_timeout = built.settle_timeout;
         if config.pull == zebra_config::Pull::Switch {
             // A copy that heard nothing for half the time a server takes to
@@ -280,6 +318,7 @@ impl Aggregation {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use zebra_agent::Delivery;
 
     /// A scratch directory of this test process.
     fn scratch(name: &str) -> std::path::PathBuf {
@@ -486,7 +525,7 @@ mod tests {
         let conf = dir.join("hot.conf");
         std::fs::write(
             &conf,
-            "register_wait_ms = 1234\nonline_out = /tmp/decision-%r\nonline_rounds = 6\n",
+            "register_wait_ms = 1234\nonline_out = \"/tmp/decision-%r\"\nonline_rounds = 6\n",
         )
         .unwrap();
         let conf_var = ("ZEBRA_HOT_CONFIG", conf.to_str().unwrap());
