@@ -90,7 +90,7 @@ def main():
         else:
             run_args.hot_config = os.path.join(args.out, f"{name.replace(':', '-')}.conf")
             with open(args.hot_config) as f, open(run_args.hot_config, "w") as out:
-                out.write(f.read() + f"\nonline_out = {logdir}/online-%r.keys\n")
+                out.write(f.read() + f"\nonline_out = {json.dumps(f'{logdir}/online-%r.keys')}\n")  # a TOML string
             cmd = benchlib.launch_cmd(run_args, "on+switch", workers, logdir, keys)
             if t is not None:
                 cmd[-1:-1] = ["--env", f"ZEBRA_HOT=online:{t}"]

@@ -227,7 +227,7 @@ def online_config(args, hot_keys, logdir):
     with open(args.hot_config) as f, open(path, "w") as out:
         out.write(f.read())
         out.write(f"\nonline_capacity = {max(hot_values_per_server(hot_keys, args.servers))}\n"
-                  f"online_out = {logdir}/online-%r.keys\n")
+                  f"online_out = {json.dumps(f'{logdir}/online-%r.keys')}\n")  # a TOML string
     return path
 
 

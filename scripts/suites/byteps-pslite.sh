@@ -429,7 +429,7 @@ run_test() {
         else
           for start in stale none; do
             local job="$name-$start" conf="$LOGDIR/$name-$start.conf" keys="$stale.keys"
-            { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = $LOGDIR/$job/online-%r.keys"; } >"$conf"
+            { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = \"$LOGDIR/$job/online-%r.keys\""; } >"$conf"
             if [ $start = none ]; then keys=none; echo "online_capacity = 640" >>"$conf"; fi
             rm -f "$LOGDIR/$job"/online-*.keys
             if ! HOT_KEYS_FILE="$keys" HOT_CONF="$conf" HOT_LOSS="drop=0.01,seed=12" \

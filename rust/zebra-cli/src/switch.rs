@@ -26,11 +26,12 @@ use plan::Plan;
 
 /// Shown after the flags by `zebra switch --help`.
 pub const FORMATS: &str = "\
-Configuration file (--config FILE): the same settings as the flags, one `key = value` per
-line. The key is the flag's name with `_` for `-` (e.g. round_timeout_ms), except --listen,
-whose key is `switch`. `#` starts a comment; a value may be in double quotes; a relative
-hot_keys path is relative to the file. Flags override the file. Workers and servers read the
-same file, so every party agrees on the protocol settings.
+Configuration file (--config FILE): the same settings as the flags, in TOML: one
+`key = value` per line, text in double quotes (switch = \"10.0.0.250:9950\"), numbers bare
+(round_timeout_ms = 20), server_addr an array (server_addr = [\"0=10.0.0.1:9951\"]). The key
+is the flag's name with `_` for `-`, except --listen, whose key is `switch`. `#` starts a
+comment; a relative hot_keys path is relative to the file. Flags override the file. Workers
+and servers read the same file, so every party agrees on the protocol settings.
 
 Hot-keys file (--hot-keys FILE): PS-lite keys, hottest first, one per line, as decimal u64,
 optionally followed by the key's number of values (default 1); `a-b` stands for the keys
@@ -99,7 +100,7 @@ impl Args for SwitchArgs {
                 .value_name("FILE")
                 .value_parser(clap::value_parser!(PathBuf))
                 .help(
-                    "hot-path configuration file (`key = value` lines, below); flags override it",
+                    "hot-path configuration file (TOML `key = value` lines, below); flags override it",
                 ),
         )
         .arg(

@@ -209,7 +209,7 @@ pub const VARIABLES: &[Variable] = &[
     Variable {
         name: "ZEBRA_HOT_CONFIG",
         default: "(none: protocol defaults)",
-        help: "the hot-path settings file `zebra switch --config` reads (`key = value` lines): registers, slots, timeouts, packet size; every party must use the same one",
+        help: "the hot-path settings file `zebra switch --config` reads (TOML: `key = value` lines, text in double quotes): registers, slots, timeouts, packet size; every party must use the same one",
         read: |r, v| {
             r.cfg.hot_config = path(v);
             Ok(())
