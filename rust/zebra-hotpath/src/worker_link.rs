@@ -27,13 +27,15 @@ use crate::io::{IoStats, Machine, Node, Sends};
 use crate::link::{Events, LinkConfig};
 use crate::StartError;
 
-/// The variable that turns the workers' congestion window off, for
-/// measurements only (`docs/HOTPATH.md`, "Congestion control"): `off`.
-pub const WINDOW_VAR: &str = "ZEBRA_HOT_WINDOW";
+/// The variable that turns the workers' congestion window off (`1`), for
+/// measurements only (`scripts/shared-switch.py window`; `docs/HOTPATH.md`,
+/// "Congestion control"). Not a setting: outside the `ZEBRA_` names that
+/// zebra-config checks, so that it cannot be mistaken for one.
+pub const WINDOW_OFF_VAR: &str = "HOT_WINDOW_OFF";
 
-/// Whether [`WINDOW_VAR`] is `off`.
+/// Whether [`WINDOW_OFF_VAR`] is `1`.
 fn window_off() -> bool {
-    std::env::var(WINDOW_VAR).is_ok_and(|v| v.trim() == "off")
+    std::env::var(WINDOW_OFF_VAR).is_ok_and(|v| v.trim() == "1")
 }
 
 /// What a worker link reports.
@@ -197,7 +199,7 @@ impl WorkerLink {
             // A measurement knob (scripts/shared-switch.py --window): the
             // rule's effect on jobs sharing a link, measured in one run.
             log::warn!(
-                "zebra: worker {} of job {}: {WINDOW_VAR}=off: no congestion window, up to \
+                "zebra: worker {} of job {}: {WINDOW_OFF_VAR}=1: no congestion window, up to \
                  worker_max_in_flight hot packets in flight at once",
                 config.rank,
                 config.job
