@@ -163,11 +163,15 @@ class Refusals(unittest.TestCase):
 
     def test_ports_file_errors(self):
         with self.assertRaises(PortsError) as cm:
-            PortsConfig.parse("cpu_port = 600\nroute = xx 1\nfoo = 1\ncpu_session = 1\nrecirc_session = 1\n", "p.conf")
+            PortsConfig.parse('cpu_port = 600\nroute = ["xx 1"]\nfoo = 1\ncpu_session = 1\nrecirc_session = 1\n', "p.conf")
         text = str(cm.exception)
-        for want in ["p.conf:1: cpu_port", "p.conf:2: route", 'p.conf:3: unknown key "foo"',
+        for want in ["p.conf:1: cpu_port", 'p.conf:2: route = "xx 1": expected "MAC PORT"', 'p.conf:3: unknown key "foo"',
                      "recirc_port is not set", "must differ"]:
             self.assertIn(want, text)
+        with self.assertRaises(PortsError) as cm:
+            PortsConfig.parse("cpu_port = 64\nswitch_mac = 02:00:00:00:00:fa\n", "p.conf")
+        self.assertIn("p.conf: not TOML: ", str(cm.exception))
+        self.assertIn("line 2", str(cm.exception))
 
 
 if __name__ == "__main__":
