@@ -391,6 +391,14 @@ impl Entry {
         }
     }
 
+    /// The setting as the user named it: `VAR`, `--flag`, `FILE:LINE: key`.
+    fn named(&self) -> String {
+        match &self.origin {
+            Origin::File { .. } => format!("{}: {}", self.origin, self.knob.key),
+            origin => origin.to_string(),
+        }
+    }
+
     /// The value as a path: relative to the settings file's directory when
     /// it comes from the file.
     fn path(&self) -> PathBuf {
@@ -538,6 +546,7 @@ impl Settings {
         };
         let mut problems = Vec::new();
         for e in &self.entries {
+            b.named.insert(e.knob.key, e.named());
             if let Err(p) = (e.knob.apply)(&mut b, e) {
                 problems.push(p);
             }
@@ -556,6 +565,8 @@ struct Builder {
     job: Option<u16>,
     workers: Option<u16>,
     servers: Option<u16>,
+    /// How each knob given was named last ([`Entry::named`]).
+    named: BTreeMap<&'static str, String>,
     hot_keys_file: Option<PathBuf>,
     hot_key_count: Option<u32>,
     number: Option<NumberMode>,
@@ -721,9 +732,10 @@ impl Builder {
         }
         let hot_keys = match (&self.hot_keys_file, self.hot_key_count) {
             (Some(_), Some(_)) => {
-                problems.push(
-                    "hot keys: give a hot-keys file (hot_keys / --hot-keys) or a count (hot_key_count / --hot-key-count), not both".into(),
-                );
+                problems.push(format!(
+                    "hot keys: {} gives a hot-keys file and {} a number of hot keys: give one, not both",
+                    self.named["hot_keys"], self.named["hot_key_count"]
+                ));
                 None
             }
             (None, None) => None,
@@ -1276,7 +1288,25 @@ loss = \"drop=2\"
             s.set(k, v).unwrap();
         }
         let err = s.build().unwrap_err().to_string();
-        assert!(err.contains("not both"), "{err}");
+        assert!(
+            err.contains(
+                "hot keys: --hot-keys gives a hot-keys file and --hot-key-count a number of hot \
+                 keys: give one, not both"
+            ),
+            "{err}"
+        );
+        let mut env = Settings::parse("hot_key_count = 5\n", &path()).unwrap();
+        env.set_from_env("workers", "DMLC_NUM_WORKER", "2").unwrap();
+        env.set_from_env("hot_keys", "ZEBRA_HOT_KEYS", "/k")
+            .unwrap();
+        let both = env.build().unwrap_err().to_string();
+        assert!(
+            both.contains(
+                "ZEBRA_HOT_KEYS gives a hot-keys file and /etc/zebra/hot.conf:1: hot_key_count a \
+                 number of hot keys"
+            ),
+            "{both}"
+        );
         assert!(
             err.contains("--server-addr: server_addr names server 3, the job has 1 servers"),
             "{err}"
