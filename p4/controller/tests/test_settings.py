@@ -142,7 +142,7 @@ class TheBinarysWords(unittest.TestCase):
         self.assertEqual(out.stderr, run.stderr, "word for word what zebra switch says")
         for want in [
             "zebra switch: invalid hot-path configuration:",
-            'bad.conf:2: workers = "65": expected an integer in 1..=64',
+            'bad.conf:2: workers = 65: expected an integer in 1..=64',
             '--slots "-1": expected an integer in 1..=65536',
         ]:
             self.assertIn(want, out.stderr)

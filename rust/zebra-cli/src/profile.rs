@@ -783,6 +783,6 @@ mod tests {
         let err = Target::load(&switch(Some(conf), None), &mut Vec::new()).unwrap_err();
         assert_eq!(err.code(), 2);
         let err = err.to_string();
-        assert!(err.contains("hot.conf:1: registers = \"41\""), "{err}");
+        assert!(err.contains("hot.conf:1: registers = 41"), "{err}");
     }
 }

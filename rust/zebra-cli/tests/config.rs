@@ -93,7 +93,7 @@ fn a_good_job_is_shown_in_the_names_typed() {
     for want in [
         "ZEBRA_SWITCH=\"127.0.0.1:9950\"",
         "DMLC_NUM_WORKER=\"2\"",
-        &format!("{conf}:2: worker_rto_ms = \"200\""),
+        &format!("{conf}:2: worker_rto_ms = 200"),
         "ZEBRA_JOB_KEY is set (never shown)",
         "hot path: aggregation through the switch at 127.0.0.1:9950 for 2 workers and 1 servers",
         "note: DMLC_ROLE is not set here",

@@ -237,7 +237,7 @@ fn bad_settings_are_refused_as_zebra_switch_refuses_them() {
     );
     for want in [
         "zebra switch: invalid hot-path configuration:",
-        "bad.conf:2: workers = \"65\": expected an integer in 1..=64",
+        "bad.conf:2: workers = 65: expected an integer in 1..=64",
         "bad.conf:3: packing = \"best\": expected strict, fill or sequential",
         "--slots \"-1\": expected an integer in 1..=65536",
     ] {

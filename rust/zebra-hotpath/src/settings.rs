@@ -352,9 +352,11 @@ impl SettingsError {
 
 #[derive(Debug, Clone)]
 enum Origin {
+    /// A line of the settings file, and the value as written there.
     File {
         path: PathBuf,
         line: usize,
+        typed: String,
     },
     Flag(&'static str),
     /// An environment variable, and its value as the user typed it.
@@ -367,7 +369,7 @@ enum Origin {
 impl fmt::Display for Origin {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Origin::File { path, line } => write!(f, "{}:{line}", path.display()),
+            Origin::File { path, line, .. } => write!(f, "{}:{line}", path.display()),
             Origin::Flag(flag) => write!(f, "--{flag}"),
             Origin::Env { var, .. } => f.write_str(var),
         }
@@ -387,7 +389,10 @@ impl Entry {
             // The user wrote no key: name the variable and what they typed.
             Origin::Env { var, typed } => format!("{var}={typed:?}: {expected}"),
             Origin::Flag(flag) => format!("--{flag} {:?}: {expected}", self.value),
-            origin => format!("{origin}: {} = {:?}: {expected}", self.knob.key, self.value),
+            // As written in the file: `hot.conf:2: workers = 65`.
+            Origin::File { typed, .. } => {
+                format!("{}: {} = {typed}: {expected}", self.origin, self.knob.key)
+            }
         }
     }
 
@@ -453,13 +458,14 @@ impl Settings {
                 problems.push(format!("{at}: {} takes one value, not an array", knob.key));
                 continue;
             }
-            for value in item.values {
+            for (value, typed) in item.values.into_iter().zip(item.typed) {
                 s.entries.push(Entry {
                     knob,
                     value: value.trim().to_string(),
                     origin: Origin::File {
                         path: path.to_path_buf(),
                         line: item.line,
+                        typed,
                     },
                 });
             }
@@ -495,7 +501,7 @@ impl Settings {
             .map(|e| match &e.origin {
                 Origin::Env { var, typed } => format!("{var}={typed:?}"),
                 Origin::Flag(flag) => format!("--{flag} {:?}", e.value),
-                origin => format!("{origin}: {} = {:?}", e.knob.key, e.value),
+                Origin::File { typed, .. } => format!("{}: {} = {typed}", e.origin, e.knob.key),
             })
             .collect()
     }
@@ -1248,13 +1254,13 @@ loss = \"drop=2\"
         assert_eq!(err.problems.len(), 14, "{text}");
         for want in [
             "hot.conf:1: switch = \"nowhere\": expected HOST:PORT",
-            "hot.conf:2: workers = \"65\": expected an integer in 1..=64",
-            "hot.conf:3: servers = \"0\": expected an integer in 1..=65535",
-            "hot.conf:4: registers = \"41\": expected an integer in 1..=40",
-            "hot.conf:5: copies = \"9\": expected an integer in 1..=4",
-            "hot.conf:6: packet_size = \"20\": expected an integer in 64..=1472",
+            "hot.conf:2: workers = 65: expected an integer in 1..=64",
+            "hot.conf:3: servers = 0: expected an integer in 1..=65535",
+            "hot.conf:4: registers = 41: expected an integer in 1..=40",
+            "hot.conf:5: copies = 9: expected an integer in 1..=4",
+            "hot.conf:6: packet_size = 20: expected an integer in 64..=1472",
             "hot.conf:7: packing = \"best\": expected strict, fill or sequential",
-            "hot.conf:8: round_timeout_ms = \"0\": expected milliseconds",
+            "hot.conf:8: round_timeout_ms = 0: expected milliseconds",
             "hot.conf:9: worker_rto_ms = \"abc\": expected milliseconds",
             "hot.conf:10: number = \"fixed:31\": expected f32 or fixed:BITS",
             "hot.conf:11: layout = \"random:x\": expected heat or random:SEED",

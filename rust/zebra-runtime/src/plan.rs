@@ -81,6 +81,14 @@ pub fn hot_path_problems(problems: &[String]) -> String {
     )
 }
 
+/// Each problem prefixed with the variable `var` that led to it.
+fn named(var: &str, problems: Vec<String>) -> Vec<String> {
+    problems
+        .into_iter()
+        .map(|p| format!("{var}: {p}"))
+        .collect()
+}
+
 /// PS-lite's count `name` (set to `value`), and its value as typed; 0 when it is
 /// missing or not a positive number (a problem is pushed).
 fn count(name: &str, value: Option<&str>, problems: &mut Vec<String>) -> (u16, String) {
@@ -193,7 +201,7 @@ impl Aggregation {
             count("DMLC_NUM_SERVER", job.num_server.as_deref(), &mut problems);
         let mut settings = match &config.hot_config {
             Some(path) => {
-                Settings::load(path).map_err(|e| vec![format!("ZEBRA_HOT_CONFIG: {e}")])?
+                Settings::load(path).map_err(|e| named("ZEBRA_HOT_CONFIG", e.problems))?
             }
             None => Settings::new(),
         };

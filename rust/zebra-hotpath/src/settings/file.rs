@@ -18,6 +18,8 @@ pub(super) struct Item {
     pub line: usize,
     pub key: String,
     pub values: Vec<String>,
+    /// Each value as written in the file (`65`, `"best"`).
+    pub typed: Vec<String>,
     /// The value was a TOML array (only repeatable keys take one).
     pub array: bool,
 }
@@ -82,12 +84,13 @@ pub(super) fn items(text: &str, path: &Path) -> Result<Vec<Item>, Vec<String>> {
     entries.sort_by_key(|(k, _)| k.span().start);
     for (key, value) in entries {
         let line = line_of(text, key.span().start);
-        let (values, array) = match value.get_ref() {
+        let source = |span: std::ops::Range<usize>| text[span].to_string();
+        let (values, typed, array) = match value.get_ref() {
             DeValue::Array(elements) => {
                 let texts: Option<Vec<String>> =
                     elements.iter().map(|e| scalar(e.get_ref())).collect();
                 match texts {
-                    Some(t) => (t, true),
+                    Some(t) => (t, elements.iter().map(|e| source(e.span())).collect(), true),
                     None => {
                         problems.push(format!(
                             "{}: {key}: expected an array of strings or numbers",
@@ -99,7 +102,7 @@ pub(super) fn items(text: &str, path: &Path) -> Result<Vec<Item>, Vec<String>> {
                 }
             }
             v => match scalar(v) {
-                Some(t) => (vec![t], false),
+                Some(t) => (vec![t], vec![source(value.span())], false),
                 None => {
                     problems.push(format!(
                         "{}: {}: expected a string in double quotes or a number, found a {}",
@@ -115,6 +118,7 @@ pub(super) fn items(text: &str, path: &Path) -> Result<Vec<Item>, Vec<String>> {
             line,
             key: key.get_ref().to_string(),
             values,
+            typed,
             array,
         });
     }
@@ -162,6 +166,9 @@ mod tests {
             ]
         );
         assert!(items[5].array && !items[0].array);
+        assert_eq!(items[0].typed, ["\"127.0.0.1:9950\""]);
+        assert_eq!(items[4].typed, ["0x40"]);
+        assert_eq!(items[5].typed, ["\"0=1.2.3.4:5\"", "\"1=1.2.3.4:6\""]);
     }
 
     #[test]
