@@ -267,9 +267,7 @@ def read_samples(path):
         values = {}
         for name, labels, value in d["s"]:
             job = re.search(r'zebra_job="([^"]*)"', labels or "")
-            if "reason=" in (labels or ""):
-                continue
-            key = (name, job.group(1) if job else None)
+            key = (name, job.group(1) if job else None)  # fallbacks: summed over their reasons
             values[key] = values.get(key, 0) + float(value)
         out.append((d["t"], values))
     return out

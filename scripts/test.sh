@@ -192,7 +192,9 @@ run_part chaos-checks python3 "$root/tests/testbed/test_chaos_checks.py"
 # and aggregating (the switch's per-job metrics); a third job that does not fit its memory
 # refused at admission and exact on its server; then two exact_sums jobs through one switch
 # whose link is shaped, the workers' congestion window on and off, both progressing, exact.
-# About 100 s; skipped, with the reason, without root.
+# About 100 s; skipped, with the reason, without root. Its checks' own tests on made-up jobs
+# and scrapes run without root.
+run_part shared-switch-checks python3 "$root/tests/testbed/test_shared_switch_checks.py"
 [ $quick = 1 ] || run_part shared-switch python3 "$root/scripts/shared-switch.py"
 # The soak's checks (issue 18, docs/RELIABILITY.md, "Memory and resources over a long
 # run") on made-up samples, then a short soak of 8 workers, 2 servers and the switch against
