@@ -67,9 +67,16 @@ pub(super) fn items(text: &str, path: &Path) -> Result<Vec<Item>, Vec<String>> {
                 continue;
             }
             let raw = lines.get(line - 1).copied().unwrap_or("");
+            let key = raw.split('=').next().unwrap_or("").trim();
             let problem = match quoted(raw) {
                 Some(fixed) => format!(
                     "{}: not TOML: a text value goes in double quotes: write {fixed}",
+                    at(line)
+                ),
+                // The old format took a repeatable key on several lines.
+                None if e.message().contains("duplicate key") => format!(
+                    "{}: not TOML: {key} is set twice; several values go in one array: \
+                     {key} = [\"first\", \"second\"]",
                     at(line)
                 ),
                 None => format!("{}: not TOML: {}", at(line), e.message()),
@@ -186,9 +193,15 @@ mod tests {
 
     #[test]
     fn other_toml_is_refused_naming_the_line() {
-        let p = parse("workers = 2\nworkers = 3\n").unwrap_err();
-        assert_eq!(p.len(), 1);
-        assert!(p[0].starts_with("/etc/hot.conf:2: not TOML: "), "{p:?}");
+        let p =
+            parse("workers = 2\nserver_addr = \"0=a:1\"\nserver_addr = \"1=b:1\"\n").unwrap_err();
+        assert_eq!(
+            p,
+            [
+                "/etc/hot.conf:3: not TOML: server_addr is set twice; several values go in one \
+              array: server_addr = [\"first\", \"second\"]"
+            ]
+        );
         let p = parse("workers = true\n[job]\nid = 1\n").unwrap_err();
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(
