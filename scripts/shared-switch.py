@@ -78,7 +78,6 @@ METRICS_PORT = 9951
 EXACT_SUMS = ["--val-len=32", "--keys=64"]  # the chaos suite's exact_sums workload
 WINDOW_EXACT_SUMS = ["--val-len=64", "--keys=256"]  # 64 hot keys of 64 values a round
 SCENARIOS = ("admission", "window")
-SAMPLE = re.compile(r'^(zebra_switch_[a-z_]+)(?:\{([^}]*)\})? (\d+(?:\.\d+)?)$', re.M)
 
 # What runs in the switch's namespace beside it: one scrape of its metrics every
 # INTERVAL s, appended to a file as a JSON line {"t": monotonic seconds, "s": [[name,
@@ -175,13 +174,11 @@ class Spec:
         self.job = SharedJob(argv, logdir)
         self.prefix = label.lower() + "-"
         self.thread = None
-        self.start_time = None
 
     def node_names(self):
         return [self.prefix + n for _, n in self.job.names()]
 
     def start(self, shared):
-        self.start_time = time.monotonic()
         self.thread = threading.Thread(target=self.job.run_on, args=(JobNet(shared, self.prefix),), daemon=True)
         self.thread.start()
 
@@ -195,8 +192,8 @@ def write_conf(path, job_id):
     with open(path, "w") as f:
         f.write(f"# shared-switch.py: this job's id on the shared switch (PS-lite server s is job {job_id} + s)\n"
                 f"job = {job_id}\n"
-                "# On this unshaped testbed aggregation makes exact_sums slower and its servers would rightly\n"
-                "# step aside within a second (the pace rule): this test is about sharing the switch.\n"
+                "# Here aggregation can make exact_sums slower, and its servers would rightly step aside\n"
+                "# within a second (the pace rule): this test is about sharing the switch.\n"
                 "online_min_pace = 0\n"
                 f"# {os.path.relpath(HOT_CONF, ROOT)}:\n" + suite)
     return path
