@@ -938,6 +938,21 @@ mod tests {
     }
 
     #[test]
+    fn each_documented_default_is_what_unset_means() {
+        // Every entry parses its own default (one not in parentheses) into the
+        // configuration of an empty environment.
+        for v in VARIABLES.iter().filter(|v| !v.default.starts_with('(')) {
+            assert_eq!(
+                parse(&[(v.name, v.default)]),
+                Ok(Config::default()),
+                "{}={}",
+                v.name,
+                v.default
+            );
+        }
+    }
+
+    #[test]
     fn docs_list_every_variable() {
         let doc = include_str!("../../../docs/CONFIG.md");
         for v in VARIABLES {
