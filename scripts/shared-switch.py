@@ -636,9 +636,9 @@ def main():
     p.add_argument("--switch-rate", default="8mbit", help="window: the switch link's rate each way (default 8mbit)")
     p.add_argument("--window-rounds", type=int, default=150,
                    help="window: exact_sums rounds per phase of jobs P and Q (default 150)")
-    p.add_argument("--min-share", type=float, default=0.3,
+    p.add_argument("--min-share", type=float, default=0.5,
                    help="window: with the window, each job sums at least this share of the other's pairs a second "
-                   "(default 0.3)")
+                   "(default 0.5, as rust/zebra-proto/tests/congestion.rs)")
     p.add_argument("--interval", type=float, default=0.5, help="seconds between scrapes (default 0.5)")
     p.add_argument("--timeout", type=float, default=150, help="seconds before a job is killed (default 150)")
     args = p.parse_args()

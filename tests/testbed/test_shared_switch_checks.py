@@ -36,7 +36,7 @@ REFUSED = ("[2026-11-27T07:51:47.590Z WARN  zebra_hotpath::switch_node] switch: 
 class Checks(unittest.TestCase):
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="shared-switch-checks.")
-        self.args = SimpleNamespace(interval=0.5, min_share=0.3)
+        self.args = SimpleNamespace(interval=0.5, min_share=0.5)
 
     def tearDown(self):
         shutil.rmtree(self.dir, ignore_errors=True)
