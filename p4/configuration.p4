@@ -84,8 +84,8 @@ const int COVER_WORD_BITS = 32;
 const int COVER_ENTRIES = 8192;
 
 /* Rounds at or above 2^ROUND_BITS are refused (BadFormat): a record keeps the
- * round in its top ROUND_BITS bits and the outcome in the low 3. */
-const int ROUND_BITS = 29;
+ * round in its top ROUND_BITS bits and the outcome in the low 4. */
+const int ROUND_BITS = 28;
 
 /* The UDP port the controller programs into the parser's value set when a
  * settings file names none (consts::DEFAULT_UDP_PORT). Not matched as a

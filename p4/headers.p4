@@ -315,7 +315,7 @@ struct ingress_metadata_t {
     cover_index_t     cover_base;        /* coverage words of (job, worker, copy) */
     bit<32>           routed_mask;       /* bit k: register k (or position k) has a pair this pass */
     bit<32>           seen;              /* round state hi before this packet */
-    bit<32>           record_key;        /* round << 3: a record of this round is record_key | outcome */
+    bit<32>           record_key;        /* round << 4: a record of this round is record_key | outcome */
     bit<32>           record_before;
     fallback_reason_t reason;
     verdict_t         verdict;

@@ -19,11 +19,12 @@
 #include "types.p4"
 #include "headers.p4"
 
-enum bit<2> round_op_t {
+enum bit<3> round_op_t {
     NONE    = 0,
     ADMIT   = 1,
     CLOSE   = 2,
-    RELEASE = 3
+    RELEASE = 3,
+    PEEK    = 4     /* a HOT packet that may not open its round (Unopened) */
 }
 
 /* One entry per (job, copy); see types.p4 for the encoding. */
@@ -46,6 +47,14 @@ control RoundState(
                 s.lo = ROUND_BUSY;
                 s.hi = round;
             }
+        }
+    };
+
+    /* A HOT packet that may not open its round: a resend, or of a round
+     * older than the first this switch opened (FirstOpened). Read only. */
+    RegisterAction<round_state_t, state_index_t, bit<32>>(rounds) peek = {
+        void apply(inout round_state_t s, out bit<32> old) {
+            old = s.hi;
         }
     };
 
@@ -74,6 +83,10 @@ control RoundState(
         before = admit.execute(index);
     }
 
+    action do_peek() {
+        before = peek.execute(index);
+    }
+
     action do_close() {
         before = close.execute(index);
     }
@@ -92,6 +105,7 @@ control RoundState(
         }
         actions = {
             do_admit;
+            do_peek;
             do_close;
             do_release;
             do_nothing;
@@ -99,10 +113,11 @@ control RoundState(
         const entries = {
             round_op_t.NONE    : do_nothing();
             round_op_t.ADMIT   : do_admit();
+            round_op_t.PEEK    : do_peek();
             round_op_t.CLOSE   : do_close();
             round_op_t.RELEASE : do_release();
         }
-        size = 4;
+        size = 5;
     }
 
     apply {
@@ -112,18 +127,31 @@ control RoundState(
 }
 
 /* What the copy's state before a HOT packet means for it (zebra-proto's
- * Switch::on_hot): its round open -> added; the copy free and last holding an
- * older round -> the packet opened its round, added; an older round open or
- * draining -> WindowFull; anything else (its round closed, a newer round) ->
- * Late. */
-control AdmissionOutcome(in bit<32> before, in bit<32> round, out fallback_reason_t outcome) {
+ * Switch::on_hot): a round older than the first this switch opened ->
+ * Unopened; its round open -> added; the copy free and last holding an older
+ * round -> the packet opened its round, added, unless it was a resend, which
+ * opens nothing (Unopened: an earlier incarnation of the switch may have
+ * held the round); an older round open or draining -> WindowFull; anything
+ * else (its round closed, a newer round) -> Late. */
+control AdmissionOutcome(
+    in bit<32> before,
+    in bit<32> round,
+    in bool before_first,
+    in bool resend,
+    out fallback_reason_t outcome) {
     bit<32> held;
 
     apply {
         held = before & ~ROUND_FLAGS;
-        if ((before & ROUND_FREE) != 0) {
+        if (before_first) {
+            outcome = fallback_reason_t.UNOPENED;
+        } else if ((before & ROUND_FREE) != 0) {
             if (held < round) {
-                outcome = fallback_reason_t.ADDED;
+                if (resend) {
+                    outcome = fallback_reason_t.UNOPENED;
+                } else {
+                    outcome = fallback_reason_t.ADDED;
+                }
             } else {
                 outcome = fallback_reason_t.LATE;
             }
@@ -133,6 +161,43 @@ control AdmissionOutcome(in bit<32> before, in bit<32> round, out fallback_reaso
             outcome = fallback_reason_t.WINDOW_FULL;
         } else {
             outcome = fallback_reason_t.LATE;
+        }
+    }
+}
+
+/* The first round this switch opened for each job (0: none yet), noted by
+ * the job's first new (not resent) HOT packet that reaches the round state:
+ * at a switch that has just started every copy is free, so that packet opens
+ * its round. Registers start at zero, so a switch started again has none:
+ * rounds before its first were an earlier incarnation's (Unopened). */
+control FirstOpened(
+    in job_index_t index,
+    in bit<32> round,
+    in bool resend,
+    out bit<32> first) {
+
+    Register<bit<32>, job_index_t>(MAX_JOBS, 0) firsts;
+
+    RegisterAction<bit<32>, job_index_t, bit<32>>(firsts) note = {
+        void apply(inout bit<32> s, out bit<32> f) {
+            if (s == 0) {
+                s = round;
+            }
+            f = s;
+        }
+    };
+
+    RegisterAction<bit<32>, job_index_t, bit<32>>(firsts) read = {
+        void apply(inout bit<32> s, out bit<32> f) {
+            f = s;
+        }
+    };
+
+    apply {
+        if (resend) {
+            first = read.execute(index);
+        } else {
+            first = note.execute(index);
         }
     }
 }

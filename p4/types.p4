@@ -83,7 +83,8 @@ enum bit<8> fallback_reason_t {
     BAD_FORMAT   = 5,
     UNKNOWN_JOB  = 6,
     BAD_WORKER   = 7,
-    FAR_AHEAD    = 8
+    FAR_AHEAD    = 8,
+    UNOPENED     = 9
 }
 
 /* ---- Values and indices ---- */
@@ -238,7 +239,7 @@ enum bit<8> stat_t {
     UPDATE_ACKS     = 17,   /* UPDATE_ACKs passed on */
     UPDATE_REFUSED  = 18,   /* naming a job, server or worker the switch does not have, or too long */
     UPDATE_UNROUTABLE = 19, /* no address yet: no worker learned, the target's or the server's unknown */
-    FALLBACK_BASE   = 20    /* + reason code: 21 LATE .. 27 BAD_WORKER */
+    FALLBACK_BASE   = 20    /* + reason code: 21 LATE .. 29 UNOPENED */
 }
 
 #endif /* _ZEBRA_TYPES_ */

@@ -281,8 +281,8 @@ control DenseCheck(inout header_t hdr, inout ingress_metadata_t ig_md) {
     }
 }
 
-/* The records: (round << 3) | outcome per (job, worker, copy, seq). A record
- * below round << 3 is from an older round: this packet is new and its
+/* The records: (round << 4) | outcome per (job, worker, copy, seq). A record
+ * below round << 4 is from an older round: this packet is new and its
  * outcome is written; a record of this round means the packet was seen
  * (answer from the record, DUP); a later round means a stale copy (drop).
  * The outcome is decided by the round state before the record is written.

@@ -55,6 +55,7 @@ control Ingress(
     Validate() validate;
     RoundState() round_state;
     AdmissionOutcome() admission_outcome;
+    FirstOpened() first_opened;
     SeenRecords() seen_records;
     CoverBit() cover_bit;
 #ifdef ZEBRA_LNS
@@ -76,6 +77,9 @@ control Ingress(
     bool with_worker;
     round_op_t round_op;
     fallback_reason_t admission;
+    bool resend;
+    bool before_first;
+    bit<32> first;
     bit<32> record;
     bit<32> unbias;
     acc_index_t same_entry_index;
@@ -227,10 +231,19 @@ control Ingress(
             validate.apply(hdr, ig_md);
         }
 
-        /* 5. The round state: admit a HOT packet, close, release. */
+        /* 5. The round state: admit a HOT packet (peek only, for one that may
+         * not open its round: Unopened), close, release. */
+        resend = (hdr.hot.flags & HOT_FLAG_RETX) != 0;
+        before_first = false;
         if ((pass == pass_t.FAST || pass == pass_t.CHECK) && !ig_md.malformed
                 && !ig_md.conflict && ig_md.reason == fallback_reason_t.ADDED) {
-            round_op = round_op_t.ADMIT;
+            first_opened.apply(ig_md.job.index, ig_md.round, resend, first);
+            before_first = first != 0 && ig_md.round < first;
+            if (resend || before_first) {
+                round_op = round_op_t.PEEK;
+            } else {
+                round_op = round_op_t.ADMIT;
+            }
         } else if ((pass == pass_t.CLOSE || pass == pass_t.FLUSH) && ig_md.job_known) {
             round_op = round_op_t.CLOSE;
         } else if (pass == pass_t.RELEASE && ig_md.job_known) {
@@ -240,13 +253,13 @@ control Ingress(
         closed = round_op == round_op_t.CLOSE && ig_md.seen == ig_md.round;
 
         /* 6. The record: first time, retransmission, or stale copy. */
-        if (round_op == round_op_t.ADMIT) {
-            admission_outcome.apply(ig_md.seen, ig_md.round, admission);
-            ig_md.record_key = ig_md.round << 3;
+        if (round_op == round_op_t.ADMIT || round_op == round_op_t.PEEK) {
+            admission_outcome.apply(ig_md.seen, ig_md.round, before_first, resend, admission);
+            ig_md.record_key = ig_md.round << 4;
             record = ig_md.record_key | (bit<32>)(bit<8>)admission;
         }
         seen_records.apply(ig_md.rec_base + (record_index_t)hdr.hot.seq, ig_md.record_key, record,
-                           round_op == round_op_t.ADMIT,
+                           round_op == round_op_t.ADMIT || round_op == round_op_t.PEEK,
                            admission != fallback_reason_t.WINDOW_FULL, ig_md.record_before);
 
         /* 7. The verdict on a HOT packet. */
@@ -261,12 +274,12 @@ control Ingress(
                 ig_md.verdict = verdict_t.ANSWER;
                 ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)ig_md.reason;
             } else if (ig_md.record_before >= ig_md.record_key
-                       && ig_md.record_before <= (ig_md.record_key | 7)) {
+                       && ig_md.record_before <= (ig_md.record_key | 15)) {
                 ig_md.verdict = verdict_t.ANSWER;
-                ig_md.reason = (fallback_reason_t)(5w0 ++ ig_md.record_before[2:0]);
+                ig_md.reason = (fallback_reason_t)(4w0 ++ ig_md.record_before[3:0]);
                 ig_md.dup = 1;
                 ig_md.stat = (bit<8>)stat_t.DUPLICATES;
-            } else if (ig_md.record_before > (ig_md.record_key | 7)) {
+            } else if (ig_md.record_before > (ig_md.record_key | 15)) {
                 ig_md.verdict = verdict_t.DROP;
                 ig_md.stat = (bit<8>)stat_t.STALE;
             } else if (admission != fallback_reason_t.ADDED) {

@@ -1478,7 +1478,14 @@ impl ServerAgent {
                     w < 64 && a.complete >> w & 1 == 1 && self.agg_gate(r, a.contributed)
                 });
         };
-        if st.added > 0 && rs.agg.is_none() {
+        // The packets the worker had added must be in the aggregate: after
+        // a switch restart, the round's aggregate may be the old switch's,
+        // without what the new one added (the worker then resends them).
+        if st.added > 0
+            && !rs.agg.as_ref().is_some_and(|a| {
+                (w < 64 && a.complete >> w & 1 == 1) || a.coverage.holds_at_least(w, st.added)
+            })
+        {
             return false;
         }
         let covered = |seq| rs.agg.as_ref().is_some_and(|a| a.coverage.covers(w, seq));

@@ -37,7 +37,7 @@ use crate::values::{self, F32_BYTES};
 use crate::Frames;
 
 /// Rounds each barrier epoch starts apart (module docs). A round must stay
-/// below 2^29 for the P4 switch (`P4.md`): 8192 barriers.
+/// below 2^28 for the P4 switch (`P4.md`): 4096 barriers.
 pub const EPOCH_ROUNDS: u32 = 1 << 16;
 
 /// Most rounds one HOTSET closes ([`SplitPush::closes`]); a worker further

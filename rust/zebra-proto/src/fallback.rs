@@ -7,7 +7,9 @@ use crate::wire::FallbackReason;
 /// Why a worker hands pairs back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FallbackCause {
-    /// The switch answered FALLBACK: it did not add the packet and never will.
+    /// The switch answered FALLBACK: it did not add the packet and never will
+    /// (certain, except `Unopened`: an earlier incarnation of the switch may
+    /// have).
     Switch(FallbackReason),
     /// The round needed more packets than `max_seqs`; these were never sent.
     TooManyPackets,
@@ -26,7 +28,12 @@ pub enum FallbackCause {
 impl FallbackCause {
     /// Whether the switch certainly does not hold these pairs.
     pub fn is_certain(self) -> bool {
-        !matches!(self, FallbackCause::NoResponse | FallbackCause::Restarted)
+        !matches!(
+            self,
+            FallbackCause::NoResponse
+                | FallbackCause::Restarted
+                | FallbackCause::Switch(FallbackReason::Unopened)
+        )
     }
 }
 

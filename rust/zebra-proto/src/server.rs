@@ -54,6 +54,29 @@ impl Coverage {
             .push((c.first_seq, c.nbits, c.bits.clone()));
     }
 
+    /// Whether the sum holds at least `n` packets of `worker` (all of them
+    /// when the worker is complete): a worker that says it had `n` packets
+    /// added finds them in this aggregate, not in one from a switch that was
+    /// started again after it.
+    pub fn holds_at_least(&self, worker: u16, n: u16) -> bool {
+        if worker < 64 && self.complete >> worker & 1 == 1 {
+            return true;
+        }
+        let mut seqs = std::collections::BTreeSet::new();
+        for (first, nbits, bits) in self.ranges.get(&worker).into_iter().flatten() {
+            for i in 0..*nbits {
+                let held = match bits {
+                    CoverBits::All => true,
+                    CoverBits::Map(m) => m[usize::from(i) / 8] >> (i % 8) & 1 == 1,
+                };
+                if held {
+                    seqs.insert(first.saturating_add(i));
+                }
+            }
+        }
+        seqs.len() >= usize::from(n)
+    }
+
     /// Whether packet `seq` of `worker` is in the sum.
     pub fn covers(&self, worker: u16, seq: u16) -> bool {
         if worker < 64 && self.complete >> worker & 1 == 1 {

@@ -25,7 +25,7 @@ pub struct SwitchStats {
     /// Hot packets older than the worker's record (a stale copy): dropped.
     pub stale: u64,
     /// Fallback notices sent for new packets, by reason code (index = code).
-    pub fallbacks: [u64; 9],
+    pub fallbacks: [u64; FallbackReason::ALL.len() + 1],
     /// ACKs sent (duplicates included).
     pub acks: u64,
     /// Rounds closed because every worker finished.

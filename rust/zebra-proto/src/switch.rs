@@ -282,6 +282,9 @@ struct JobState {
     members: Members,
     /// The newest round opened (0: none yet): how far ahead a round may be.
     newest: u32,
+    /// The first round this incarnation opened (0: none yet): what came
+    /// before may have been an earlier incarnation's (`Unopened`).
+    first_opened: u32,
     /// Admitted while the switch ran ([`Switch::admit`]), so given back
     /// when its servers fall silent ([`Switch::retire_silent`]).
     admitted: bool,
@@ -333,6 +336,7 @@ impl JobState {
                 key => Members::new(key, true, cfg.workers, cfg.servers),
             },
             newest: 0,
+            first_opened: 0,
             admitted: false,
             registrations: 0,
             heard: None,
@@ -1080,7 +1084,11 @@ impl Switch {
 
         let job = &mut self.jobs[j];
         let rs = &mut job.rounds[copy];
-        let outcome = if rs.round == h.round {
+        let outcome = if job.first_opened != 0 && h.round < job.first_opened {
+            // Never opened here: a switch started again knows nothing of
+            // what its earlier incarnation added or closed in this round.
+            FallbackReason::Unopened as u8
+        } else if rs.round == h.round {
             if rs.open {
                 ADDED
             } else {
@@ -1090,6 +1098,11 @@ impl Switch {
         } else if rs.round < h.round {
             if rs.open {
                 FallbackReason::WindowFull as u8
+            } else if h.retransmission {
+                // A resend whose round nobody opened here: its first copy may
+                // have reached a switch before this one, which may have
+                // closed the round.
+                FallbackReason::Unopened as u8
             } else {
                 *rs = RoundState {
                     round: h.round,
@@ -1098,6 +1111,9 @@ impl Switch {
                     complete_workers: 0,
                 };
                 job.newest = job.newest.max(h.round);
+                if job.first_opened == 0 {
+                    job.first_opened = h.round;
+                }
                 ADDED
             }
         } else {

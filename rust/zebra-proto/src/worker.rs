@@ -169,6 +169,14 @@ impl TxPacket {
         WorkerAction::Send(self.bytes.clone())
     }
 
+    /// The packet again after the switch answered it `WindowFull` (not
+    /// recorded), now in `state`: flagged RETX only if it was resent before
+    /// (an earlier copy may have been added, by this switch or one before).
+    fn again(&mut self, state: TxState, token: u32) -> WorkerAction {
+        self.state = state;
+        self.send(token)
+    }
+
     /// The packet again, flagged RETX, now in `state`.
     fn resend(&mut self, state: TxState, token: u32) -> WorkerAction {
         self.state = state;
@@ -545,7 +553,7 @@ impl Worker {
                 }
                 if parked {
                     self.stats.busy_resends += 1;
-                    out.push(p.resend(
+                    out.push(p.again(
                         TxState::InFlight {
                             first_sent,
                             deadline: now + self.rtt.backoff(retries),
@@ -995,7 +1003,10 @@ mod tests {
         assert!(sends(&w.poll(Timestamp(at.0 - 1))).is_empty());
         let again = sends(&w.poll(at));
         assert_eq!(again.len(), 1);
-        assert!(again[0].retransmission && again[0].seq == 0);
+        assert!(
+            !again[0].retransmission && again[0].seq == 0,
+            "not recorded at the switch: sent again as new, not as a resend"
+        );
         let done = w.handle_packet(
             at,
             &answer(&again[0], ResponseKind::Ack { duplicate: false }),

@@ -723,6 +723,7 @@ fn fallback_reasons() {
         FallbackReason::UnknownJob => "UNKNOWN_JOB",
         FallbackReason::BadWorker => "BAD_WORKER",
         FallbackReason::FarAhead => "FAR_AHEAD",
+        FallbackReason::Unopened => "UNOPENED",
     };
     let mut want = vec![("ADDED".to_string(), 0u128)];
     want.extend(

@@ -205,7 +205,8 @@ fn window_full_is_not_recorded_so_a_resend_is_added_once_the_copy_frees() {
     );
     s.poll(Timestamp(10_000));
     assert_eq!(s.open_rounds(), 0);
-    let out = resend(&mut s, 10_001, &p3);
+    // The worker sends it again unflagged (its copy was answered, not lost).
+    let out = send(&mut s, 10_001, &p3);
     assert_eq!(
         response(&out[0]).kind,
         ResponseKind::Ack { duplicate: false },
@@ -943,4 +944,44 @@ fn silent_admitted_jobs_give_their_memory_back() {
     let mut fixed = Switch::new(config(2, 1)).unwrap();
     assert_eq!(fixed.retire_at(silence), None);
     assert!(fixed.retire_silent(sec(100), silence).is_empty());
+}
+
+/// A switch started again knows nothing of the rounds its earlier
+/// incarnation held: a resend that would open a round, and any packet of a
+/// round older than the first it opened, are answered `Unopened` (the worker
+/// hands them to the server as uncertain) and added to nothing.
+#[test]
+fn rounds_an_earlier_incarnation_may_have_held_are_unopened() {
+    let mut s = Switch::new(config(2, 1)).unwrap();
+    let unopened = ResponseKind::Fallback {
+        reason: FallbackReason::Unopened,
+        duplicate: false,
+    };
+    let out = resend(&mut s, 0, &hot(0, 7, 0, true, &[(1, 1.0)]));
+    assert_eq!(response(&out[0]).kind, unopened, "a resend opens nothing");
+    assert_eq!(s.open_rounds(), 0);
+    let again = resend(&mut s, 1, &hot(0, 7, 0, true, &[(1, 1.0)]));
+    assert_eq!(
+        response(&again[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::Unopened,
+            duplicate: true
+        },
+        "answered the same from the record"
+    );
+    let first = send(&mut s, 2, &hot(1, 8, 0, true, &[(1, 2.0)]));
+    assert_eq!(
+        response(&first[0]).kind,
+        ResponseKind::Ack { duplicate: false }
+    );
+    let older = send(&mut s, 3, &hot(1, 5, 0, true, &[(1, 4.0)]));
+    assert_eq!(
+        response(&older[0]).kind,
+        unopened,
+        "older than the first round opened here"
+    );
+    let done = send(&mut s, 4, &hot(0, 8, 0, true, &[(1, 8.0)]));
+    let (data, _) = aggregates(&done);
+    assert_eq!(sums(&data), vec![(1, 10.0)], "round 8 holds only its own");
+    assert_eq!(s.stats().fallbacks[FallbackReason::Unopened as usize], 2);
 }

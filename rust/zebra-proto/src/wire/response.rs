@@ -62,11 +62,17 @@ pub enum FallbackReason {
     /// A round further ahead of the job's newest round than
     /// `max_round_ahead`: refused, not remembered.
     FarAhead = 8,
+    /// A round this switch never opened, answered for a packet that an
+    /// earlier incarnation of the switch may have added: older than the
+    /// first round this incarnation opened, or a retransmission that would
+    /// open the round. The worker hands the pairs to the server as
+    /// uncertain, and the server decides by the round's coverage.
+    Unopened = 9,
 }
 
 impl FallbackReason {
     /// All reasons, by code.
-    pub const ALL: [FallbackReason; 8] = [
+    pub const ALL: [FallbackReason; 9] = [
         FallbackReason::Late,
         FallbackReason::WindowFull,
         FallbackReason::OutOfRange,
@@ -75,6 +81,7 @@ impl FallbackReason {
         FallbackReason::UnknownJob,
         FallbackReason::BadWorker,
         FallbackReason::FarAhead,
+        FallbackReason::Unopened,
     ];
 
     /// The reason with wire code `c`.
