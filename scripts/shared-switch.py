@@ -18,7 +18,7 @@ finish exactly on its server.
 Scenario window (~70 s): two exact_sums jobs P and Q (2 servers, 2 workers, 64 hot keys
 of 64 values a push) at once through one switch whose link is shaped (--switch-rate, tc
 tbf each way), first with the workers' congestion window, then without it
-(HOT_WINDOW_OFF=1, rust/zebra-hotpath/src/worker_link.rs) and a new switch, in one run:
+(`worker_window = false` in the jobs' settings files) and a new switch, in one run:
 pairs summed per second of each job, the link's drops; both exact in both halves, and
 with the window neither job sums less than --min-share of the other's rate.
 
@@ -183,10 +183,11 @@ class Spec:
         self.thread.start()
 
 
-def write_conf(path, job_id):
-    """The job's settings (ZEBRA_HOT_CONFIG): its id, no pace rule, and the suites'
-    timeouts for a loaded 2-core machine (HOT_CONF, which the switch reads too). Nothing
-    sizes the job: it is still admitted with the default share, its keys found online."""
+def write_conf(path, job_id, window=True):
+    """The job's settings (ZEBRA_HOT_CONFIG): its id, no pace rule, the workers' window
+    (`worker_window`) and the suites' timeouts for a loaded 2-core machine (HOT_CONF, which
+    the switch reads too). Nothing sizes the job: it is still admitted with the default
+    share, its keys found online."""
     with open(HOT_CONF) as f:
         suite = f.read()
     with open(path, "w") as f:
@@ -195,7 +196,9 @@ def write_conf(path, job_id):
                 "# Here aggregation can make exact_sums slower, and its servers would rightly step aside\n"
                 "# within a second (the pace rule): this test is about sharing the switch.\n"
                 "online_min_pace = 0\n"
-                f"# {os.path.relpath(HOT_CONF, ROOT)}:\n" + suite)
+                + ("" if window else "# No congestion window: every hot packet up to worker_max_in_flight at once.\n"
+                   "worker_window = false\n")
+                + f"# {os.path.relpath(HOT_CONF, ROOT)}:\n" + suite)
     return path
 
 
@@ -237,16 +240,17 @@ def admission_specs(args, py):
     ]
 
 
-def window_specs(args, tag, env):
+def window_specs(args, tag, window):
     """Jobs P and Q: the same exact_sums job (more hot values a round than the admission
-    scenario's), ids 1 and 11, with the pslaunch options `env`."""
+    scenario's), ids 1 and 11, the workers' congestion window on or off (`window`)."""
     exact = os.path.join(args.pslite_bin, "exact_sums")
     specs = []
     for label, job_id in (("P", 1), ("Q", 11)):
         d = logdir_of(args, f"window-{tag}-{label.lower()}")
         specs.append(Spec(label, "exact_sums", 2, 2, job_id, d,
-                          base_argv(args, 2, 2) + zebra_env(args, d, write_conf(os.path.join(d, "job.conf"), job_id))
-                          + list(env) + ["--", exact, *WINDOW_EXACT_SUMS, f"--rounds={args.window_rounds}"]))
+                          base_argv(args, 2, 2)
+                          + zebra_env(args, d, write_conf(os.path.join(d, "job.conf"), job_id, window))
+                          + ["--", exact, *WINDOW_EXACT_SUMS, f"--rounds={args.window_rounds}"]))
     return specs
 
 
@@ -547,18 +551,18 @@ class Run:
 
     def window(self):
         a = self.args
-        phases = [("on", []), ("off", ["--env", "HOT_WINDOW_OFF=1"])]
+        phases = [("on", True), ("off", False)]
         results = {}
         shared = None
         try:
-            for tag, env in phases:
-                specs = window_specs(a, tag, env)
+            for tag, window in phases:
+                specs = window_specs(a, tag, window)
                 if shared is None:
                     shared = self.testbed(specs, pslaunch.Shaping(a.switch_rate))
                     print(f"  the switch's link: {a.switch_rate} each way (tc tbf, a 50 ms queue); the workers' "
                           f"window {tag}", flush=True)
                 else:
-                    print(f"  the workers' window {tag} (HOT_WINDOW_OFF=1), a new switch", flush=True)
+                    print(f"  the workers' window {tag} (worker_window = false), a new switch", flush=True)
                 before = qdisc_drops(shared)
                 switch = Switch(a, shared, f"window-{tag}", a.slots)
                 try:

@@ -37,6 +37,10 @@ pub struct LinkConfig {
     /// A server's link only: ask the switch to admit the job with this size
     /// (a REGISTER with admission); `None`: the switch has the job already.
     pub admission: Option<Admission>,
+    /// A worker's link only: keep at most the congestion window of hot
+    /// packets in flight (`worker_window`, default `true`); `false`: every
+    /// packet up to `worker_max_in_flight` at once (for measurements).
+    pub window: bool,
 }
 
 impl LinkConfig {
@@ -56,6 +60,7 @@ impl LinkConfig {
             loss: None,
             stack: None,
             admission: None,
+            window: true,
         }
     }
 

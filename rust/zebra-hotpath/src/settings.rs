@@ -168,6 +168,7 @@ pub const KNOBS: &[Knob] = &[
         b.config().worker_max_in_flight = int(e, 1, 1 << 20)?;
         Ok(())
     }),
+    knob("worker_window", "worker-window", "true|false", "true", "worker: keep at most the congestion window of hot packets in flight (slow start, halved on a timeout; docs/HOTPATH.md, Congestion control); false: every packet up to worker_max_in_flight leaves at once (for measurements); the switch ignores it", |b, e| set(&mut b.worker_window, boolean(e)?)),
     knob("worker_retain_pairs", "worker-retain-pairs", "N", "1048576", "worker: hot pairs of settled rounds kept (8 bytes each, oldest rounds dropped first) until the server answers, so that what a switch held when it was killed is sent to the servers when it starts again; 0: none (a restart then costs those rounds' hot sums, reported by the servers)", |b, e| {
         b.config().worker_retain_pairs = int(e, 0, 1 << 30)?;
         Ok(())
@@ -256,6 +257,9 @@ pub struct HotpathConfig {
     /// `register_wait_ms`: how long a server waits for the switch to answer
     /// its REGISTER before it steps aside (`Aside::Unanswered`).
     pub register_wait: Duration,
+    /// `worker_window`: whether workers keep to their congestion window
+    /// ([`LinkConfig::window`](crate::LinkConfig::window)).
+    pub worker_window: bool,
     /// `online_rounds`, `online_tau`, `online_wait_ms`: the online
     /// re-ranking, used when `ZEBRA_HOT=online` asks for it.
     pub online: OnlineConfig,
@@ -582,6 +586,7 @@ struct Builder {
     loss: Option<HotLoss>,
     settle_timeout: Option<Duration>,
     register_wait: Option<Duration>,
+    worker_window: Option<bool>,
     online_rounds: Option<u32>,
     online_tau: Option<f64>,
     online_wait: Option<Duration>,
@@ -635,6 +640,15 @@ fn drift(e: &Entry) -> Result<f64, String> {
     match e.value.parse::<f64>() {
         Ok(d) if d >= 0.0 => Ok(d),
         _ => Err(e.bad("expected a number of rounds, 0 or more, or inf")),
+    }
+}
+
+/// `true` or `false` (a TOML boolean, or the same words from a flag).
+fn boolean(e: &Entry) -> Result<bool, String> {
+    match e.value.as_str() {
+        "true" => Ok(true),
+        "false" => Ok(false),
+        _ => Err(e.bad("expected true or false")),
     }
 }
 
@@ -843,6 +857,7 @@ impl Builder {
             loss: self.loss,
             settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
             register_wait: self.register_wait.unwrap_or(REGISTER_WAIT),
+            worker_window: self.worker_window.unwrap_or(true),
             online: {
                 let mut o = OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS));
                 o.tau = self.online_tau.unwrap_or(o.tau);
@@ -904,6 +919,7 @@ impl Builder {
             loss: self.loss,
             settle_timeout: self.settle_timeout.unwrap_or(SETTLE_TIMEOUT),
             register_wait: self.register_wait.unwrap_or(REGISTER_WAIT),
+            worker_window: self.worker_window.unwrap_or(true),
             online: OnlineConfig::new(self.online_rounds.unwrap_or(ONLINE_ROUNDS)),
             online_out: self.online_out,
             zero_config: admit.is_some(),
@@ -993,6 +1009,23 @@ mod tests {
         for k in KNOBS {
             assert!(k.flag.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
         }
+    }
+
+    #[test]
+    fn worker_window_is_on_unless_switched_off() {
+        let mut s = Settings::new();
+        s.set("workers", "2").unwrap();
+        assert!(s.clone().build().unwrap().worker_window);
+        let file = Settings::parse("workers = 2\nworker_window = false\n", &path()).unwrap();
+        assert!(!file.build().unwrap().worker_window);
+        s.set("worker_window", "false").unwrap();
+        assert!(!s.clone().build().unwrap().worker_window);
+        s.set("worker_window", "off").unwrap();
+        let err = s.build().unwrap_err().to_string();
+        assert!(
+            err.contains("--worker-window \"off\": expected true or false"),
+            "{err}"
+        );
     }
 
     #[test]

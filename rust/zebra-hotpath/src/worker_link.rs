@@ -27,17 +27,6 @@ use crate::io::{IoStats, Machine, Node, Sends};
 use crate::link::{Events, LinkConfig};
 use crate::StartError;
 
-/// The variable that turns the workers' congestion window off (`1`), for
-/// measurements only (`scripts/shared-switch.py window`; `docs/HOTPATH.md`,
-/// "Congestion control"). Not a setting: outside the `ZEBRA_` names that
-/// zebra-config checks, so that it cannot be mistaken for one.
-pub const WINDOW_OFF_VAR: &str = "HOT_WINDOW_OFF";
-
-/// Whether [`WINDOW_OFF_VAR`] is `1`.
-fn window_off() -> bool {
-    std::env::var(WINDOW_OFF_VAR).is_ok_and(|v| v.trim() == "1")
-}
-
 /// What a worker link reports.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WorkerEvent {
@@ -195,12 +184,12 @@ impl WorkerLink {
     /// Validates the configuration, binds the socket, starts the thread.
     pub fn start(config: LinkConfig) -> Result<WorkerLink, StartError> {
         let mut worker = Worker::new(&config.proto, config.job, config.rank)?;
-        if window_off() {
-            // A measurement knob (scripts/shared-switch.py --window): the
-            // rule's effect on jobs sharing a link, measured in one run.
+        if !config.window {
+            // `worker_window = false`, for measurements (scripts/shared-switch.py
+            // window): the rule's effect on jobs sharing a link.
             log::warn!(
-                "zebra: worker {} of job {}: {WINDOW_OFF_VAR}=1: no congestion window, up to \
-                 worker_max_in_flight hot packets in flight at once",
+                "zebra: worker {} of job {}: worker_window = false: no congestion window, up \
+                 to worker_max_in_flight hot packets in flight at once",
                 config.rank,
                 config.job
             );

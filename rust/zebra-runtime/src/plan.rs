@@ -45,6 +45,8 @@ pub(crate) struct Aggregation {
     /// `register_wait_ms`: a server whose REGISTER the switch leaves
     /// unanswered this long steps aside.
     pub(crate) register_wait: Duration,
+    /// `worker_window`: workers keep to their congestion window.
+    pub(crate) worker_window: bool,
 }
 
 /// What PS-lite's launcher tells a process: `DMLC_ROLE`, `DMLC_NUM_WORKER` and
@@ -305,6 +307,7 @@ impl Aggregation {
             online_out: built.online_out,
             zero_config,
             register_wait: built.register_wait,
+            worker_window: built.worker_window,
         }))
     }
 }
@@ -315,6 +318,7 @@ impl Aggregation {
     pub(crate) fn link(&self, job: u16, rank: u16) -> Result<LinkConfig, StartError> {
         let mut c = LinkConfig::new(self.proto.clone(), job, rank, self.switch);
         c.loss = self.loss;
+        c.window = self.worker_window;
         c.stack = zebra_engine::process_stack().map_err(|source| StartError::Io {
             what: "start the user-level stack (ZEBRA_NET)".into(),
             source,

@@ -2,7 +2,7 @@
 //! value)` items in file order, each value as the text a flag would carry.
 //!
 //! Only a flat table of `key = value` lines is a settings file: strings in
-//! double quotes, numbers bare, a repeatable key (`server_addr`) as an
+//! double quotes, numbers and booleans bare, a repeatable key (`server_addr`) as an
 //! array of strings. A line that is not TOML is reported with its line
 //! number and, when quoting its value makes it TOML (the format before
 //! 2026-11-27 took values unquoted), the line as it should be written.
@@ -30,7 +30,8 @@ fn line_of(text: &str, offset: usize) -> usize {
 }
 
 /// A scalar as the text a flag would carry: a string as written, a number
-/// in decimal; `None` for a boolean, a date, an array or a table.
+/// in decimal, a boolean as `true` or `false`; `None` for a date, an array
+/// or a table.
 fn scalar(value: &DeValue<'_>) -> Option<String> {
     match value {
         DeValue::String(s) => Some(s.to_string()),
@@ -39,6 +40,7 @@ fn scalar(value: &DeValue<'_>) -> Option<String> {
             .ok()
             .map(|n| n.to_string()),
         DeValue::Float(f) => Some(f.as_str().to_string()),
+        DeValue::Boolean(b) => Some(b.to_string()),
         _ => None,
     }
 }
@@ -112,7 +114,7 @@ pub(super) fn items(text: &str, path: &Path) -> Result<Vec<Item>, Vec<String>> {
                 Some(t) => (vec![t], vec![source(value.span())], false),
                 None => {
                     problems.push(format!(
-                        "{}: {}: expected a string in double quotes or a number, found a {}",
+                        "{}: {}: expected a string in double quotes, a number or a boolean, found a {}",
                         at(line),
                         key.get_ref(),
                         v.type_str()
@@ -148,7 +150,8 @@ mod tests {
     fn values_become_the_text_a_flag_carries() {
         let items = parse(
             "# comment\nswitch = \"127.0.0.1:9950\"  # the switch\n\nworkers = 4\nround_timeout_ms = 0.5\n\
-             online_max_drift = inf\nslots = 0x40\nserver_addr = [\"0=1.2.3.4:5\", \"1=1.2.3.4:6\"]\n",
+             online_max_drift = inf\nslots = 0x40\nserver_addr = [\"0=1.2.3.4:5\", \"1=1.2.3.4:6\"]\n\
+             worker_window = false\n",
         )
         .unwrap();
         let got: Vec<(usize, &str, Vec<&str>)> = items
@@ -170,6 +173,7 @@ mod tests {
                 (6, "online_max_drift", vec!["inf"]),
                 (7, "slots", vec!["64"]),
                 (8, "server_addr", vec!["0=1.2.3.4:5", "1=1.2.3.4:6"]),
+                (9, "worker_window", vec!["false"]),
             ]
         );
         assert!(items[5].array && !items[0].array);
@@ -202,10 +206,13 @@ mod tests {
               array: server_addr = [\"first\", \"second\"]"
             ]
         );
-        let p = parse("workers = true\n[job]\nid = 1\n").unwrap_err();
+        let p = parse("workers = 1979-05-27\n[job]\nid = 1\n").unwrap_err();
         assert_eq!(p.len(), 2, "{p:?}");
         assert!(
-            p[0].contains("/etc/hot.conf:1: workers: expected a string in double quotes or a number, found a boolean"),
+            p[0].contains(
+                "/etc/hot.conf:1: workers: expected a string in double quotes, a number or a \
+                 boolean, found a "
+            ),
             "{p:?}"
         );
         assert!(p[1].contains("/etc/hot.conf:2: job: "), "{p:?}");
