@@ -136,6 +136,12 @@ pub struct ServerAgentStats {
     /// Aggregates and fallbacks of zeros only for rounds already forgotten
     /// (nothing lost: e.g. a round whose requests listed no hot key).
     pub late_empty: u64,
+    /// Aggregates and fallbacks with non-zero values for rounds forgotten
+    /// after every push of theirs was delivered complete (none forced):
+    /// nothing of them was missing, so they hold values applied already (a
+    /// float residue of the uncertain batches subtracted from a late
+    /// aggregate, or a copy), not lost ones.
+    pub late_applied: u64,
     /// Non-zero hot values that arrived too late to be delivered, or were
     /// left when a round was forgotten (logged; must stay 0).
     pub lost_values: u64,
