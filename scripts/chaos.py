@@ -2,7 +2,7 @@
 """The chaos suite (issue 18): real PS-lite jobs on the netns testbed (scripts/pslaunch.py
 --net netns), faults injected while they run, every result checked exactly.
 
-  scripts/chaos.py [--list] [--known-issues] [--logdir DIR] [SCENARIO...]
+  scripts/chaos.py [--list] [--logdir DIR] [SCENARIO...]
 
 Each scenario prints what it injected and what it checked, then one line "PASS chaos
 NAME", "FAIL chaos NAME (why)" or "SKIP chaos NAME (why)" that scripts/test.sh counts.
@@ -31,10 +31,6 @@ from chaoslib import Job, fmt  # noqa: E402
 
 HOT_CONF = os.path.join(ROOT, "scripts", "suites", "hot.conf")
 EXACT_SUMS_HOT = ["--val-len=32", "--keys=64"]  # the suite's exact_sums_hot workload
-KNOWN = {
-    "K2": "known issue K2 (docs/RELIABILITY.md): after a stall longer than the workers' retries, a late aggregate "
-          "corrected by subtraction leaves float rounding residues that the servers count as lost values",
-}
 LOSSES = [("0.1 %", "drop=0.001,seed=21"), ("1 %", "drop=0.01,seed=22"), ("5 %", "drop=0.05,seed=23"),
           ("duplication and reordering", "dup=0.05,delay=0.1,delay_ms=3,seed=24")]
 
@@ -119,13 +115,10 @@ class Suite:
             "after SIGCONT"])
 
     def switch_stop_long(self, name):
-        """Known issue K2: SIGSTOP to the switch for 15 s, longer than the workers' retries:
-        their pairs go to the servers as uncertain fallbacks, applied after
-        uncertain_timeout_ms, and the switch's late aggregates are corrected by subtraction;
-        the sums must be exact and no value counted lost."""
-        if not self.args.known_issues:
-            self.line("SKIP", name, KNOWN["K2"] + "; run it with scripts/chaos.py --known-issues " + name)
-            return
+        """SIGSTOP to the switch for 15 s, longer than the workers' retries: their pairs go
+        to the servers as uncertain fallbacks, applied after uncertain_timeout_ms, and the
+        switch's late aggregates are corrected by subtraction (K2, fixed: what is left of
+        them is counted applied, not lost); the sums must be exact and no value counted lost."""
         self.switch_stop(name, seconds=15)
 
     def switch_kill(self, name):
@@ -181,12 +174,10 @@ class Suite:
             out.write(f.read() + "settle_timeout_ms = 8000\n")
         return path
 
-    def check_restart(self, name, job, known=None):
+    def check_restart(self, name, job):
         """After a switch was killed and started again: the job finished (its workers exit
         1 only for wrong values), the new switch was used again, and the sums are exact and
-        nothing was forced or lost. With `known` (a known issue), the exactness is a line of
-        its own, "NAME exact", a SKIP while the issue is open (FAIL with --known-issues) when
-        the servers reported what went wrong; wrong sums nobody reported fail NAME."""
+        nothing was forced or lost."""
         problems, checked = self.exact(job)
         hot_problems, _ = chaoslib.hot_ok(job.logdir, require_pairs=False)
         inexact = problems + hot_problems
@@ -204,17 +195,7 @@ class Suite:
                        f"({again.get('registrations', 0)} registrations)")
         checked.append(f"the servers' own account: {counters['forced']} pushes delivered unsettled (forced), "
                        f"{counters['lost_values']} values lost")
-        if known is None:
-            self.report(name, job, inexact + rest, checked)
-            return
-        if problems and not counters["forced"] and not counters["lost_values"]:
-            rest.insert(0, "wrong sums that no server reported (no forced delivery, no lost value): silent")
-        self.report(name, job, rest, checked)
-        if not inexact:
-            self.line("PASS", name + " exact", "every value exact, nothing forced or lost")
-        else:
-            verdict = "FAIL" if self.args.known_issues else "SKIP"
-            self.line(verdict, name + " exact", f"{KNOWN[known]}: {inexact[0][:200]}")
+        self.report(name, job, inexact + rest, checked)
 
     def hot_loss(self, name):
         """Seeded loss, duplication and reordering on every hot-path send (workers, servers,
@@ -370,8 +351,6 @@ def main():
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("scenarios", nargs="*", help="scenarios to run (default: all)")
     p.add_argument("--list", action="store_true", help="list the scenarios and exit")
-    p.add_argument("--known-issues", action="store_true",
-                   help="also run the scenarios of known issues (they fail until the issue is fixed)")
     p.add_argument("--logdir", default=os.path.join(ROOT, ".build", "logs", "chaos"))
     p.add_argument("--shim", default=os.environ.get("CHAOS_SHIM") or os.path.join(ROOT, "dist/lib/libzmq.so.5"))
     p.add_argument("--zebra", default=os.environ.get("CHAOS_ZEBRA") or os.path.join(ROOT, "target/release/zebra"))
