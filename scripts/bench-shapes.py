@@ -43,8 +43,9 @@ def main():
     p.add_argument("--repeats", type=int, default=3, help="repetitions of every configuration (default 3)")
     p.add_argument("--workers", type=int, default=3, help="workers (default 3)")
     p.add_argument("--servers", type=int, default=2, help="servers (default 2)")
-    p.add_argument("--rounds", type=int, default=150,
-                   help="shapes --rounds (default 150: well past the 10 pushes a server counts before it decides)")
+    p.add_argument("--rounds", type=int, default=1500,
+                   help="shapes --rounds (default 1500, jobs of 4-10 s here; 150 gives jobs of half a second, "
+                        "where the 10-20 pushes a server spends deciding weigh)")
     p.add_argument("--keys", type=int, default=256, help="shapes --keys per server (default 256)")
     p.add_argument("--val-len", type=int, default=16, help="shapes --val-len (default 16)")
     p.add_argument("--timeout", type=float, default=300, help="seconds per run (default 300)")
