@@ -7,6 +7,7 @@ use zebra_pslite::FormatChoice;
 
 use crate::online::OnlineConfig;
 use crate::pull::PullConfig;
+use crate::sync::SyncMode;
 
 /// How PS-lite values typed `OTHER` (`char`: MXNet, BytePS's benchmarks)
 /// are read. The wire does not say what the bytes are.
@@ -80,6 +81,10 @@ pub struct AgentConfig {
     /// round's hot values back and send them once through the switch;
     /// workers answer pulls of hot keys from them. `None`: off.
     pub pull: Option<PullConfig>,
+    /// When a worker's push completes (`crate::sync`, `ZEBRA_SYNC`): on
+    /// the server's answer, or once its hot part settled. Server side: the
+    /// pushes of its worker a pull may pass.
+    pub sync: SyncMode,
 }
 
 impl AgentConfig {
@@ -103,6 +108,7 @@ impl AgentConfig {
             max_clean_values: u32::from(zebra_proto::consts::DEFAULT_MAX_SEQS),
             online: None,
             pull: None,
+            sync: SyncMode::Exact,
         }
     }
 

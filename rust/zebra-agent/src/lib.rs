@@ -51,6 +51,7 @@ pub mod pull;
 pub mod readback;
 pub mod server;
 pub mod stats;
+pub mod sync;
 pub mod values;
 pub mod worker;
 pub mod worker_pull;
@@ -63,6 +64,7 @@ pub use pull::{Fill, Miss, PullConfig, PullPlan, PullStats, RowUpdate, WorkerPul
 pub use readback::{ReadBack, ReadBackStats, RoundValues};
 pub use server::{ServerAgent, ServerOutput, SwitchHeard};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
+pub use sync::{EarlyAnswerStats, EarlyAnswers, SyncMode};
 pub use worker::{FromServer, Outgoing, SettleMessage, SplitPush, WorkerAgent};
 pub use worker_pull::{PullAgent, PullAgentStats, PullSend};
 

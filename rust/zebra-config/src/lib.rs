@@ -14,7 +14,7 @@ use std::str::FromStr;
 
 mod job_key;
 pub use job_key::JobKey;
-pub use zebra_agent::Delivery;
+pub use zebra_agent::{Delivery, SyncMode};
 pub use zebra_pslite::FormatChoice;
 
 /// One documented variable.
@@ -238,6 +238,15 @@ pub const VARIABLES: &[Variable] = &[
                 "server" => Pull::Server,
                 _ => return Err(Bad::Expected("expected switch or server")),
             };
+            Ok(())
+        },
+    },
+    Variable {
+        name: "ZEBRA_SYNC",
+        default: "exact",
+        help: "when a worker's push completes with a switch (docs/OSP.md): `exact`: when the server has applied all of it (PS-lite's own); `two-stage`: once its hot part is settled at the switch, the cold part still on its way (a later pull is still served after the push); `two-stage:S`: the same, and a pull may be served with up to S of its worker's pushes to that server not yet applied",
+        read: |r, v| {
+            r.cfg.sync = v.parse().map_err(Bad::Expected)?;
             Ok(())
         },
     },
@@ -502,6 +511,8 @@ pub struct Config {
     pub hot_mode: HotMode,
     pub delivery: Delivery,
     pub pull: Pull,
+    /// `ZEBRA_SYNC`.
+    pub sync: SyncMode,
     /// `ZEBRA_PSLITE_FLAVOR`.
     pub flavor: FormatChoice,
     /// `ZEBRA_NET` and, for the user-level stack, its EAL arguments, address and gateway.
@@ -539,6 +550,7 @@ impl Default for Config {
             hot_mode: HotMode::Auto,
             delivery: Delivery::PerWorker,
             pull: Pull::Switch,
+            sync: SyncMode::Exact,
             flavor: FormatChoice::Auto,
             net: Network::Kernel,
             dpdk_args: None,
@@ -712,6 +724,20 @@ mod tests {
 
     fn parse(vars: &[(&str, &str)]) -> Result<Config, ConfigErrors> {
         Config::from_vars(vars.iter().copied(), 42)
+    }
+
+    #[test]
+    fn sync_mode() {
+        assert_eq!(parse(&[]).unwrap().sync, SyncMode::Exact);
+        for (v, want) in [
+            ("exact", SyncMode::Exact),
+            ("two-stage", SyncMode::TwoStage { staleness: 0 }),
+            ("two-stage:4", SyncMode::TwoStage { staleness: 4 }),
+        ] {
+            assert_eq!(parse(&[("ZEBRA_SYNC", v)]).unwrap().sync, want, "{v}");
+        }
+        let e = parse(&[("ZEBRA_SYNC", "osp")]).unwrap_err().to_string();
+        assert!(e.contains("ZEBRA_SYNC") && e.contains("two-stage:S"), "{e}");
     }
 
     #[test]
