@@ -4,16 +4,19 @@ their servers register, and real PS-lite jobs beside it on one netns testbed.
 
   scripts/shared-switch.py [admission] [window] [--break room|same-id] [--logdir DIR] ...
 
-Scenario admission (~25 s): three jobs, the switch given room for two.
+Scenario admission (~60 s): four jobs, the switch given room for two.
 - job B: MXNet 1.9.1 dist_sync (tests/mxnet/dist_sync_kvstore.py --bigarray-bound 100),
   2 servers, 2 workers, started first (MXNet takes seconds to start);
 - job A: BytePS PS-lite tests/pslite-app/exact_sums, 2 servers, 2 workers, started once
   the switch has admitted B's two server jobs, so that both aggregate at once;
-- job C: exact_sums, 1 server, 2 workers, started once the switch has admitted A's too.
+- jobs C and D: exact_sums, 1 server, 2 workers each, started once the switch has admitted
+  A's too; C short, D long enough (--rounds-d) to outlast A and B.
 Every job asks the switch for the default share (R x S / servers hot values per server:
 the whole default switch of 1,024 slots per register for each job), and the switch is
-given room for two (--slots 2048): C must be refused at admission, step aside and still
-finish exactly on its server.
+given room for two (--slots 2048): C and D must be refused at admission, step aside and
+still finish exactly on their servers; D, still running when A or B has ended and been
+retired (10-20 s after its last REGISTER), must then be admitted (a refusal is not final:
+its server asks every second) and aggregate.
 
 Scenario window (~70 s): two exact_sums jobs P and Q (2 servers, 2 workers, 64 hot keys
 of 64 values a push) at once through one switch whose link is shaped (--switch-rate, tc
@@ -23,9 +26,9 @@ pairs summed per second of each job, the link's drops; both exact in both halves
 with the window neither job sums less than --min-share of the other's rate.
 
 Zero configuration (nothing sizes the jobs: each server asks the switch for its share,
-the keys are found online) but for each job's ZEBRA_HOT_CONFIG file: its job id (`job =
-1`, `11`, `21`: PS-lite server s is the switch's job ID + s; two jobs that leave it at
-its default 1 collide on the switch), `online_min_pace = 0` (no pace rule: on this
+the keys are found online, each job's id is derived from its scheduler's address: PS-lite
+server s is the switch's job ID + s; `zebra config` with the job's variables tells the
+script which) but for each job's ZEBRA_HOT_CONFIG file: `online_min_pace = 0` (no pace rule: on this
 unshaped testbed aggregation makes exact_sums' workers slower and its servers would
 rightly step aside within a second; this test is about sharing the switch) and the
 suites' timeouts for a loaded 2-core machine (scripts/suites/hot.conf, which the switch
@@ -40,16 +43,19 @@ Checked, each a PASS or FAIL line that scripts/test.sh counts ("SKIP" without ro
                                 forced or lost, the switch summed pairs of jobs 11 and 12,
                                 and B's servers received aggregates
   shared-switch A and B at once both jobs' pairs were being summed in one stretch of time
-  shared-switch C refused       job 21 refused at admission (switch log and counter), never
+  shared-switch C refused       C refused at admission (switch log and counter), never
                                 admitted, no pair summed, no aggregate at its server, which
                                 stepped aside; every value exact on its server
+  shared-switch D admitted later  D refused at admission and its servers stepped aside, then
+                                admitted once there was room, its pairs summed and its server
+                                received aggregates; every value exact
   shared-switch window on|off P|Q exact   each job of each half exact, nothing lost
   shared-switch window both progress      with the window, both jobs' pairs per second
 
 The checks can fail: --break room gives the switch room for three jobs (--slots 3072),
-and the C line must FAIL; --break same-id leaves every job at the default job id 1, and
-the A and C lines must FAIL (A's servers get no aggregate: the switch's jobs 1 and 2 are
-B's, pinned to B's addresses). Exit code 1 if any check failed. Logs in --logdir.
+and the C line must FAIL; --break same-id gives every job `job = 1` in its settings file,
+and the A and C lines must FAIL (A's servers get no aggregate: the switch's jobs 1 and 2
+are B's, pinned to B's addresses). Exit code 1 if any check failed. Logs in --logdir.
 """
 
 import argparse
@@ -78,6 +84,7 @@ METRICS_PORT = 9951
 EXACT_SUMS = ["--val-len=32", "--keys=64"]  # the chaos suite's exact_sums workload
 WINDOW_EXACT_SUMS = ["--val-len=64", "--keys=256"]  # 64 hot keys of 64 values a round
 SCENARIOS = ("admission", "window")
+SCHEDULER_PORT = 9091  # every job's scheduler, each at its own address on the testbed
 
 # What runs in the switch's namespace beside it: one scrape of its metrics every
 # INTERVAL s, appended to a file as a JSON line {"t": monotonic seconds, "s": [[name,
@@ -164,16 +171,36 @@ class SharedJob(chaoslib.Job):
 
 
 class Spec:
-    """One job of the run: its client, size, switch job ids and the pslaunch job."""
+    """One job of the run: its client, size, settings file, switch job ids (resolve_ids) and
+    the pslaunch job."""
 
-    def __init__(self, label, client, servers, workers, job_id, logdir, argv):
+    def __init__(self, label, client, servers, workers, logdir, conf, argv):
         self.label, self.client = label, client
-        self.servers, self.workers, self.job_id = servers, workers, job_id
-        self.logdir = logdir
-        self.switch_jobs = [job_id + s for s in range(servers)]
+        self.servers, self.workers = servers, workers
+        self.logdir, self.conf = logdir, conf
+        self.job_id, self.switch_jobs = None, []
         self.job = SharedJob(argv, logdir)
         self.prefix = label.lower() + "-"
         self.thread = None
+
+    def resolve_ids(self, args, shared):
+        """The switch's job ids of this job's servers, as its processes take them: asked of
+        `zebra config` with the job's variables (its scheduler's address on the testbed, its
+        settings file): derived from the scheduler's address, or the file's `job`."""
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "ZEBRA_ENABLE": "1",
+               "ZEBRA_SWITCH": f"{shared.address('switch')}:{SWITCH_PORT}", "ZEBRA_HOT_CONFIG": self.conf,
+               "DMLC_ROLE": "server", "DMLC_NUM_WORKER": str(self.workers), "DMLC_NUM_SERVER": str(self.servers),
+               "DMLC_PS_ROOT_URI": shared.address(self.prefix + "scheduler"),
+               "DMLC_PS_ROOT_PORT": str(SCHEDULER_PORT)}
+        res = subprocess.run([args.zebra, "config"], env=env, capture_output=True, text=True)
+        found = re.search(r"switch jobs? (\d+)", res.stdout)
+        if res.returncode or not found:
+            raise SystemExit(f"shared-switch: zebra config for job {self.label}: {res.stdout}{res.stderr}")
+        self.job_id = int(found.group(1))
+        self.switch_jobs = [self.job_id + s for s in range(self.servers)]
+        how = (f"derived from the scheduler's address {env['DMLC_PS_ROOT_URI']}:{SCHEDULER_PORT}"
+               if "derived" in res.stdout else "`job` in its settings file")
+        print(f"  job {self.label}: switch jobs {', '.join(map(str, self.switch_jobs))} ({how})", flush=True)
 
     def node_names(self):
         return [self.prefix + n for _, n in self.job.names()]
@@ -183,17 +210,18 @@ class Spec:
         self.thread.start()
 
 
-def write_conf(path, job_id, window=True):
-    """The job's settings (ZEBRA_HOT_CONFIG): its id, no pace rule, the workers' window
-    (`worker_window`) and the suites' timeouts for a loaded 2-core machine (HOT_CONF, which
-    the switch reads too). Nothing sizes the job: it is still admitted with the default
-    share, its keys found online."""
+def write_conf(path, job_id=None, window=True):
+    """The job's settings (ZEBRA_HOT_CONFIG): no pace rule, the workers' window
+    (`worker_window`), the suites' timeouts for a loaded 2-core machine (HOT_CONF, which the
+    switch reads too), and `job` only if given (--break same-id). Nothing sizes the job: it is
+    still admitted with the default share, its keys found online, its id derived from its
+    scheduler's address."""
     with open(HOT_CONF) as f:
         suite = f.read()
     with open(path, "w") as f:
-        f.write(f"# shared-switch.py: this job's id on the shared switch (PS-lite server s is job {job_id} + s)\n"
-                f"job = {job_id}\n"
-                "# Here aggregation can make exact_sums slower, and its servers would rightly step aside\n"
+        f.write(("" if job_id is None else
+                 f"# shared-switch.py --break same-id: every job's id by hand, the same\njob = {job_id}\n")
+                + "# Here aggregation can make exact_sums slower, and its servers would rightly step aside\n"
                 "# within a second (the pace rule): this test is about sharing the switch.\n"
                 "online_min_pace = 0\n"
                 + ("" if window else "# No congestion window: every hot packet up to worker_max_in_flight at once.\n"
@@ -218,38 +246,37 @@ def logdir_of(args, name):
 
 def base_argv(args, servers, workers):
     return ["--net", "netns", "--subnet", args.subnet, "--timeout", str(args.timeout), "--servers", str(servers),
-            "--workers", str(workers)]
+            "--workers", str(workers), "--port", str(SCHEDULER_PORT)]
 
 
 def admission_specs(args, py):
-    """Jobs A (exact_sums), B (MXNet) and C (exact_sums, one server)."""
-    a, b, c = (logdir_of(args, n) for n in ("a-exact_sums", "b-mxnet", "c-exact_sums"))
-    ids = (1, 1, 1) if args.break_ == "same-id" else (1, 11, 21)
+    """Jobs A (exact_sums), B (MXNet), C and D (exact_sums, one server; D long)."""
+    dirs = [logdir_of(args, n) for n in ("a-exact_sums", "b-mxnet", "c-exact_sums", "d-exact_sums")]
+    same = 1 if args.break_ == "same-id" else None
+    confs = [write_conf(os.path.join(d, "job.conf"), same) for d in dirs]
     exact = os.path.join(args.pslite_bin, "exact_sums")
-    return [
-        Spec("A", "exact_sums", 2, 2, ids[0], a,
-             base_argv(args, 2, 2) + zebra_env(args, a, write_conf(os.path.join(a, "job.conf"), ids[0]))
-             + ["--", exact, *EXACT_SUMS, f"--rounds={args.rounds}"]),
-        Spec("B", "mxnet", 2, 2, ids[1], b,
-             base_argv(args, 2, 2) + zebra_env(args, b, write_conf(os.path.join(b, "job.conf"), ids[1]))
-             + ["--", py, os.path.join(ROOT, "tests/mxnet/dist_sync_kvstore.py"), "--bigarray-bound", "100",
-                "--rounds", str(args.mxnet_rounds)]),
-        Spec("C", "exact_sums", 1, 2, ids[2], c,
-             base_argv(args, 1, 2) + zebra_env(args, c, write_conf(os.path.join(c, "job.conf"), ids[2]))
-             + ["--", exact, *EXACT_SUMS, f"--rounds={args.rounds_c}"]),
-    ]
+    mxnet = [py, os.path.join(ROOT, "tests/mxnet/dist_sync_kvstore.py"), "--bigarray-bound", "100",
+             "--rounds", str(args.mxnet_rounds)]
+    jobs = [("A", "exact_sums", 2, [exact, *EXACT_SUMS, f"--rounds={args.rounds}"]),
+            ("B", "mxnet", 2, mxnet),
+            ("C", "exact_sums", 1, [exact, *EXACT_SUMS, f"--rounds={args.rounds_c}"]),
+            ("D", "exact_sums", 1, [exact, *EXACT_SUMS, f"--rounds={args.rounds_d}"])]
+    return [Spec(label, client, servers, 2, d, conf,
+                 base_argv(args, servers, 2) + zebra_env(args, d, conf) + ["--", *argv])
+            for (label, client, servers, argv), d, conf in zip(jobs, dirs, confs)]
 
 
 def window_specs(args, tag, window):
     """Jobs P and Q: the same exact_sums job (more hot values a round than the admission
-    scenario's), ids 1 and 11, the workers' congestion window on or off (`window`)."""
+    scenario's), the workers' congestion window on or off (`window`)."""
     exact = os.path.join(args.pslite_bin, "exact_sums")
     specs = []
-    for label, job_id in (("P", 1), ("Q", 11)):
+    for label in ("P", "Q"):
         d = logdir_of(args, f"window-{tag}-{label.lower()}")
-        specs.append(Spec(label, "exact_sums", 2, 2, job_id, d,
+        conf = write_conf(os.path.join(d, "job.conf"), window=window)
+        specs.append(Spec(label, "exact_sums", 2, 2, d, conf,
                           base_argv(args, 2, 2)
-                          + zebra_env(args, d, write_conf(os.path.join(d, "job.conf"), job_id, window))
+                          + zebra_env(args, d, conf)
                           + ["--", exact, *WINDOW_EXACT_SUMS, f"--rounds={args.window_rounds}"]))
     return specs
 
@@ -446,16 +473,22 @@ class Run:
         started = time.monotonic()
         notes, switch = [], None
         try:
+            for s in specs:
+                s.resolve_ids(a, shared)
             switch = Switch(a, shared, "admission", a.slots * 3 // 2 if a.break_ == "room" else a.slots)
             # MXNet takes seconds to start: B first, A once B's servers are admitted (so that
-            # both aggregate at once), C once A's are too (the switch is full).
-            a_job, b_job, c_job = specs
+            # both aggregate at once), C once A's are too (the switch is full), D once C ended
+            # (so that with --break room C, not D, takes the room).
+            a_job, b_job, c_job, d_job = specs
             b_job.start(shared)
             for n, then in ((2, a_job), (4, c_job)):
                 ok = switch.wait_admitted(n, a.admit_wait)
                 notes.append(f"the switch had {'' if ok else 'NOT '}admitted {n} jobs "
                              f"{time.monotonic() - started:.1f} s after the start: job {then.label} started")
                 then.start(shared)
+            c_job.thread.join()
+            notes.append(f"job C ended {time.monotonic() - started:.1f} s after the start: job D started")
+            d_job.start(shared)
             for s in specs:
                 s.thread.join()
             time.sleep(a.interval * 2)  # a last scrape
@@ -547,6 +580,38 @@ class Run:
                        f"{admitted}")
         self.report("C refused", c, problems, checked)
 
+        d = specs[3]
+        st = stats["D"]
+        problems, checked = self.exact(d)
+        text = switch.text()
+        refusals = len(re.findall(rf"switch: job {d.job_id} \(.*\) from \S+ not admitted: ", text))
+        later = re.search(rf"switch: admitted job {d.job_id} ", text)
+        aside = sum("stepping aside" in chaoslib.read(os.path.join(d.logdir, f"server-{i}.log"))
+                    for i in range(d.servers))
+        if not refusals:
+            problems.append(f"the switch never refused job {d.job_id}: it was not full when D started")
+        elif later and text.index(later.group(0)) < text.index(f"switch: job {d.job_id} ("):
+            problems.append(f"the switch admitted job {d.job_id} before it refused it")
+        if not later or sorted(st["seen"]) != d.switch_jobs:
+            problems.append(f"the switch never admitted job {d.job_id} (a refusal was final; D ran "
+                            f"{d.job.elapsed or 0:.1f} s: --rounds-d may be too few to outlast A and B)")
+        if not st["pairs_summed_total"]:
+            problems.append(f"the switch summed no pair of job {d.job_id}")
+        own = server_aggregates(d.logdir)
+        if not own["aggregates"]:
+            problems.append("its server received no aggregate from the switch (its ZEBRA_STATS)")
+        if aside < d.servers:
+            problems.append(f"{d.servers - aside} of D's servers did not log 'stepping aside'")
+        times = summing_times(samples, d.switch_jobs)
+        t0 = samples[0][0] if samples else 0
+        checked.append(f"the switch refused job {d.job_id} {refusals} times, then admitted it; it summed "
+                       f"{fmt(int(st['pairs_summed_total']))} pairs of it in {int(st['rounds_completed_total'])} "
+                       f"completed rounds" + (f", from {times[0] - t0:.1f} s to {times[-1] - t0:.1f} s of the "
+                                              "switch's metrics" if times else ""))
+        checked.append(f"its server stepped aside, then received {fmt(own['aggregates'])} aggregate parts, "
+                       f"{fmt(own['sum_values'])} values released as the switch's sums (its ZEBRA_STATS)")
+        self.report("D admitted later", d, problems, checked)
+
     # -- window: two jobs through one shaped switch link, with and without the window ----
 
     def window(self):
@@ -563,6 +628,8 @@ class Run:
                           f"window {tag}", flush=True)
                 else:
                     print(f"  the workers' window {tag} (worker_window = false), a new switch", flush=True)
+                for s in specs:
+                    s.resolve_ids(a, shared)
                 before = qdisc_drops(shared)
                 switch = Switch(a, shared, f"window-{tag}", a.slots)
                 try:
@@ -635,6 +702,9 @@ def main():
     p.add_argument("--rounds", type=int, default=1000, help="job A: exact_sums rounds per phase (default 1000)")
     p.add_argument("--mxnet-rounds", type=int, default=100, help="job B: MXNet push/pull rounds (default 100)")
     p.add_argument("--rounds-c", type=int, default=50, help="job C: exact_sums rounds per phase (default 50)")
+    p.add_argument("--rounds-d", type=int, default=4000,
+                   help="job D: exact_sums rounds per phase, enough to outlast A and B and their retirement "
+                   "(default 4000)")
     p.add_argument("--admit-wait", type=float, default=60,
                    help="seconds to wait for the switch to admit A's and B's jobs before C starts (default 60)")
     p.add_argument("--switch-rate", default="8mbit", help="window: the switch link's rate each way (default 8mbit)")
@@ -650,7 +720,7 @@ def main():
     if unknown:
         p.error(f"unknown scenarios {unknown}: choose from {', '.join(SCENARIOS)}")
     chosen = [s for s in SCENARIOS if not args.scenarios or s in args.scenarios]
-    names = {"admission": ["A exact_sums", "B mxnet", "A and B at once", "C refused"],
+    names = {"admission": ["A exact_sums", "B mxnet", "A and B at once", "C refused", "D admitted later"],
              "window": ["window both progress"]}
     why = chaoslib.unavailable()
     if why:
@@ -671,13 +741,13 @@ def main():
     started = time.monotonic()
     for scenario in chosen:
         if scenario == "admission":
-            print(f"=== shared-switch admission: MXNet job B (switch jobs 11, 12), exact_sums job A (1, 2) once B is "
-                  f"admitted, exact_sums job C (21) once A is too{'; --break ' + args.break_ if args.break_ else ''}",
+            print(f"=== shared-switch admission: MXNet job B, exact_sums job A once B is admitted, exact_sums job C "
+                  f"once A is too, exact_sums job D once C ended{'; --break ' + args.break_ if args.break_ else ''}",
                   flush=True)
             run.admission()
         else:
-            print(f"=== shared-switch window: exact_sums jobs P (switch jobs 1, 2) and Q (11, 12) at once through "
-                  f"one switch whose link is {args.switch_rate}, the workers' window on, then off", flush=True)
+            print(f"=== shared-switch window: exact_sums jobs P and Q at once through one switch whose link is "
+                  f"{args.switch_rate}, the workers' window on, then off", flush=True)
             run.window()
     print(f"shared-switch: {time.monotonic() - started:.0f} s; logs in {args.logdir}")
     return 1 if run.failed else 0

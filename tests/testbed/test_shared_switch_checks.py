@@ -2,7 +2,8 @@
 """Tests of scripts/shared-switch.py's checks on made-up jobs and made-up scrapes of the
 switch's metrics: each verdict passes on good runs and fails on each kind of bad one (a
 job not exact, a job whose servers got no aggregate, two jobs that did not aggregate at
-the same time, a third job admitted, a job starved behind a shaped link). Needs neither
+the same time, a third job admitted, a fourth job never admitted once there was room, a
+job starved behind a shaped link). Needs neither
 root nor the clients.
 
 Prints one line per test, "PASS name" or "FAIL name (...)", for scripts/test.sh.
@@ -31,6 +32,10 @@ _spec.loader.exec_module(shared_switch)
 
 REFUSED = ("[2026-11-27T07:51:47.590Z WARN  zebra_hotpath::switch_node] switch: job 21 (2 workers, 32768 hot "
            "values) from 10.96.0.13:34062 not admitted: jobs need 3072 slots per register, the switch has 2048\n")
+REFUSED_D = ("[2026-11-27T07:51:49.100Z WARN  zebra_hotpath::switch_node] switch: job 31 (2 workers, 32768 hot "
+             "values) from 10.96.0.17:41000 not admitted: jobs need 3072 slots per register, the switch has 2048\n")
+ADMITTED_D = ("[2026-11-27T07:52:20.300Z INFO  zebra_hotpath::switch_node] switch: admitted job 31 (2 workers, "
+              "32768 hot values) for 10.96.0.17:41000\n")
 
 
 class Checks(unittest.TestCase):
@@ -93,34 +98,39 @@ class Checks(unittest.TestCase):
         lines = [l for l in out.getvalue().splitlines() if l.split(" ", 1)[0] in ("PASS", "FAIL")]
         return {l.split(" (")[0].split(" ", 2)[2]: l.split(" ", 1)[0] for l in lines}, out.getvalue()
 
-    def admission(self, a_job, b_job, c_job, scrapes, log=REFUSED):
-        return self.verdicts(shared_switch.Run.check_admission, [a_job, b_job, c_job],
+    def admission(self, a_job, b_job, c_job, d_job, scrapes, log=REFUSED + REFUSED_D + ADMITTED_D):
+        return self.verdicts(shared_switch.Run.check_admission, [a_job, b_job, c_job, d_job],
                              self.switch("admission", scrapes, log))
 
     def good_jobs(self):
         return (self.job("A", "exact_sums", 2, 1), self.job("B", "mxnet", 2, 11),
-                self.job("C", "exact_sums", 1, 21, aggregates=0, aside=True))
+                self.job("C", "exact_sums", 1, 21, aggregates=0, aside=True),
+                self.job("D", "exact_sums", 1, 31, aside=True))
 
     @staticmethod
-    def together(n=10):
-        """Jobs 1, 2 (A) and 11, 12 (B) summing at once."""
-        return [(t * 0.5, {1: 100 * t, 2: 100 * t, 11: 10 * t, 12: 10 * t}) for t in range(n)]
+    def together(n=10, d_from=None):
+        """Jobs 1, 2 (A) and 11, 12 (B) summing at once; job 31 (D) after them, from scrape
+        `d_from` on."""
+        out = [(t * 0.5, {1: 100 * t, 2: 100 * t, 11: 10 * t, 12: 10 * t}) for t in range(n)]
+        if d_from is not None:
+            out += [(t * 0.5, {31: 50 * (t - d_from)}) for t in range(max(n, d_from), max(n, d_from) + 6)]
+        return out
 
     def test_good_runs_pass(self):
-        v, out = self.admission(*self.good_jobs(), self.together())
+        v, out = self.admission(*self.good_jobs(), self.together(d_from=14))
         self.assertEqual(v, {"A exact_sums": "PASS", "B mxnet": "PASS", "A and B at once": "PASS",
-                             "C refused": "PASS"}, out)
+                             "C refused": "PASS", "D admitted later": "PASS"}, out)
 
     def test_a_wrong_value_fails_its_job(self):
-        a, b, c = self.good_jobs()
-        v, out = self.admission(self.job("A", "exact_sums", 2, 1, wrong=True), b, c, self.together())
+        a, b, c, d = self.good_jobs()
+        v, out = self.admission(self.job("A", "exact_sums", 2, 1, wrong=True), b, c, d, self.together(d_from=14))
         self.assertEqual(v["A exact_sums"], "FAIL", out)
         self.assertEqual(v["B mxnet"], "PASS", out)
 
     def test_a_job_whose_servers_got_no_aggregate_fails(self):
         # --break same-id: the switch summed pairs of "jobs 1 and 2", but they were B's.
-        a, b, c = self.good_jobs()
-        v, out = self.admission(self.job("A", "exact_sums", 2, 1, aggregates=0), b, c, self.together())
+        a, b, c, d = self.good_jobs()
+        v, out = self.admission(self.job("A", "exact_sums", 2, 1, aggregates=0), b, c, d, self.together(d_from=14))
         self.assertEqual(v["A exact_sums"], "FAIL", out)
         self.assertIn("received no aggregate", out)
 
@@ -139,17 +149,32 @@ class Checks(unittest.TestCase):
 
     def test_a_third_job_admitted_fails(self):
         # --break room: the switch had room for C.
-        a, b, _ = self.good_jobs()
-        scrapes = [(t, {**j, 21: 50 * i}) for i, (t, j) in enumerate(self.together())]
-        v, out = self.admission(a, b, self.job("C", "exact_sums", 1, 21), scrapes, log="")
+        a, b, _, d = self.good_jobs()
+        scrapes = [(t, {**j, 21: 50 * i}) for i, (t, j) in enumerate(self.together(d_from=14))]
+        v, out = self.admission(a, b, self.job("C", "exact_sums", 1, 21), d, scrapes, log=REFUSED_D + ADMITTED_D)
         self.assertEqual(v["C refused"], "FAIL", out)
         self.assertIn("not refused", out)
 
     def test_a_third_job_not_exact_fails(self):
-        a, b, _ = self.good_jobs()
-        v, out = self.admission(a, b, self.job("C", "exact_sums", 1, 21, aggregates=0, aside=True, wrong=True),
-                                self.together())
+        a, b, _, d = self.good_jobs()
+        v, out = self.admission(a, b, self.job("C", "exact_sums", 1, 21, aggregates=0, aside=True, wrong=True), d,
+                                self.together(d_from=14))
         self.assertEqual(v["C refused"], "FAIL", out)
+
+    def test_a_refusal_that_stays_final_fails(self):
+        # As before the fix: D, refused while A and B ran, never admitted once they ended.
+        a, b, c, _ = self.good_jobs()
+        d = self.job("D", "exact_sums", 1, 31, aggregates=0, aside=True)
+        v, out = self.admission(a, b, c, d, self.together(), log=REFUSED + REFUSED_D)
+        self.assertEqual(v["D admitted later"], "FAIL", out)
+        self.assertIn("never admitted job 31", out)
+        self.assertEqual(v["C refused"], "PASS", out)
+
+    def test_a_fourth_job_never_refused_fails(self):
+        # The switch had room for D from the start: nothing shows that a refusal is not final.
+        v, out = self.admission(*self.good_jobs(), self.together(d_from=14), log=REFUSED + ADMITTED_D)
+        self.assertEqual(v["D admitted later"], "FAIL", out)
+        self.assertIn("never refused job 31", out)
 
     def window(self, rates_on, rates_off):
         """Both halves of the window scenario, each job summing at the given pairs a second."""

@@ -275,7 +275,10 @@ pub enum Aside {
     /// a worker that stopped), and every such round costs a timeout.
     Flushed(u32, u32),
     /// The switch did not admit this server's job (no room for it, or it has
-    /// a job of that id with another number of workers).
+    /// a job of that id with another number of workers). Not tried again
+    /// after a while: the server's link keeps asking the switch, and the
+    /// server counts again once the switch admits the job
+    /// ([`ServerAgent::on_switch`](crate::ServerAgent::on_switch)).
     NotAdmitted,
     /// With the keys installed the workers pushed this many times a second,
     /// against the first number while the server counted.
@@ -288,8 +291,8 @@ pub enum Aside {
 }
 
 impl Aside {
-    /// Whether trying aggregation again later may pay (not when the switch
-    /// refused the job).
+    /// Whether trying aggregation again after `retry` may pay (not when the
+    /// switch refused the job: then once it admits it).
     pub fn retried(&self) -> bool {
         !matches!(self, Aside::NotAdmitted)
     }
@@ -311,7 +314,8 @@ impl std::fmt::Display for Aside {
             Aside::NotAdmitted => write!(
                 f,
                 "the switch did not admit this server's job (no room for it, a job of that id \
-                 with another number of workers, or not the token of the switch's job key)"
+                 with another number of workers, or not the token of the switch's job key); \
+                 aggregation is tried again once it does (the server asks every second)"
             ),
             Aside::Unanswered(waited) => write!(
                 f,

@@ -703,12 +703,15 @@ impl ServerAgent {
     }
 
     /// What the server heard from the switch; the caller watches its link
-    /// (the shim: `Waiting` from the start, `Answered` at the REGISTER_ACK,
-    /// `Silent` after `register_wait_ms` without). While `Waiting` no
-    /// decision is taken (the counted pushes wait for it); `Silent` steps
-    /// aside ([`Aside::Unanswered`](crate::online::Aside::Unanswered)) and
-    /// takes no keys while it lasts; `Answered` after that counts again at
-    /// once. Without online hot keys or the file's watcher nothing can step
+    /// (the shim: `Waiting` from the start, `Answered` at the REGISTER_ACK
+    /// that admits the job, `Silent` after `register_wait_ms` without).
+    /// While `Waiting` no decision is taken (the counted pushes wait for
+    /// it); `Silent` steps aside ([`Aside::Unanswered`](crate::online::Aside::Unanswered))
+    /// and takes no keys while it lasts; `Answered` after that counts again
+    /// at once, and so it does after the switch refused to admit the job
+    /// ([`Aside::NotAdmitted`](crate::online::Aside::NotAdmitted): the link
+    /// asks again, and the switch admits the job once its memory is free).
+    /// Without online hot keys or the file's watcher nothing can step
     /// aside: a silence is logged as an error. A new agent has `Answered`.
     pub fn on_switch(&mut self, heard: SwitchHeard) {
         let was = std::mem::replace(&mut self.switch, heard);
@@ -723,18 +726,28 @@ impl ServerAgent {
                 crate::online::Aside::Unanswered(w)
             ),
             SwitchHeard::Silent(w) => self.step_aside(crate::online::Aside::Unanswered(w)),
-            SwitchHeard::Answered if matches!(was, SwitchHeard::Silent(_)) => {
-                log::info!("server {}: the switch answered", self.server);
+            SwitchHeard::Answered => {
+                if matches!(was, SwitchHeard::Silent(_)) {
+                    log::info!("server {}: the switch answered", self.server);
+                }
                 let unanswered = self
                     .census
                     .as_ref()
                     .and_then(Census::decision)
-                    .is_some_and(|d| matches!(d.aside, Some(crate::online::Aside::Unanswered(_))));
+                    .is_some_and(|d| {
+                        matches!(
+                            d.aside,
+                            Some(
+                                crate::online::Aside::Unanswered(_)
+                                    | crate::online::Aside::NotAdmitted
+                            )
+                        )
+                    });
                 if unanswered {
                     self.recount();
                 }
             }
-            SwitchHeard::Answered | SwitchHeard::Waiting => {}
+            SwitchHeard::Waiting => {}
         }
     }
 

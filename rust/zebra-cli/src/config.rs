@@ -28,7 +28,14 @@ fn typed() -> Vec<String> {
         .filter_map(|(k, v)| Some((k.into_string().ok()?, v.to_string_lossy().into_owned())))
         .filter(|(k, _)| {
             k.starts_with("ZEBRA_")
-                || ["DMLC_ROLE", "DMLC_NUM_WORKER", "DMLC_NUM_SERVER"].contains(&k.as_str())
+                || [
+                    "DMLC_ROLE",
+                    "DMLC_NUM_WORKER",
+                    "DMLC_NUM_SERVER",
+                    "DMLC_PS_ROOT_URI",
+                    "DMLC_PS_ROOT_PORT",
+                ]
+                .contains(&k.as_str())
         })
         .collect();
     vars.sort();

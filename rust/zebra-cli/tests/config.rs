@@ -109,3 +109,40 @@ fn a_good_job_is_shown_in_the_names_typed() {
     assert!(out.contains("mode: off"), "{out}");
     assert!(out.contains("not used in mode off"), "{out}");
 }
+
+/// Zero configuration: the switch's job ids of the job's servers come from the
+/// scheduler's address, which PS-lite's launchers give every process.
+#[test]
+fn a_zero_configuration_job_shows_the_job_id_derived_from_its_scheduler() {
+    let root = [
+        ("DMLC_PS_ROOT_URI", "10.0.0.1"),
+        ("DMLC_PS_ROOT_PORT", "9000"),
+    ];
+    let (code, out, err) = config(&[
+        ON,
+        SWITCH,
+        WORKERS,
+        ("DMLC_NUM_SERVER", "2"),
+        root[0],
+        root[1],
+    ]);
+    assert_eq!(code, Some(0), "{err}");
+    let id = zebra_runtime::derived_job("10.0.0.1:9000", 2).unwrap();
+    for want in [
+        "DMLC_PS_ROOT_URI=\"10.0.0.1\"",
+        "DMLC_PS_ROOT_PORT=\"9000\"",
+        &format!(
+            "switch jobs {id}..={}, derived from the scheduler's address 10.0.0.1:9000",
+            id + 1
+        ),
+    ] {
+        assert!(out.contains(want), "{want} not in {out}");
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("hot.conf");
+    std::fs::write(&conf, "job = 11\n").unwrap();
+    let conf = ("ZEBRA_HOT_CONFIG", conf.to_str().unwrap());
+    let (code, out, err) = config(&[ON, SWITCH, WORKERS, SERVERS, root[0], root[1], conf]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("switch job 11\n"), "{out}");
+}

@@ -203,7 +203,7 @@ pub const KNOBS: &[Knob] = &[
     knob("online_max_drift", "online-max-drift", "ROUNDS", "inf", "with ZEBRA_HOT=online: a server steps aside (its workers' pushes go unchanged, without the switch) when their latest rounds were on average more than ROUNDS apart while it counted (asynchronous workers, uneven push counts, stragglers); inf (the default): never for this reason, the pace rule (online_min_pace) measures what aggregation costs instead", |b, e| set(&mut b.online_max_drift, drift(e)?)),
     knob("online_min_saving", "online-min-saving", "SHARE", "0.05", "with ZEBRA_HOT=online: a server steps aside when the keys it would choose save less than SHARE (0..=1) of the values its counted pushes carried (a key saves one copy per extra worker pushing it in the same round; none when each worker pushes its own keys)", |b, e| set(&mut b.online_min_saving, unit(e, SHARE)?)),
     knob("online_min_pace", "online-min-pace", "SHARE", "0.95", "with ZEBRA_HOT=online: after installing keys, a server steps aside when its workers push at less than SHARE (0..=1) of the pace they had while it counted, without aggregation: aggregation made them slower (judged over every stretch of max(T, 10) pushes of each worker)", |b, e| set(&mut b.online_min_pace, unit(e, SHARE)?)),
-    knob("online_retry_ms", "online-retry-ms", "MS", "30000", "with ZEBRA_HOT=online: a server that stepped aside counts again this long after (every worker pushing whole, then a new decision), doubling each time up to 16x; 0: never (a job the switch did not admit is not retried)", |b, e| {
+    knob("online_retry_ms", "online-retry-ms", "MS", "30000", "with ZEBRA_HOT=online: a server that stepped aside counts again this long after (every worker pushing whole, then a new decision), doubling each time up to 16x; 0: never (a job the switch did not admit counts again once the switch admits it, not after this)", |b, e| {
         let retry = if e.value == "0" { Duration::ZERO } else { millis(e)? };
         set(&mut b.online_retry, retry)
     }),
@@ -427,6 +427,9 @@ pub struct Settings {
     entries: Vec<Entry>,
     /// The job key given itself ([`Settings::set_job_key`]) and its origin.
     job_key: Option<(JobKey, String)>,
+    /// The job id of a zero-configuration job without `job`
+    /// ([`Settings::set_zero_config_job`]).
+    zero_config_job: Option<u16>,
 }
 
 impl Settings {
@@ -548,10 +551,20 @@ impl Settings {
         self.job_key = Some((key, origin.to_string()));
     }
 
+    /// The job id a zero-configuration job (nothing sizes it: no hot keys,
+    /// no `online_capacity`) takes when `job` is not given, instead of 1:
+    /// one every process of the job derives alike and other jobs do not
+    /// (zebra-runtime: from the scheduler's address), so that jobs sharing
+    /// a switch that admits them do not collide. A `job` given wins.
+    pub fn set_zero_config_job(&mut self, id: u16) {
+        self.zero_config_job = Some(id);
+    }
+
     /// Checks every value and the combination.
     pub fn build(&self) -> Result<HotpathConfig, SettingsError> {
         let mut b = Builder {
             job_key: self.job_key.clone(),
+            zero_config_job: self.zero_config_job,
             ..Builder::default()
         };
         let mut problems = Vec::new();
@@ -597,6 +610,7 @@ struct Builder {
     online_out: Option<String>,
     online_capacity: Option<u32>,
     job_key: Option<(JobKey, String)>,
+    zero_config_job: Option<u16>,
 }
 
 fn int<T: FromStr + PartialOrd + fmt::Display + Copy>(
@@ -789,7 +803,10 @@ impl Builder {
         let number = self.number.unwrap_or(NumberMode::F32);
         let layout = self.layout.unwrap_or(LayoutKind::Heat);
         let dense_ranks = self.dense_ranks.unwrap_or(0);
-        let job_base = self.job.unwrap_or(1);
+        let job_base = self
+            .job
+            .or(self.zero_config_job.filter(|_| zero_config))
+            .unwrap_or(1);
         let workers = self.workers.unwrap_or(0);
         let entries = match &hot_keys {
             Some(hk) => Some(hk.entries().collect::<Vec<_>>()),
@@ -1026,6 +1043,23 @@ mod tests {
             err.contains("--worker-window \"off\": expected true or false"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn a_zero_configuration_job_takes_the_id_given_for_it_unless_job_is_set() {
+        let mut s = Settings::new();
+        s.set("workers", "2").unwrap();
+        s.set("servers", "2").unwrap();
+        s.set_zero_config_job(4000);
+        let c = s.clone().build().unwrap();
+        assert!(c.zero_config);
+        let ids: Vec<u16> = c.proto.jobs.iter().map(|j| j.id).collect();
+        assert_eq!((c.job_base, ids), (4000, vec![4000, 4001]));
+        let mut sized = s.clone();
+        sized.set("online_capacity", "64").unwrap();
+        assert_eq!(sized.build().unwrap().job_base, 1, "a sized job keeps 1");
+        s.set("job", "11").unwrap();
+        assert_eq!(s.build().unwrap().job_base, 11, "job wins");
     }
 
     #[test]

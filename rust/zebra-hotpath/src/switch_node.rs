@@ -447,7 +447,7 @@ impl SwitchMachine {
                 self.refuse(r.job);
                 let pinned = self.switch.member_addr(r.job, Role::Server, r.server);
                 log::warn!(
-                    "switch: REGISTER from {src} for job {} server {} refused: {}",
+                    "switch: REGISTER from {src} for job {} server {} refused: {}{}",
                     r.job,
                     r.server,
                     match refusal {
@@ -456,6 +456,15 @@ impl SwitchMachine {
                             pinned.map_or_else(|| "another place".into(), |a| a.to_string())
                         ),
                         Refusal::Token => "not the job's token".into(),
+                    },
+                    // Asking to be admitted for a job the switch admitted
+                    // for someone else: two jobs of one id.
+                    if r.admit.is_some() && refusal == Refusal::Address {
+                        " (a second job with this job id? a zero-configuration job derives its \
+                         id from its scheduler's address, or takes `job` from its settings \
+                         file; the second runs without the switch until the first ends)"
+                    } else {
+                        ""
                     }
                 );
                 return;

@@ -421,6 +421,55 @@ fn a_switch_retires_a_job_whose_server_fell_silent() {
     assert!(st.admitted >= 2, "{st}");
 }
 
+/// A refusal is not final: a server link the switch refused for want of room
+/// keeps asking (every second) and is admitted once the job that held the
+/// memory is retired (here after 300 ms of silence), without starting again.
+#[test]
+fn a_refused_server_is_admitted_once_the_memory_is_free() {
+    use zebra_proto::wire::Admission;
+    use zebra_proto::JobConfig;
+
+    let mut geometry = config();
+    geometry.jobs.clear();
+    let mut sc = SwitchNodeConfig::new(localhost(), geometry.clone());
+    sc.admit = Some(JobConfig::new(0, 1, 1, 1));
+    sc.job_silence = Duration::from_millis(300);
+    let switch = SwitchNode::start(sc).unwrap();
+    let all = geometry.share(1);
+    let link = |job: u16| {
+        let mut proto = geometry.clone();
+        proto.jobs = vec![JobConfig::new(job, 2, all, 1)];
+        let mut lc = LinkConfig::new(proto, job, 0, switch.local_addr());
+        lc.bind = localhost();
+        lc.admission = Some(Admission {
+            workers: 2,
+            capacity: all,
+        });
+        lc
+    };
+    let first = ServerLink::start(link(7)).unwrap();
+    assert_eq!(granted(&first), all, "the whole memory");
+    let second = ServerLink::start(link(8)).unwrap();
+    assert_eq!(granted(&second), 0, "no room while job 7 runs");
+    assert!(!second.is_registered());
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(second.granted(), Some(0), "still no room");
+    first.shutdown();
+    let t = Instant::now();
+    while !(second.granted() == Some(all) && second.is_registered()) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "never admitted: {:?}",
+            second.stats()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let st = second.shutdown();
+    assert!(st.registers_sent >= 2, "{st:?}");
+    let st = switch.shutdown();
+    assert_eq!((st.retired, st.admitted), (1, 2), "{st}");
+}
+
 /// The pull half's copy: a server that registered sends UPDATE parts to the
 /// switch, which copies them to the workers it heard HOT packets from (or to
 /// the one a part targets), and forwards the workers' UPDATE_ACKs to the

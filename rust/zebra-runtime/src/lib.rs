@@ -67,7 +67,7 @@ mod server;
 mod trace;
 mod worker;
 
-pub use plan::{hot_path_problems, JobEnv, Plan};
+pub use plan::{derived_job, hot_path_problems, JobEnv, Plan, DERIVED_JOB_MIN};
 pub use process::{Hook, Process};
 pub use server::RouterHook;
 pub use worker::DealerHook;

@@ -47,11 +47,15 @@ pub(crate) struct Aggregation {
     pub(crate) register_wait: Duration,
     /// `worker_window`: workers keep to their congestion window.
     pub(crate) worker_window: bool,
+    /// Zero configuration without `job`: the scheduler's address the job
+    /// id was derived from ([`derived_job`]).
+    pub(crate) job_from: Option<String>,
 }
 
-/// What PS-lite's launcher tells a process: `DMLC_ROLE`, `DMLC_NUM_WORKER` and
-/// `DMLC_NUM_SERVER`, each as set (`None`: unset). The bridge reads them from the
-/// environment; tests give them.
+/// What PS-lite's launcher tells a process: `DMLC_ROLE`, `DMLC_NUM_WORKER`,
+/// `DMLC_NUM_SERVER` and the scheduler's address `DMLC_PS_ROOT_URI` /
+/// `DMLC_PS_ROOT_PORT`, each as set (`None`: unset), and the host's name. The
+/// bridge reads them from the environment; tests give them.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobEnv {
     /// `DMLC_ROLE`.
@@ -60,6 +64,14 @@ pub struct JobEnv {
     pub num_worker: Option<String>,
     /// `DMLC_NUM_SERVER`.
     pub num_server: Option<String>,
+    /// `DMLC_PS_ROOT_URI`: the scheduler's host, the same in every process
+    /// of the job.
+    pub root_uri: Option<String>,
+    /// `DMLC_PS_ROOT_PORT`: the scheduler's port.
+    pub root_port: Option<String>,
+    /// This host's name (`/proc/sys/kernel/hostname`): a scheduler on a
+    /// loopback address is told apart by it from another host's.
+    pub host: Option<String>,
 }
 
 impl JobEnv {
@@ -70,8 +82,63 @@ impl JobEnv {
             role: var("DMLC_ROLE"),
             num_worker: var("DMLC_NUM_WORKER"),
             num_server: var("DMLC_NUM_SERVER"),
+            root_uri: var("DMLC_PS_ROOT_URI"),
+            root_port: var("DMLC_PS_ROOT_PORT"),
+            host: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .ok()
+                .map(|h| h.trim().to_string())
+                .filter(|h| !h.is_empty()),
         }
     }
+
+    /// The scheduler's address as the job's processes share it
+    /// (`DMLC_PS_ROOT_URI:DMLC_PS_ROOT_PORT`), with this host's name after
+    /// it when the address is a loopback one (`127.0.0.1:8000 on HOST`): only
+    /// processes of one host reach it, and another host's job may use the
+    /// same. `None` unless both variables are set.
+    pub fn scheduler(&self) -> Option<String> {
+        let uri = self.root_uri.as_deref()?.trim();
+        let port = self.root_port.as_deref()?.trim();
+        if uri.is_empty() || port.is_empty() {
+            return None;
+        }
+        let loopback = uri.eq_ignore_ascii_case("localhost")
+            || uri
+                .trim_matches(|c| c == '[' || c == ']')
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        Some(match (&self.host, loopback) {
+            (Some(host), true) => format!("{uri}:{port} on {host}"),
+            _ => format!("{uri}:{port}"),
+        })
+    }
+}
+
+/// The smallest job id [`derived_job`] gives: ids below are never derived,
+/// for jobs given a `job` by hand.
+pub const DERIVED_JOB_MIN: u16 = 1024;
+
+/// The job id of a zero-configuration job of `servers` servers whose
+/// scheduler is `scheduler` ([`JobEnv::scheduler`]): a hash of it into
+/// `DERIVED_JOB_MIN..=65536 - servers`, so that the ids of its servers' jobs
+/// (`id + s`) stay in range; every process of the job derives the same, and
+/// another job's differs but by chance (then the two collide at the switch:
+/// the second job's REGISTERs are refused and it runs without the switch,
+/// exact). `None` for more servers than the range holds.
+pub fn derived_job(scheduler: &str, servers: u16) -> Option<u16> {
+    let bases = (1u32 << 16)
+        .checked_sub(u32::from(DERIVED_JOB_MIN) + u32::from(servers))?
+        .checked_add(1)
+        .filter(|&n| n > 0)?;
+    // FNV-1a, then a SplitMix64 finaliser: the same on every host and build.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in scheduler.bytes() {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    h ^= h >> 31;
+    Some(DERIVED_JOB_MIN + (h % u64::from(bases)) as u16)
 }
 
 /// The problems of [`Plan::from_config`] as the library reports them (and
@@ -174,8 +241,11 @@ impl Plan {
                 None => format!("{} hot keys from the file", a.hot.len()),
             };
             parts.push(format!(
-                "aggregation through the switch at {} for {} workers and {} servers: {keys}",
-                a.switch, a.agent.workers, a.agent.servers
+                "aggregation through the switch at {} for {} workers and {} servers: {keys}; {}",
+                a.switch,
+                a.agent.workers,
+                a.agent.servers,
+                a.jobs()
             ));
         }
         if let Some((path, _)) = &self.trace {
@@ -228,6 +298,17 @@ impl Aggregation {
             // The job's token is derived from it (docs/SECURITY.md).
             settings.set_job_key(key.clone(), "ZEBRA_JOB_KEY/ZEBRA_JOB_KEY_FILE");
         }
+        // A zero-configuration job's id, unless `job` is set: from what every
+        // process of this job shares and no other job does, the scheduler's
+        // address, so that jobs sharing one switch do not collide at 1.
+        let scheduler = job.scheduler();
+        let derived = scheduler
+            .as_deref()
+            .filter(|_| !settings.has("job"))
+            .and_then(|at| derived_job(at, servers));
+        if let Some(id) = derived {
+            settings.set_zero_config_job(id);
+        }
         let built = settings.build().map_err(|e| e.problems)?;
         if let Some(file) = &built.no_keys {
             log::warn!(
@@ -248,6 +329,7 @@ impl Aggregation {
         // and finds its keys online, unless the user asked for a file.
         let file = matches!(config.hot_mode, HotMode::File | HotMode::Watched { .. });
         let zero_config = built.zero_config && !file;
+        let job_from = scheduler.filter(|_| zero_config && derived == Some(built.job_base));
         if hot.is_empty() && file {
             return Err(vec![
                 "no hot key: the hot-path settings size the jobs (online_capacity) without a \
@@ -308,11 +390,32 @@ impl Aggregation {
             zero_config,
             register_wait: built.register_wait,
             worker_window: built.worker_window,
+            job_from,
         }))
     }
 }
 
 impl Aggregation {
+    /// The switch's job ids of this job's servers, and where they come from
+    /// (`switch jobs 4242..=4243, derived from the scheduler's address
+    /// 10.0.0.1:9000`).
+    pub(crate) fn jobs(&self) -> String {
+        let first = self.agent.job_base;
+        let last = u32::from(first) + u32::from(self.agent.servers) - 1;
+        let ids = if u32::from(first) == last {
+            format!("switch job {first}")
+        } else {
+            format!("switch jobs {first}..={last}")
+        };
+        match &self.job_from {
+            Some(at) => format!(
+                "{ids}, derived from the scheduler's address {at} (DMLC_PS_ROOT_URI:\
+                 DMLC_PS_ROOT_PORT; `job` in ZEBRA_HOT_CONFIG sets it instead)"
+            ),
+            None => ids,
+        }
+    }
+
     /// A link of this process: on the process's user-level stack when `ZEBRA_NET` asks for
     /// one (the same stack, port and address as its `tcp://` endpoints).
     pub(crate) fn link(&self, job: u16, rank: u16) -> Result<LinkConfig, StartError> {
@@ -345,6 +448,7 @@ mod tests {
             role: role.map(String::from),
             num_worker: workers.map(String::from),
             num_server: servers.map(String::from),
+            ..JobEnv::default()
         }
     }
 
@@ -484,6 +588,92 @@ mod tests {
                 "{mode}"
             );
         }
+    }
+
+    /// A process of a job of two workers and two servers whose scheduler is
+    /// `uri:port` on host `host`.
+    fn of_scheduler(role: &str, uri: &str, port: &str, host: &str) -> JobEnv {
+        JobEnv {
+            root_uri: Some(uri.into()),
+            root_port: Some(port.into()),
+            host: Some(host.into()),
+            ..job(Some(role), Some("2"), Some("2"))
+        }
+    }
+
+    #[test]
+    fn a_zero_configuration_job_id_comes_from_the_scheduler_address() {
+        let a = aggregation(
+            &[ON, SWITCH],
+            &of_scheduler("worker", "10.0.0.1", "9000", "h1"),
+        );
+        let id = derived_job("10.0.0.1:9000", 2).unwrap();
+        assert!(a.zero_config);
+        assert_eq!(a.agent.job_base, id);
+        let ids: Vec<u16> = a.proto.jobs.iter().map(|j| j.id).collect();
+        assert_eq!(ids, vec![id, id + 1]);
+        assert_eq!(a.job_from.as_deref(), Some("10.0.0.1:9000"));
+        assert!(a
+            .jobs()
+            .contains("derived from the scheduler's address 10.0.0.1:9000"));
+        // Every process of the job alike, whatever its role or host.
+        for (role, host) in [("server", "h2"), ("scheduler", "h3")] {
+            let b = aggregation(&[ON, SWITCH], &of_scheduler(role, "10.0.0.1", "9000", host));
+            assert_eq!(b.agent.job_base, id, "{role}");
+        }
+        // Another scheduler, another id; a loopback one is told apart by host.
+        let other = aggregation(
+            &[ON, SWITCH],
+            &of_scheduler("worker", "10.0.0.1", "9001", "h1"),
+        );
+        assert_ne!(other.agent.job_base, id);
+        let here = of_scheduler("worker", "127.0.0.1", "8000", "h1");
+        let there = of_scheduler("worker", "127.0.0.1", "8000", "h2");
+        assert_eq!(here.scheduler().as_deref(), Some("127.0.0.1:8000 on h1"));
+        assert_ne!(
+            aggregation(&[ON, SWITCH], &here).agent.job_base,
+            aggregation(&[ON, SWITCH], &there).agent.job_base
+        );
+        // `job` set by hand wins; so does a sized job's default.
+        let dir = scratch("derived");
+        let conf = dir.join("hot.conf");
+        std::fs::write(&conf, "job = 11\n").unwrap();
+        let env = of_scheduler("worker", "10.0.0.1", "9000", "h1");
+        let set = aggregation(
+            &[ON, SWITCH, ("ZEBRA_HOT_CONFIG", conf.to_str().unwrap())],
+            &env,
+        );
+        assert_eq!((set.agent.job_base, set.job_from.is_none()), (11, true));
+        std::fs::write(&conf, "online_capacity = 64\n").unwrap();
+        let sized = aggregation(
+            &[ON, SWITCH, ("ZEBRA_HOT_CONFIG", conf.to_str().unwrap())],
+            &env,
+        );
+        assert_eq!((sized.agent.job_base, sized.job_from.is_none()), (1, true));
+        // Without the scheduler's address (zebra config from a shell): 1.
+        let a = aggregation(&[ON, SWITCH], &worker());
+        assert_eq!((a.agent.job_base, a.job_from.is_none()), (1, true));
+    }
+
+    #[test]
+    fn derived_job_ids_keep_every_server_job_in_range_and_clear_of_small_ids() {
+        let mut seen = std::collections::BTreeSet::new();
+        for port in 9000..9400 {
+            for servers in [1u16, 2, 8, 64] {
+                let id = derived_job(&format!("10.1.2.3:{port}"), servers).unwrap();
+                assert!(id >= DERIVED_JOB_MIN, "{id}");
+                assert!(
+                    u32::from(id) + u32::from(servers) <= 1 << 16,
+                    "{id} + {servers}"
+                );
+                if servers == 2 {
+                    seen.insert(id);
+                }
+            }
+        }
+        assert!(seen.len() >= 395, "400 schedulers, {} ids", seen.len());
+        assert_eq!(derived_job("10.1.2.3:9000", 64512), Some(DERIVED_JOB_MIN));
+        assert_eq!(derived_job("10.1.2.3:9000", 64513), None);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use zebra_pslite::Route;
 
 use crate::json::debug_to_json;
 use crate::parts::AppParts;
+use crate::plan::Aggregation;
 use crate::process::Process;
 use crate::{lock, send_all, EVENT_WAIT};
 
@@ -218,9 +219,13 @@ impl ServerSide {
         };
         log::info!(
             "zebra: server {rank}: hot path {}",
-            match agent.job() {
-                Some(job) => format!("job {job} via {}", plan.switch),
-                None => "unused (no hot key of this server)".into(),
+            match (agent.job(), &plan.job_from) {
+                (Some(job), Some(at)) => format!(
+                    "job {job} via {} (the job's id {} derived from the scheduler's address {at})",
+                    plan.switch, plan.agent.job_base
+                ),
+                (Some(job), None) => format!("job {job} via {}", plan.switch),
+                (None, _) => "unused (no hot key of this server)".into(),
             }
         );
         let side = Arc::new(ServerSide {
@@ -315,14 +320,25 @@ impl ServerSide {
         let mut heard = SwitchHeard::Waiting;
         lock(&self.agent).on_switch(heard);
         loop {
-            if !refused && link.granted() == Some(0) {
+            // A job the switch refused steps aside; its link asks again
+            // every second, and once the switch admits it (its memory
+            // free again) the agent hears `Answered` and counts again.
+            let granted = link.granted();
+            if !refused && granted == Some(0) {
                 refused = true;
                 lock(&self.agent).step_aside(Aside::NotAdmitted);
+            } else if refused && granted.is_some_and(|g| g > 0) {
+                refused = false;
+                log::info!(
+                    "zebra: server {}: the switch admitted the job after all ({} hot values)",
+                    self.rank,
+                    granted.unwrap_or(0)
+                );
             }
             // No keys before the switch answers; a switch that never
             // answers the REGISTER (dead, unreachable, another job key)
             // is stepped around: every hot packet would wait for timeouts.
-            let now_heard = if link.is_registered() {
+            let now_heard = if link.is_registered() && !refused {
                 SwitchHeard::Answered
             } else if self.process.clock.now().saturating_since(started) >= register_wait {
                 SwitchHeard::Silent(register_wait)
@@ -331,6 +347,10 @@ impl ServerSide {
             };
             if now_heard != heard {
                 heard = now_heard;
+                match (heard, &self.process.plan.aggregation) {
+                    (SwitchHeard::Silent(_), Some(a)) if !refused => self.silent_hint(a),
+                    _ => {}
+                }
                 lock(&self.agent).on_switch(heard);
             }
             let wait = lock(&self.agent).poll_at().map_or(EVENT_WAIT, |at| {
@@ -387,6 +407,30 @@ impl ServerSide {
                 }
             }
         }
+    }
+
+    /// A switch that admits jobs leaves a REGISTER unanswered when another
+    /// job holds the job id (the server's address is not the one pinned):
+    /// says so, and how the id came about.
+    fn silent_hint(&self, a: &Aggregation) {
+        if !a.zero_config {
+            return;
+        }
+        let job = a.agent.job(self.rank);
+        let why = match &a.job_from {
+            Some(at) => format!("derived from the scheduler's address {at}"),
+            None => "the default (`job` is not set in ZEBRA_HOT_CONFIG)".to_string(),
+        };
+        log::warn!(
+            "zebra: server {}: if the switch at {} is running, another job may hold job id \
+             {job} there (the switch logs `REGISTER ... for job {job} server 0 refused: the \
+             server is pinned to ...`): this job's id {} is {why}. Meanwhile it runs exact \
+             without the switch and asks again every second (an ended job's id is free 10-20 s \
+             later); give it an id of its own with `job` in ZEBRA_HOT_CONFIG",
+            self.rank,
+            a.switch,
+            a.agent.job_base,
+        );
     }
 
     /// Sends what the agent has for the workers (its online decision), and

@@ -20,6 +20,7 @@ fn plan(vars: &[(&str, &str)], role: &str, workers: u16) -> Plan {
         role: Some(role.into()),
         num_worker: Some(workers.to_string()),
         num_server: Some("1".into()),
+        ..JobEnv::default()
     };
     Plan::from_config(&config, &job).unwrap().expect("a plan")
 }
