@@ -489,16 +489,81 @@ impl ServerAgent {
                 .push_back(Queued::Gated(frames));
             return;
         }
+        let staleness = self.config.sync.staleness();
+        let pushes_ahead = |q: &VecDeque<Queued>| {
+            q.iter()
+                .all(|i| matches!(i, Queued::Push(_)))
+                .then_some(q.len())
+        };
+        let may_pass = staleness > 0
+            && self
+                .queues
+                .get(&key)
+                .and_then(pushes_ahead)
+                .is_some_and(|n| n <= staleness as usize)
+            && self.is_pull(&frames);
         match self.queues.get_mut(&key) {
-            Some(q) if !q.is_empty() => {
+            Some(q) if !q.is_empty() && !may_pass => {
                 self.stats.queued += 1;
                 q.push_back(Queued::Plain(frames));
+            }
+            Some(q) if !q.is_empty() => {
+                self.stats.stale_pulls += 1;
+                self.stats.delivered += 1;
+                deliver.push(frames);
             }
             _ => {
                 self.stats.delivered += 1;
                 deliver.push(frames);
             }
         }
+    }
+
+    /// Whether a message from the ROUTER is a KV pull request (not a push).
+    fn is_pull(&mut self, frames: &Frames) -> bool {
+        frames
+            .get(1)
+            .and_then(|m| self.detector.parse(m).ok())
+            .is_some_and(|(_, meta)| meta.is_data() && meta.request && meta.pull && !meta.push)
+    }
+
+    /// Two-stage with staleness `S` (`crate::sync`): delivers each pull
+    /// queued behind at most `S` held pushes of its sender and nothing else
+    /// (pulls in their order; anything else keeps its place).
+    fn pass_pulls(&mut self, deliver: &mut Vec<Frames>) {
+        let staleness = self.config.sync.staleness() as usize;
+        if staleness == 0 {
+            return;
+        }
+        let keys: Vec<SenderKey> = self.queues.keys().cloned().collect();
+        for key in keys {
+            let mut i = 0;
+            let mut pushes = 0;
+            loop {
+                let Some(item) = self.queues.get(&key).and_then(|q| q.get(i)) else {
+                    break;
+                };
+                let frames = match item {
+                    Queued::Push(_) => {
+                        pushes += 1;
+                        i += 1;
+                        continue;
+                    }
+                    Queued::Plain(f) => f.clone(),
+                    Queued::Gated(_) => break,
+                };
+                if pushes > staleness || !self.is_pull(&frames) {
+                    break;
+                }
+                if let Some(q) = self.queues.get_mut(&key) {
+                    q.remove(i);
+                }
+                self.stats.stale_pulls += 1;
+                self.stats.delivered += 1;
+                deliver.push(frames);
+            }
+        }
+        self.queues.retain(|_, q| !q.is_empty());
     }
 
     /// Pull half: learns templates from the app's pulls; `true` for a whole
@@ -1579,6 +1644,7 @@ impl ServerAgent {
                 break;
             }
         }
+        self.pass_pulls(deliver);
         self.forget();
     }
 

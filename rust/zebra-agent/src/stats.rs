@@ -89,6 +89,9 @@ pub struct ServerAgentStats {
     pub passed: u64,
     /// Of those, delivered after waiting behind a held push of their sender.
     pub queued: u64,
+    /// Two-stage with a staleness (`crate::sync`): pulls delivered ahead
+    /// of held pushes of their sender (at most the staleness of them).
+    pub stale_pulls: u64,
     /// Pushes with a trailer held.
     pub held: u64,
     /// Held pushes released (settled).
