@@ -189,10 +189,11 @@ run_part chaos-checks python3 "$root/tests/testbed/test_chaos_checks.py"
 [ $quick = 1 ] || run_part chaos python3 "$root/scripts/chaos.py"
 # Several jobs on one switch (issue 20, docs/HOTPATH.md): an MXNet dist_sync job and a BytePS
 # exact_sums job at once through one `zebra switch --listen` on the netns testbed, both exact
-# and aggregating (the switch's per-job metrics); a third job that does not fit its memory
-# refused at admission and exact on its server; then two exact_sums jobs through one switch
-# whose link is shaped, the workers' congestion window on and off, both progressing, exact.
-# About 100 s; skipped, with the reason, without root. Its checks' own tests on made-up jobs
+# and aggregating (the switch's per-job metrics), each job's id derived from its scheduler's
+# address; a third job that does not fit its memory refused at admission and exact on its
+# server; a fourth refused too, then admitted once the first two ended; then two exact_sums
+# jobs through one switch whose link is shaped, the workers' congestion window on and off
+# (worker_window), both progressing, exact. About 160 s; skipped, with the reason, without root. Its checks' own tests on made-up jobs
 # and scrapes run without root.
 run_part shared-switch-checks python3 "$root/tests/testbed/test_shared_switch_checks.py"
 [ $quick = 1 ] || run_part shared-switch python3 "$root/scripts/shared-switch.py"

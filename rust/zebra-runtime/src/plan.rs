@@ -50,6 +50,8 @@ pub(crate) struct Aggregation {
     /// Zero configuration without `job`: the scheduler's address the job
     /// id was derived from ([`derived_job`]).
     pub(crate) job_from: Option<String>,
+    /// `job` is set (in `ZEBRA_HOT_CONFIG`).
+    pub(crate) job_given: bool,
 }
 
 /// What PS-lite's launcher tells a process: `DMLC_ROLE`, `DMLC_NUM_WORKER`,
@@ -302,9 +304,10 @@ impl Aggregation {
         // process of this job shares and no other job does, the scheduler's
         // address, so that jobs sharing one switch do not collide at 1.
         let scheduler = job.scheduler();
+        let job_given = settings.has("job");
         let derived = scheduler
             .as_deref()
-            .filter(|_| !settings.has("job"))
+            .filter(|_| !job_given)
             .and_then(|at| derived_job(at, servers));
         if let Some(id) = derived {
             settings.set_zero_config_job(id);
@@ -391,6 +394,7 @@ impl Aggregation {
             register_wait: built.register_wait,
             worker_window: built.worker_window,
             job_from,
+            job_given,
         }))
     }
 }

@@ -419,7 +419,10 @@ impl ServerSide {
         let job = a.agent.job(self.rank);
         let why = match &a.job_from {
             Some(at) => format!("derived from the scheduler's address {at}"),
-            None => "the default (`job` is not set in ZEBRA_HOT_CONFIG)".to_string(),
+            None if a.job_given => "set by `job` in ZEBRA_HOT_CONFIG".to_string(),
+            None => "the default (no `job` in ZEBRA_HOT_CONFIG, no DMLC_PS_ROOT_URI and \
+                     DMLC_PS_ROOT_PORT to derive one from)"
+                .to_string(),
         };
         log::warn!(
             "zebra: server {}: if the switch at {} is running, another job may hold job id \
