@@ -2,7 +2,7 @@
 it builds from the binary's JSON, `--set` as flags, a job key's token in the
 server directory, the binary's refusals reaching the user unchanged, and the
 binary looked for where the docs say. The settings' rules themselves are the
-binary's and tested there (rust/zebra-hotpath/src/settings.rs,
+binary's and tested there (rust/zebra-config/src/settings.rs,
 rust/zebra-cli/tests/switch_plan.rs)."""
 
 import os

@@ -2,7 +2,7 @@
 module runs `zebra switch --plan` and builds the controller's objects from
 the JSON it prints. The settings file, its flags and variables
 (ZEBRA_HOT_LOSS, ZEBRA_JOB_KEY_FILE, ZEBRA_JOB_KEY), every check and every
-message are the binary's (rust/zebra-hotpath/src/settings.rs); nothing here
+message are the binary's (rust/zebra-config/src/settings.rs); nothing here
 parses a setting.
 
     hotpath = load("hot.conf", ["round_timeout_ms=20"])   # as zebra switch --config hot.conf --round-timeout-ms=20

@@ -1,23 +1,45 @@
 //! `zebra config`: the check the library makes at start-up (`zebra_config` for the
 //! `ZEBRA_*` variables, then `zebra_runtime::Plan` for the hot path: the settings file,
 //! the hot-keys file, PS-lite's `DMLC_*`), run from the shell, and its result in the
-//! names the user typed. `--list`: every variable with its default.
+//! names the user typed. `--list`: every setting of the one table
+//! ([`zebra_config::SETTINGS`]): its variable, settings-file key and `zebra switch`
+//! flag, its default and what it does.
 
 use std::process::ExitCode;
 
-use zebra_config::{Config, VARIABLES};
+use zebra_config::{Config, SETTINGS};
 use zebra_hotpath::Settings;
 use zebra_runtime::{hot_path_problems, JobEnv, Plan};
 
 /// The settings table as `zebra config --list` prints it: a header and one
-/// line per variable, each column as wide as its widest entry.
+/// line per setting (`-` where it has no variable, key or flag), each column
+/// but the last as wide as its widest entry.
 pub fn settings_table() -> String {
-    let rows = [("VARIABLE", "DEFAULT", "MEANING")]
-        .into_iter()
-        .chain(VARIABLES.iter().map(|v| (v.name, v.default, v.help)));
-    let name = VARIABLES.iter().map(|v| v.name.len()).max().unwrap_or(0);
-    let default = VARIABLES.iter().map(|v| v.default.len()).max().unwrap_or(0);
-    rows.map(|(n, d, h)| format!("{n:<name$}  {d:<default$}  {h}\n"))
+    let rows: Vec<[String; 5]> =
+        [["VARIABLE", "FILE KEY", "FLAG", "DEFAULT", "MEANING"].map(String::from)]
+            .into_iter()
+            .chain(SETTINGS.iter().map(|s| {
+                [
+                    s.env.unwrap_or("-").to_string(),
+                    s.key.unwrap_or("-").to_string(),
+                    s.flag.map_or("-".to_string(), |f| format!("--{f}")),
+                    s.default.to_string(),
+                    s.help.to_string(),
+                ]
+            }))
+            .collect();
+    let width = |c: usize| rows.iter().map(|r| r[c].len()).max().unwrap_or(0);
+    let widths = [width(0), width(1), width(2), width(3)];
+    rows.iter()
+        .map(|r| {
+            let mut line = String::new();
+            for (cell, w) in r.iter().zip(widths) {
+                line.push_str(&format!("{cell:<w$}  "));
+            }
+            line.push_str(&r[4]);
+            line.push('\n');
+            line
+        })
         .collect()
 }
 
@@ -114,12 +136,17 @@ mod tests {
     fn the_settings_table_is_aligned() {
         let table = settings_table();
         let lines: Vec<&str> = table.lines().collect();
-        assert_eq!(lines.len(), VARIABLES.len() + 1);
+        assert_eq!(lines.len(), SETTINGS.len() + 1);
         let column = |word: &str| lines[0].find(word).unwrap();
+        let (key, flag) = (column("FILE KEY"), column("FLAG"));
         let (default, meaning) = (column("DEFAULT"), column("MEANING"));
-        for (line, v) in lines[1..].iter().zip(VARIABLES) {
-            assert!(line[default..].starts_with(v.default), "{line}");
-            assert_eq!(&line[meaning..], v.help, "{line}");
+        for (line, s) in lines[1..].iter().zip(SETTINGS) {
+            assert!(line.starts_with(s.env.unwrap_or("-")), "{line}");
+            assert!(line[key..].starts_with(s.key.unwrap_or("-")), "{line}");
+            let f = s.flag.map_or("-".into(), |f| format!("--{f}"));
+            assert!(line[flag..].starts_with(&f), "{line}");
+            assert!(line[default..].starts_with(s.default), "{line}");
+            assert_eq!(&line[meaning..], s.help, "{line}");
         }
     }
 }

@@ -16,7 +16,7 @@ use clap::{Parser, Subcommand};
 /// In-network aggregation of hot parameters for PS-lite jobs, behind a drop-in libzmq.so.5.
 ///
 /// Use: LD_PRELOAD=<prefix>/lib/libzmq.so.5 (or relink against it), then set ZEBRA_*
-/// variables; `zebra config --list` lists them.
+/// variables; `zebra config --list` lists them, and the hot-path settings file's keys.
 ///
 /// Exit codes of every subcommand: 0 done, 2 a bad argument or setting (nothing was done),
 /// 1 a failure while running.
@@ -34,7 +34,8 @@ enum Command {
     /// hot-keys file, PS-lite's DMLC_NUM_WORKER and DMLC_NUM_SERVER; DMLC_ROLE may be unset).
     /// Prints what was read, in the names typed, or every problem (exit 2).
     Config {
-        /// List every setting with its default instead.
+        /// List every setting instead: its variable, settings-file key, `zebra switch` flag,
+        /// default and meaning.
         #[arg(long)]
         list: bool,
     },

@@ -22,11 +22,11 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
+use zebra_config::setting_by_key;
 use zebra_hotkeys::profile::{self, FileScan, Limit, ProfileError, Sample};
 use zebra_hotkeys::{BytePrediction, Choice, Principle1, Ranking, RECENT_ROUNDS};
 use zebra_hotpath::hotkeys::pslite_server_ranges;
-use zebra_hotpath::settings::knob_by_key;
-use zebra_hotpath::{HotpathConfig, Settings, SettingsError};
+use zebra_hotpath::{Build, HotpathConfig, Settings, SettingsError};
 use zebra_proto::consts::{MAX_WORKERS, VALUE_LEN};
 
 use crate::failure::{finish, Failure};
@@ -76,7 +76,7 @@ impl Principle1Args {
 }
 
 fn default_of(key: &str) -> &'static str {
-    knob_by_key(key).map_or("?", |k| k.default)
+    setting_by_key(key).map_or("?", |k| k.default)
 }
 
 fn registers_help() -> String {

@@ -1,8 +1,8 @@
 //! `zebra switch`: the software switch on a UDP socket until SIGINT or
 //! SIGTERM — a kernel socket, or one of Zebra's user-level stack (smoltcp over
-//! a DPDK port) with `ZEBRA_NET`. Its flags are the hot-path knobs of
-//! [`zebra_hotpath::settings::KNOBS`], so the file format, the flags and
-//! `--help` cannot disagree. With `--plan` it runs nothing and prints the
+//! a DPDK port) with `ZEBRA_NET`. Its flags are the hot-path settings of
+//! the one settings table [`zebra_config::SETTINGS`], so the file format, the
+//! flags and `--help` cannot disagree. With `--plan` it runs nothing and prints the
 //! settings it would run with as JSON ([`plan`]).
 
 mod plan;
@@ -16,8 +16,8 @@ use clap::parser::ValueSource;
 use clap::{Arg, ArgAction, ArgMatches, Args, Command, FromArgMatches};
 use signal_hook::consts::{SIGINT, SIGTERM, SIGUSR1};
 use signal_hook::iterator::Signals;
-use zebra_hotpath::settings::KNOBS;
-use zebra_hotpath::{HotpathConfig, Settings, StartError, SwitchNode};
+use zebra_config::SETTINGS;
+use zebra_hotpath::{Build, HotpathConfig, Settings, StartError, SwitchNode};
 use zebra_net::{Stack, StackConfig};
 
 use crate::failure::{finish, Failure};
@@ -61,21 +61,22 @@ pub struct SwitchArgs {
     metrics: Option<String>,
     /// `--plan`: print the checked settings as JSON, run nothing.
     plan: bool,
-    /// Knobs given: key, values, and the variable they came from if not a
-    /// flag (`ZEBRA_HOT_LOSS`).
+    /// Settings given: key, values, and the variable they came from if not
+    /// a flag (`ZEBRA_HOT_LOSS`).
     given: Vec<(&'static str, Vec<String>, Option<&'static str>)>,
 }
 
 impl FromArgMatches for SwitchArgs {
     fn from_arg_matches(m: &ArgMatches) -> Result<Self, clap::Error> {
-        let given = KNOBS
+        let given = SETTINGS
             .iter()
             .filter_map(|k| {
-                let values = m.get_many::<String>(k.key)?;
+                let key = k.key?;
+                let values = m.get_many::<String>(key)?;
                 let from_env = k
                     .env
-                    .filter(|_| m.value_source(k.key) == Some(ValueSource::EnvVariable));
-                Some((k.key, values.cloned().collect(), from_env))
+                    .filter(|_| m.value_source(key) == Some(ValueSource::EnvVariable));
+                Some((key, values.cloned().collect(), from_env))
             })
             .collect();
         Ok(SwitchArgs {
@@ -121,9 +122,10 @@ impl Args for SwitchArgs {
                      exit 2 for bad settings as without it",
                 ),
         );
-        KNOBS.iter().fold(cmd, |cmd, k| {
-            let mut arg = Arg::new(k.key)
-                .long(k.flag)
+        let flags = SETTINGS.iter().filter_map(|k| Some((k, k.key?, k.flag?)));
+        flags.fold(cmd, |cmd, (k, key, flag)| {
+            let mut arg = Arg::new(key)
+                .long(flag)
                 .value_name(k.value)
                 .help(if k.default.starts_with('(') {
                     format!("{} {}", k.help, k.default)
@@ -135,7 +137,7 @@ impl Args for SwitchArgs {
                 } else {
                     ArgAction::Set
                 });
-            if let Some(var) = k.env {
+            if let Some(var) = k.env.filter(|_| k.switch_env) {
                 arg = arg.env(var);
             }
             cmd.arg(arg)
@@ -165,20 +167,25 @@ fn settings(args: &SwitchArgs) -> Result<HotpathConfig, String> {
         Some(path) => Settings::load(path).map_err(|e| e.to_string())?,
         None => Settings::new(),
     };
+    // The variables `zebra switch` reads with no flag (ZEBRA_JOB_KEY: the
+    // key itself, never a flag, as a command line is visible to every
+    // user; docs/SECURITY.md), then the flags and the variables clap took
+    // for them.
+    for k in SETTINGS.iter().filter(|k| k.switch_env && k.flag.is_none()) {
+        let Some(var) = k.env else { continue };
+        if let Some(typed) = std::env::var_os(var) {
+            s.set_from_env(var, &typed.to_string_lossy())
+                .map_err(|e| e.to_string())?;
+        }
+    }
     for (key, values, from_env) in &args.given {
         for v in values {
             match from_env {
-                Some(var) => s.set_from_env(key, var, v),
+                Some(var) => s.set_from_env(var, v),
                 None => s.set(key, v),
             }
             .map_err(|e| e.to_string())?;
         }
-    }
-    if let Some(typed) = std::env::var_os("ZEBRA_JOB_KEY") {
-        // The key itself, never a flag (a command line is visible to every
-        // user); docs/SECURITY.md.
-        let key = zebra_config::JobKey::from_value("ZEBRA_JOB_KEY", &typed.to_string_lossy())?;
-        s.set_job_key(key, "ZEBRA_JOB_KEY");
     }
     let config = s.build().map_err(|e| e.to_string())?;
     if let Some(file) = &config.no_keys {

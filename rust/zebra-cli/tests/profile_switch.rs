@@ -10,7 +10,7 @@ use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use zebra_hotkeys::TraceWriter;
-use zebra_hotpath::{HotKeys, Settings};
+use zebra_hotpath::{Build, HotKeys, Settings};
 
 fn zebra(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_zebra"))

@@ -9,8 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
-use zebra_hotpath::settings::KNOBS;
-use zebra_hotpath::{HotpathConfig, LinkConfig, ServerLink, Settings, WorkerEvent, WorkerLink};
+use zebra_config::SETTINGS;
+use zebra_hotpath::{
+    Build, HotpathConfig, LinkConfig, ServerLink, Settings, WorkerEvent, WorkerLink,
+};
 
 fn zebra() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_zebra"));
@@ -32,8 +34,8 @@ fn help_documents_every_knob_and_both_file_formats() {
     let out = zebra().args(["switch", "--help"]).output().unwrap();
     assert!(out.status.success());
     let help = String::from_utf8(out.stdout).unwrap();
-    for k in KNOBS {
-        assert!(help.contains(&format!("--{} <", k.flag)), "--{}", k.flag);
+    for flag in SETTINGS.iter().filter_map(|k| k.flag) {
+        assert!(help.contains(&format!("--{flag} <")), "--{flag}");
     }
     for text in [
         "--config <FILE>",

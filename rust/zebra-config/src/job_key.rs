@@ -159,12 +159,23 @@ mod tests {
 
     #[test]
     fn the_configuration_reads_either_variable_and_names_it() {
+        // Checked when read; the hot path's settings read it again.
+        let key = |cfg: crate::Config| {
+            let mut s = crate::Settings::new();
+            for (var, typed) in &cfg.hot {
+                s.set_from_env(var, typed).unwrap();
+            }
+            s.values().unwrap().job_key.unwrap()
+        };
         let cfg = crate::Config::from_vars([("ZEBRA_JOB_KEY", "k")], 1).unwrap();
-        assert_eq!(cfg.job_key.unwrap().as_bytes(), b"k");
+        assert_eq!(key(cfg).0.as_bytes(), b"k");
         let p = file("cfg", b"k\n", 0o600);
         let shown = p.display().to_string();
         let cfg = crate::Config::from_vars([("ZEBRA_JOB_KEY_FILE", shown.as_str())], 1).unwrap();
-        assert_eq!(cfg.job_key.unwrap().as_bytes(), b"k");
+        assert_eq!(
+            key(cfg),
+            (JobKey(b"k".to_vec()), "ZEBRA_JOB_KEY_FILE".into())
+        );
         let both = [
             ("ZEBRA_JOB_KEY", "k"),
             ("ZEBRA_JOB_KEY_FILE", shown.as_str()),

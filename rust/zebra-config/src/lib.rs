@@ -1,75 +1,55 @@
-//! Configuration of Zebra: every `ZEBRA_*` environment variable in one table.
+//! Configuration of Zebra: every setting in one table, [`SETTINGS`].
 //!
-//! The table [`VARIABLES`] is the single source of truth: each entry carries its own
-//! parser, [`Config::from_vars`] runs them, `zebra config --list` prints the table, and a
-//! test holds `docs/CONFIG.md` to it. Parsing never panics; each bad value yields one
-//! [`ConfigError`] naming the variable, the value as typed and what was expected. The
-//! hot-path settings some variables stand for (`ZEBRA_SWITCH`, `ZEBRA_HOT_KEYS`,
-//! `ZEBRA_HOT_CONFIG`, ...) are checked once more, with the settings file, by
-//! `zebra_hotpath::settings` when the hot path's plan is made.
+//! Each entry carries its own parser and says which environment variable,
+//! settings-file key and `zebra switch` flag give it (`settings.rs`).
+//! [`Config::from_vars`] reads a process's `ZEBRA_*` variables at its first zmq
+//! call; [`Settings`] collects the hot-path settings from the settings file, flags
+//! and the variables that stand for them, and `zebra_hotpath` checks them together.
+//! `zebra config --list` prints the table, and tests hold `docs/CONFIG.md` and
+//! `docs/HOTPATH.md` to it. Parsing never panics; each bad value yields one problem
+//! naming the setting as the user gave it, the value as typed and what was expected.
 
 use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
+pub mod hot;
 mod job_key;
+pub mod settings;
+pub use hot::{Entry, HotValues, Settings, SettingsError};
 pub use job_key::JobKey;
+pub use settings::{setting_by_env, setting_by_key, Setting, SETTINGS};
 pub use zebra_agent::{Delivery, SyncMode};
 pub use zebra_pslite::FormatChoice;
 
-/// One documented variable.
-#[derive(Debug, Clone, Copy)]
-pub struct Variable {
-    pub name: &'static str,
-    pub default: &'static str,
-    pub help: &'static str,
-    /// Its parser: checks the value as typed and sets it.
-    read: Read,
-}
-
-/// A variable's parser.
-type Read = fn(&mut Reading, &str) -> Result<(), Bad>;
-
-/// What a variable's parser found wrong.
+/// What a process setting's parser found wrong.
 #[derive(Debug)]
-enum Bad {
+pub(crate) enum Bad {
     /// The value is not what the variable takes: `NAME="value": expected ...`.
     Expected(&'static str),
-    /// A message of its own, naming the variable (a job key: never the key).
-    Said(String),
 }
 
 /// A configuration being read, and what its parsers remember.
 #[derive(Debug)]
-struct Reading {
-    cfg: Config,
+pub(crate) struct Reading {
+    pub(crate) cfg: Config,
     pid: u32,
-    zebra_log: Option<String>,
+    pub(crate) zebra_log: Option<String>,
     /// `ZEBRA_STATS_INTERVAL` and `ZEBRA_NET` as typed, for the checks of
     /// the whole.
-    interval_typed: String,
-    net_typed: String,
+    pub(crate) interval_typed: String,
+    pub(crate) net_typed: String,
 }
 
 impl Reading {
     /// `text` with `%p` replaced by the process id.
-    fn with_pid(&self, text: &str) -> String {
+    pub(crate) fn with_pid(&self, text: &str) -> String {
         text.replace("%p", &self.pid.to_string())
-    }
-
-    fn job_key(&mut self, key: Result<JobKey, String>) -> Result<(), Bad> {
-        if self.cfg.job_key.is_some() {
-            return Err(Bad::Said(
-                "ZEBRA_JOB_KEY and ZEBRA_JOB_KEY_FILE are both set: give one".into(),
-            ));
-        }
-        self.cfg.job_key = Some(key.map_err(Bad::Said)?);
-        Ok(())
     }
 }
 
 /// `HOST:PORT` (trimmed), `None` when empty.
-fn host_port(value: &str) -> Result<Option<String>, ()> {
+pub(crate) fn host_port(value: &str) -> Result<Option<String>, ()> {
     match value.trim() {
         "" => Ok(None),
         v => match v.rsplit_once(':') {
@@ -80,255 +60,6 @@ fn host_port(value: &str) -> Result<Option<String>, ()> {
         },
     }
 }
-
-/// A path, `None` when empty.
-fn path(value: &str) -> Option<PathBuf> {
-    (!value.trim().is_empty()).then(|| PathBuf::from(value))
-}
-
-/// Every variable Zebra reads. Keep in step with `docs/CONFIG.md` (a test checks).
-pub const VARIABLES: &[Variable] = &[
-    Variable {
-        name: "ZEBRA_ENABLE",
-        default: "0",
-        help: "1: Zebra's own engine carries the zmq calls; 0 or unset: every call is forwarded to the real libzmq",
-        read: |r, v| {
-            r.cfg.enable = parse_bool(v)?;
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_LOG",
-        default: "warn",
-        help: "log filter (env_logger syntax, e.g. `info` or `zebra_ffi=debug`); RUST_LOG is read when this is unset",
-        read: |r, v| {
-            r.zebra_log = Some(v.to_string());
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_REAL_LIBZMQ",
-        default: "(found at run time)",
-        help: "absolute path of the real libzmq to forward to when no other definition is loaded in the process",
-        read: |r, v| {
-            if !v.starts_with('/') {
-                return Err(Bad::Expected("expected an absolute path to a libzmq shared object"));
-            }
-            r.cfg.real_libzmq = Some(PathBuf::from(v));
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_STATS",
-        default: "(off)",
-        help: "`stderr` or a file path: at exit, write the mode, the library forwarded to and per-function call counts (a file path may contain `%p`, replaced by the process id)",
-        read: |r, v| {
-            r.cfg.stats = match v {
-                "" => None,
-                "stderr" => Some(StatsSink::Stderr),
-                path => Some(StatsSink::File(r.with_pid(path).into())),
-            };
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_STATS_INTERVAL",
-        default: "(off: at exit only)",
-        help: "with ZEBRA_STATS: every SECONDS (e.g. `1` or `0.5`) while the process runs, write its statistics to the ZEBRA_STATS destination as one JSON object per line (JSON Lines), and a last one at exit, in place of the at-exit `key value` report; `0`: off",
-        read: |r, v| {
-            r.cfg.stats_interval = parse_interval(v).map_err(Bad::Expected)?;
-            r.interval_typed = v.to_string();
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_METRICS",
-        default: "(off)",
-        help: "HOST:PORT: serve this process's counters (zmq calls, the hot path's) in Prometheus's text format at http://HOST:PORT/metrics while it runs (`127.0.0.1:0`: a free port, logged); counters only, no authentication: bind to loopback",
-        read: |r, v| {
-            r.cfg.metrics = host_port(v).map_err(|_| {
-                Bad::Expected("expected HOST:PORT to serve the metrics on (e.g. 127.0.0.1:9960, or port 0 for a free one)")
-            })?;
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_HOT_LOSS",
-        default: "(off)",
-        help: "seeded fault injection on every hot-path send, for tests: a drop probability (`0.05`) or `drop=P,dup=P,delay=P,delay_ms=MS,seed=N`",
-        read: |r, v| {
-            r.cfg.hot_loss = match v.trim() {
-                "" => None,
-                spec => Some(spec.parse::<HotLoss>().map_err(Bad::Expected)?).filter(HotLoss::is_active),
-            };
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_SWITCH",
-        default: "(none: no in-network aggregation)",
-        help: "HOST:PORT of the aggregating switch (`zebra switch` or a Tofino running p4/); with ZEBRA_ENABLE=1, workers send hot keys there (alone: zero configuration, online hot keys in jobs the switch admits)",
-        read: |r, v| {
-            r.cfg.switch = host_port(v).map_err(|_| Bad::Expected("expected HOST:PORT (e.g. 10.0.0.250:9950)"))?;
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_JOB_KEY",
-        default: "(none: the switch draws the job's token)",
-        help: "the job's secret key, the same string in every worker, server and the switch: each derives the job's membership token from it (HMAC-SHA-256), shows it from its first packet, and the switch takes on only members that show it (docs/SECURITY.md); visible to anyone who can read this process's environment, so prefer ZEBRA_JOB_KEY_FILE",
-        read: |r, v| r.job_key(JobKey::from_value("ZEBRA_JOB_KEY", v)),
-    },
-    Variable {
-        name: "ZEBRA_JOB_KEY_FILE",
-        default: "(none)",
-        help: "a file holding the job's secret key (one line), instead of ZEBRA_JOB_KEY; refused if every user may read it (chmod 600)",
-        read: |r, v| match v.trim() {
-            "" => Ok(()),
-            _ => r.job_key(JobKey::from_file("ZEBRA_JOB_KEY_FILE", std::path::Path::new(v))),
-        },
-    },
-    Variable {
-        name: "ZEBRA_HOT_KEYS",
-        default: "(none)",
-        help: "the hot-keys file (PS-lite keys hottest first, `KEY [VALUES]` or `A-B [VALUES]` per line); the switch, every worker and every server read the same file",
-        read: |r, v| {
-            r.cfg.hot_keys = path(v);
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_HOT",
-        default: "auto",
-        help: "`auto`: `file` when hot keys are given (ZEBRA_HOT_KEYS, or hot_keys or online_capacity in ZEBRA_HOT_CONFIG), else `online` with each server's job an equal share of the switch's memory, admitted when it registers (zero configuration); `file`: the hot keys of ZEBRA_HOT_KEYS stay for the whole job; `online` or `online:T`: each server re-ranks its keys over every worker's first T pushes (default: online_rounds of ZEBRA_HOT_CONFIG) and, if the ranking moved, installs new hot keys in every worker at one round boundary; ZEBRA_HOT_KEYS is then the starting set and sizes the switch memory (without it, online_capacity of ZEBRA_HOT_CONFIG does); `watch` or `watch:T`: the keys of ZEBRA_HOT_KEYS, installed after every worker's first T pushes went whole (the pace without aggregation), and stepped aside from by the online rules when they cost (slower pushes, flushed rounds, a silent switch), tried again later; `watch:0`: no probe, the file's keys from the first push, stepped aside from on flushed rounds or a silent switch",
-        read: |r, v| {
-            r.cfg.hot_mode = v.parse().map_err(Bad::Expected)?;
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_HOT_CONFIG",
-        default: "(none: protocol defaults)",
-        help: "the hot-path settings file `zebra switch --config` reads (TOML: `key = value` lines, text in double quotes): registers, slots, timeouts, packet size; every party must use the same one",
-        read: |r, v| {
-            r.cfg.hot_config = path(v);
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_DELIVERY",
-        default: "per-worker",
-        help: "how a server sees a round's hot sums: `per-worker` (each worker's push request, one carrying the sum, the others zeros: right for every server) or `merged` (one request carries the sum: only for servers that do not count pushes)",
-        read: |r, v| {
-            r.cfg.delivery = match v.trim() {
-                "" | "per-worker" => Delivery::PerWorker,
-                "merged" => Delivery::Merged,
-                _ => return Err(Bad::Expected("expected per-worker or merged")),
-            };
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_PULL",
-        default: "switch",
-        help: "the pull half with a switch (docs/PULL.md): `switch`: after each round a server sends the round's updated hot values once through the switch, which copies them to every worker, and a worker answers pulls of hot keys from them when they are what the server would return (its first answers checked against the server's); `server`: every pull goes to its server (for servers that change values outside pushes)",
-        read: |r, v| {
-            r.cfg.pull = match v.trim() {
-                "" | "switch" => Pull::Switch,
-                "server" => Pull::Server,
-                _ => return Err(Bad::Expected("expected switch or server")),
-            };
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_SYNC",
-        default: "exact",
-        help: "when a worker's push completes with a switch (docs/OSP.md): `exact`: when the server has applied all of it (PS-lite's own); `two-stage`: once its hot part is settled at the switch, the cold part still on its way (a later pull is still served after the push); `two-stage:S`: the same, and a pull may be served with up to S of its worker's pushes to that server not yet applied",
-        read: |r, v| {
-            r.cfg.sync = v.parse().map_err(Bad::Expected)?;
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_TRACE",
-        default: "(off)",
-        help: "with ZEBRA_ENABLE=1, each worker records the keys of every push it sends to this file (`%p`: process id, `%r`: worker rank), the input of `zebra profile` (format: rust/zebra-hotkeys/TRACE.md)",
-        read: |r, v| {
-            r.cfg.trace = (!v.trim().is_empty()).then(|| r.with_pid(v));
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_TRACE_MAX_MB",
-        default: "256",
-        help: "size bound of each ZEBRA_TRACE file in MiB; pushes after it are not recorded (logged once)",
-        read: |r, v| match v.trim().parse::<u64>() {
-            Ok(mb) if (1..=1 << 20).contains(&mb) => {
-                r.cfg.trace_max_bytes = mb << 20;
-                Ok(())
-            }
-            _ => Err(Bad::Expected("expected MiB, 1..=1048576")),
-        },
-    },
-    Variable {
-        name: "ZEBRA_PSLITE_FLAVOR",
-        default: "auto",
-        help: "PS-lite message format: `auto` (detected from the bytes), `byteps` (BytePS's binary meta) or `protobuf` (dmlc/ps-lite and MXNet)",
-        read: |r, v| {
-            r.cfg.flavor = v.parse().map_err(|_| Bad::Expected("expected auto, byteps or protobuf"))?;
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_NET",
-        default: "kernel",
-        help: "the network under the engine's tcp:// and the hot path: `kernel` (kernel sockets), `dpdk` (the user-level stack, smoltcp over a DPDK port; needs ZEBRA_DPDK_ARGS and ZEBRA_IP) or `raw:IFACE` (smoltcp over an AF_PACKET raw socket on IFACE; needs ZEBRA_IP and root)",
-        read: |r, v| {
-            r.cfg.net = match v.trim() {
-                "" | "kernel" => Network::Kernel,
-                "dpdk" => Network::Dpdk,
-                v if v.starts_with("raw:") && v.len() > 4 && v.len() < 4 + 16 => Network::Raw(v[4..].to_string()),
-                _ => return Err(Bad::Expected("expected kernel, dpdk or raw:IFACE")),
-            };
-            r.net_typed = v.to_string();
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_DPDK_ARGS",
-        default: "(none)",
-        help: "with ZEBRA_NET=dpdk: the DPDK EAL arguments, whitespace-separated (e.g. `--no-huge -m 256 --no-pci --no-shconf --file-prefix=w0 -l 0 --vdev=net_af_packet0,iface=veth0,framecnt=8192,blocksz=65536`); the first port found is used",
-        read: |r, v| {
-            r.cfg.dpdk_args = Some(v.trim().to_string()).filter(|a| !a.is_empty());
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_IP",
-        default: "(none)",
-        help: "with ZEBRA_NET=dpdk or raw: the user-level stack's own IPv4 address and prefix, `A.B.C.D/N` (it answers ARP for it; the kernel must not use it)",
-        read: |r, v| {
-            r.cfg.net_ip = match v.trim() {
-                "" => None,
-                _ => Some(v.parse::<Ipv4Cidr>().map_err(Bad::Expected)?),
-            };
-            Ok(())
-        },
-    },
-    Variable {
-        name: "ZEBRA_GATEWAY",
-        default: "(none: on-link peers only)",
-        help: "with ZEBRA_NET=dpdk or raw: the IPv4 default gateway of the user-level stack",
-        read: |r, v| {
-            r.cfg.net_gateway = match v.trim() {
-                "" => None,
-                gw => Some(gw.parse().map_err(|_| Bad::Expected("expected an IPv4 address"))?),
-            };
-            Ok(())
-        },
-    },
-];
 
 /// Where the hot keys come from (`ZEBRA_HOT`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -503,10 +234,13 @@ pub struct Config {
     pub stats_interval: Option<std::time::Duration>,
     /// `ZEBRA_METRICS`: `HOST:PORT` of the process's Prometheus endpoint.
     pub metrics: Option<String>,
-    pub hot_loss: Option<HotLoss>,
     /// `ZEBRA_SWITCH`, as given (resolved when the hot path starts).
     pub switch: Option<String>,
-    pub hot_keys: Option<PathBuf>,
+    /// The variables that stand for hot-path settings (`ZEBRA_SWITCH`,
+    /// `ZEBRA_HOT_KEYS`, `ZEBRA_HOT_LOSS`, the job key's), each checked by
+    /// its setting's parser, as typed: the hot path gives them to its
+    /// [`Settings`] after the settings file's lines.
+    pub hot: Vec<(&'static str, String)>,
     pub hot_config: Option<PathBuf>,
     pub hot_mode: HotMode,
     pub delivery: Delivery,
@@ -523,8 +257,6 @@ pub struct Config {
     /// `ZEBRA_TRACE`, `%p` already replaced (`%r` is the worker rank, known later).
     pub trace: Option<String>,
     pub trace_max_bytes: u64,
-    /// `ZEBRA_JOB_KEY` or the key in `ZEBRA_JOB_KEY_FILE`.
-    pub job_key: Option<JobKey>,
 }
 
 impl Config {
@@ -543,9 +275,8 @@ impl Default for Config {
             stats: None,
             stats_interval: None,
             metrics: None,
-            hot_loss: None,
             switch: None,
-            hot_keys: None,
+            hot: Vec::new(),
             hot_config: None,
             hot_mode: HotMode::Auto,
             delivery: Delivery::PerWorker,
@@ -558,7 +289,6 @@ impl Default for Config {
             net_gateway: None,
             trace: None,
             trace_max_bytes: 256 << 20,
-            job_key: None,
         }
     }
 }
@@ -572,9 +302,10 @@ pub enum ConfigError {
         value: String,
         expected: &'static str,
     },
-    /// A bad job key: the message names the variable, never the key.
+    /// A bad value of a variable that stands for a hot-path setting, named
+    /// by its parser (`ZEBRA_SWITCH="h": expected ...`; a job key never shown).
     #[error("{0}")]
-    JobKey(String),
+    Hot(String),
     #[error("{name} is not a Zebra setting (known: {known}); check the spelling")]
     Unknown { name: String, known: String },
 }
@@ -595,7 +326,7 @@ impl fmt::Display for ConfigErrors {
 
 impl std::error::Error for ConfigErrors {}
 
-fn parse_bool(value: &str) -> Result<bool, Bad> {
+pub(crate) fn parse_bool(value: &str) -> Result<bool, Bad> {
     match value.trim().to_ascii_lowercase().as_str() {
         "" | "0" | "false" | "off" | "no" => Ok(false),
         "1" | "true" | "on" | "yes" => Ok(true),
@@ -606,7 +337,7 @@ fn parse_bool(value: &str) -> Result<bool, Bad> {
 }
 
 /// `ZEBRA_STATS_INTERVAL`: seconds, `0` or empty for off.
-fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static str> {
+pub(crate) fn parse_interval(value: &str) -> Result<Option<std::time::Duration>, &'static str> {
     const EXPECTED: &str =
         "expected seconds between reports, 0.01..=86400 (e.g. 1 or 0.5), or 0 for off";
     let v = value.trim();
@@ -650,6 +381,9 @@ impl Config {
         };
         let mut errors = Vec::new();
         let mut rust_log = None;
+        // The variables that stand for hot-path settings, checked by their
+        // settings' parsers.
+        let mut hot = Settings::new();
         for (name, value) in vars {
             if name == "RUST_LOG" {
                 rust_log = Some(value.to_string());
@@ -658,26 +392,38 @@ impl Config {
             if !name.starts_with("ZEBRA_") {
                 continue;
             }
-            let Some(var) = VARIABLES.iter().find(|v| v.name == name) else {
+            let Some(setting) = setting_by_env(name) else {
                 errors.push(ConfigError::Unknown {
                     name: name.to_string(),
-                    known: VARIABLES
+                    known: SETTINGS
                         .iter()
-                        .map(|v| v.name)
+                        .filter_map(|s| s.env.filter(|v| v.starts_with("ZEBRA_")))
                         .collect::<Vec<_>>()
                         .join(", "),
                 });
                 continue;
             };
-            match (var.read)(&mut r, value) {
-                Ok(()) => {}
-                Err(Bad::Expected(expected)) => errors.push(ConfigError::BadValue {
-                    name: var.name,
-                    value: value.to_string(),
-                    expected,
-                }),
-                Err(Bad::Said(message)) => errors.push(ConfigError::JobKey(message)),
+            if let Some(read) = setting.read {
+                if let Err(Bad::Expected(expected)) = read(&mut r, value) {
+                    errors.push(ConfigError::BadValue {
+                        name: setting.name(),
+                        value: value.to_string(),
+                        expected,
+                    });
+                }
+            } else if setting.key.is_none() || !value.trim().is_empty() {
+                // Empty: not given (the file's value, or the default, holds).
+                hot.set_from_env(name, value)
+                    .map_err(|e| errors.extend(e.problems.into_iter().map(ConfigError::Hot)))
+                    .ok();
+                r.cfg
+                    .hot
+                    .push((setting.env.unwrap_or_default(), value.to_string()));
             }
+        }
+        match hot.values() {
+            Ok(values) => r.cfg.switch = values.switch.map(|e| e.value),
+            Err(e) => errors.extend(e.problems.into_iter().map(ConfigError::Hot)),
         }
         let Reading {
             mut cfg,
@@ -727,20 +473,6 @@ mod tests {
     }
 
     #[test]
-    fn sync_mode() {
-        assert_eq!(parse(&[]).unwrap().sync, SyncMode::Exact);
-        for (v, want) in [
-            ("exact", SyncMode::Exact),
-            ("two-stage", SyncMode::TwoStage { staleness: 0 }),
-            ("two-stage:4", SyncMode::TwoStage { staleness: 4 }),
-        ] {
-            assert_eq!(parse(&[("ZEBRA_SYNC", v)]).unwrap().sync, want, "{v}");
-        }
-        let e = parse(&[("ZEBRA_SYNC", "osp")]).unwrap_err().to_string();
-        assert!(e.contains("ZEBRA_SYNC") && e.contains("two-stage:S"), "{e}");
-    }
-
-    #[test]
     fn hot_path_settings() {
         let c = parse(&[
             ("ZEBRA_SWITCH", "10.0.0.250:9950"),
@@ -751,7 +483,13 @@ mod tests {
         .unwrap();
         assert_eq!(c.switch.as_deref(), Some("10.0.0.250:9950"));
         assert!(c.wants_switch());
-        assert_eq!(c.hot_keys, Some(PathBuf::from("/tmp/hot.keys")));
+        assert_eq!(
+            c.hot,
+            [
+                ("ZEBRA_SWITCH", "10.0.0.250:9950".to_string()),
+                ("ZEBRA_HOT_KEYS", "/tmp/hot.keys".to_string())
+            ]
+        );
         assert_eq!(
             (c.delivery, c.flavor),
             (
@@ -761,6 +499,7 @@ mod tests {
         );
         assert_eq!(c.hot_mode, HotMode::Auto);
         assert!(!parse(&[("ZEBRA_SWITCH", "")]).unwrap().wants_switch());
+        assert!(parse(&[("ZEBRA_HOT_KEYS", " ")]).unwrap().hot.is_empty());
         for (v, want) in [
             ("online", HotMode::Online { rounds: None }),
             ("online:30", HotMode::Online { rounds: Some(30) }),
@@ -934,11 +673,12 @@ mod tests {
 
     #[test]
     fn hot_loss_specs() {
-        let l = parse(&[("ZEBRA_HOT_LOSS", "0.05")])
-            .unwrap()
-            .hot_loss
-            .unwrap();
+        let l: HotLoss = "0.05".parse().unwrap();
         assert_eq!((l.drop_ppm, l.duplicate_ppm, l.seed), (50_000, 0, 1));
+        assert_eq!(
+            parse(&[("ZEBRA_HOT_LOSS", "0.05")]).unwrap().hot,
+            [("ZEBRA_HOT_LOSS", "0.05".to_string())]
+        );
         let l: HotLoss = "drop=0.01, dup=0.5,delay=1,delay_ms=2.5,seed=9"
             .parse()
             .unwrap();
@@ -952,8 +692,7 @@ mod tests {
                 seed: 9
             }
         );
-        assert_eq!(parse(&[("ZEBRA_HOT_LOSS", "0")]).unwrap().hot_loss, None);
-        assert_eq!(parse(&[("ZEBRA_HOT_LOSS", "")]).unwrap().hot_loss, None);
+        assert!(parse(&[("ZEBRA_HOT_LOSS", "")]).unwrap().hot.is_empty());
         for bad in ["1.5", "drop=x", "loss=0.1", "delay_ms=0", "seed=-1", "0.1,"] {
             let err = parse(&[("ZEBRA_HOT_LOSS", bad)]).unwrap_err();
             assert!(
@@ -964,29 +703,120 @@ mod tests {
     }
 
     #[test]
+    fn sync_mode() {
+        assert_eq!(parse(&[]).unwrap().sync, SyncMode::Exact);
+        for (v, want) in [
+            ("exact", SyncMode::Exact),
+            ("two-stage", SyncMode::TwoStage { staleness: 0 }),
+            ("two-stage:4", SyncMode::TwoStage { staleness: 4 }),
+        ] {
+            assert_eq!(parse(&[("ZEBRA_SYNC", v)]).unwrap().sync, want, "{v}");
+        }
+        let e = parse(&[("ZEBRA_SYNC", "osp")]).unwrap_err().to_string();
+        assert!(e.contains("ZEBRA_SYNC") && e.contains("two-stage:S"), "{e}");
+    }
+
+    #[test]
     fn each_documented_default_is_what_unset_means() {
-        // Every entry parses its own default (one not in parentheses) into the
-        // configuration of an empty environment.
-        for v in VARIABLES.iter().filter(|v| !v.default.starts_with('(')) {
+        // Every variable parses its own default (one not in parentheses)
+        // into the configuration of an empty environment.
+        let process = SETTINGS.iter().filter(|s| s.read.is_some());
+        for s in process.filter(|s| !s.default.starts_with('(')) {
+            let var = s.env.unwrap();
             assert_eq!(
-                parse(&[(v.name, v.default)]),
+                parse(&[(var, s.default)]),
                 Ok(Config::default()),
-                "{}={}",
-                v.name,
-                v.default
+                "{var}={}",
+                s.default
             );
         }
     }
 
     #[test]
-    fn docs_list_every_variable() {
-        let doc = include_str!("../../../docs/CONFIG.md");
-        for v in VARIABLES {
+    fn every_setting_is_given_somehow_and_parsed_once() {
+        for s in SETTINGS {
             assert!(
-                doc.contains(&format!("`{}`", v.name)),
-                "docs/CONFIG.md does not document {}",
-                v.name
+                s.env.is_some() || s.key.is_some(),
+                "{s:?}: neither a variable nor a key"
             );
+            assert!(s.read.is_some() != s.apply.is_some(), "{s:?}: one parser");
+            assert_eq!(s.key.is_some(), s.flag.is_some(), "{s:?}: a key has a flag");
+            if let Some(flag) = s.flag {
+                assert!(flag.chars().all(|c| c.is_ascii_lowercase() || c == '-'));
+                assert_eq!(
+                    flag.replace('-', "_"),
+                    s.key.unwrap().replace("switch", "listen")
+                );
+            }
+        }
+        for (i, s) in SETTINGS.iter().enumerate() {
+            for t in &SETTINGS[i + 1..] {
+                for (a, b) in [(s.env, t.env), (s.key, t.key), (s.flag, t.flag)] {
+                    assert!(a.is_none() || a != b, "{s:?} and {t:?}");
+                }
+            }
+        }
+    }
+
+    /// The rows `| `NAME` | ...` of the table after the header `header` in
+    /// `doc`, as cells.
+    fn doc_rows<'a>(doc: &'a str, header: &str) -> Vec<Vec<&'a str>> {
+        let start = doc.find(header).unwrap_or_else(|| panic!("{header}"));
+        doc[start..]
+            .lines()
+            .skip(2)
+            .take_while(|l| l.starts_with('|'))
+            .map(|l| l.trim_matches('|').split(" | ").map(str::trim).collect())
+            .collect()
+    }
+
+    #[test]
+    fn docs_config_lists_every_variable_and_only_those() {
+        let doc = include_str!("../../../docs/CONFIG.md");
+        let rows = doc_rows(doc, "| variable | default | meaning |");
+        let names: Vec<&str> = rows.iter().map(|r| r[0].trim_matches('`')).collect();
+        for s in SETTINGS.iter().filter_map(|s| s.env) {
+            if s.starts_with("ZEBRA_") {
+                assert!(names.contains(&s), "docs/CONFIG.md does not document {s}");
+            } else {
+                assert!(
+                    doc.contains(&format!("`{s}`")),
+                    "docs/CONFIG.md does not name {s}"
+                );
+            }
+        }
+        for name in names {
+            assert!(
+                setting_by_env(name).is_some(),
+                "docs/CONFIG.md documents {name}, which is not a setting"
+            );
+        }
+    }
+
+    #[test]
+    fn docs_hotpath_lists_every_key_with_its_flag_and_default() {
+        let doc = include_str!("../../../docs/HOTPATH.md");
+        let rows = doc_rows(doc, "| key | flag | default | meaning |");
+        let keyed: Vec<&Setting> = SETTINGS.iter().filter(|s| s.key.is_some()).collect();
+        assert_eq!(rows.len(), keyed.len(), "docs/HOTPATH.md: one row per key");
+        for (row, s) in rows.iter().zip(keyed) {
+            let (key, flag) = (s.key.unwrap(), s.flag.unwrap());
+            assert_eq!(
+                (row[0], row[1]),
+                (format!("`{key}`").as_str(), format!("`--{flag}`").as_str()),
+                "docs/HOTPATH.md: the rows in the table's order"
+            );
+            if !s.default.starts_with('(') {
+                let more = format!("{}; ", s.default);
+                assert!(
+                    row[2] == s.default || row[2].starts_with(&more),
+                    "docs/HOTPATH.md: the default of {key} is {}",
+                    s.default
+                );
+            }
+            if let Some(var) = s.env {
+                assert!(row[3].contains(var), "docs/HOTPATH.md: {key} names {var}");
+            }
         }
     }
 }

@@ -55,7 +55,7 @@ pub use link::LinkConfig;
 pub use server_link::{
     ServerEvent, ServerLink, ServerLinkStats, REGISTER_KEEPALIVE, REGISTER_RETRY,
 };
-pub use settings::{HotpathConfig, Settings, SettingsError};
+pub use settings::{Build, HotpathConfig, Settings, SettingsError};
 pub use switch_node::{JobNodeStats, SwitchNode, SwitchNodeConfig, SwitchNodeStats};
 pub use worker_link::{Ticket, WorkerEvent, WorkerLink, WorkerLinkStats};
 pub use zebra_config::HotLoss;

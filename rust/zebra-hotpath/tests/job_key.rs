@@ -8,8 +8,7 @@ use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use zebra_config::JobKey;
-use zebra_hotpath::Settings;
+use zebra_hotpath::{Build, Settings};
 use zebra_proto::wire::{HotBody, HotRepr, Message, ResponseKind};
 use zebra_proto::{job_token, Role, Switch, SwitchAction, Timestamp};
 
@@ -26,12 +25,8 @@ fn settings(key: &Path) -> Settings {
     let mut s = Settings::new();
     s.set("workers", "2").unwrap();
     s.set("hot_key_count", "16").unwrap();
-    s.set_from_env(
-        "job_key_file",
-        "ZEBRA_JOB_KEY_FILE",
-        &key.display().to_string(),
-    )
-    .unwrap();
+    s.set_from_env("ZEBRA_JOB_KEY_FILE", &key.display().to_string())
+        .unwrap();
     s
 }
 
@@ -109,12 +104,20 @@ fn key_errors_name_the_variable_or_setting() {
 
     let path = key_file("twice", "our secret\n", 0o600);
     let mut s = settings(&path);
-    s.set_job_key(
-        JobKey::from_value("ZEBRA_JOB_KEY", "k").unwrap(),
-        "ZEBRA_JOB_KEY",
-    );
+    s.set_from_env("ZEBRA_JOB_KEY", "k").unwrap();
     let e = s.build().unwrap_err().to_string();
-    assert!(e.contains("given twice (also by ZEBRA_JOB_KEY)"), "{e}");
+    assert!(
+        e.contains("ZEBRA_JOB_KEY and ZEBRA_JOB_KEY_FILE are both set: give one"),
+        "{e}"
+    );
+    let mut s = Settings::new();
+    s.set("job_key_file", &path.display().to_string()).unwrap();
+    s.set_from_env("ZEBRA_JOB_KEY", "k").unwrap();
+    let e = s.build().unwrap_err().to_string();
+    assert!(
+        e.contains("ZEBRA_JOB_KEY: the job key is given twice (also by --job-key-file)"),
+        "{e}"
+    );
 
     let mut flag = Settings::new();
     flag.set("job_key_file", &open.display().to_string())

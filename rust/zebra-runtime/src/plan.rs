@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use zebra_agent::{AgentConfig, HotSet, OnlineConfig, PullConfig};
 use zebra_config::{HotLoss, HotMode};
-use zebra_hotpath::{LinkConfig, Settings, StartError};
+use zebra_hotpath::{Build, LinkConfig, Settings, StartError};
 
 /// This process's part in a PS-lite job, from `DMLC_ROLE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -279,26 +279,23 @@ impl Aggregation {
             }
             None => Settings::new(),
         };
-        // Bad values are reported by variable and as typed (`Settings::set_from_env`).
-        let mut set = |key: &str, var: &str, typed: &str| {
-            if let Err(e) = settings.set_from_env(key, var, typed) {
-                problems.push(e.to_string());
+        // The variables that stand for settings override the file's, each
+        // named by the variable and as typed (`Settings::set_from_env`):
+        // ZEBRA_SWITCH, ZEBRA_HOT_KEYS, ZEBRA_HOT_LOSS, the job key's (whose
+        // token every party derives, docs/SECURITY.md), and PS-lite's job size.
+        let job_size = [
+            ("DMLC_NUM_WORKER", workers_typed),
+            ("DMLC_NUM_SERVER", servers_typed),
+        ];
+        let given = config.hot.iter().map(|(var, typed)| (*var, typed.clone()));
+        let sized = workers > 0 && servers > 0;
+        for (var, typed) in given.chain(job_size.into_iter().filter(|_| sized)) {
+            if let Err(e) = settings.set_from_env(var, &typed) {
+                problems.extend(e.problems);
             }
-        };
-        set("switch", "ZEBRA_SWITCH", switch);
-        if let Some(path) = &config.hot_keys {
-            set("hot_keys", "ZEBRA_HOT_KEYS", &path.display().to_string());
-        }
-        if workers > 0 && servers > 0 {
-            set("workers", "DMLC_NUM_WORKER", &workers_typed);
-            set("servers", "DMLC_NUM_SERVER", &servers_typed);
         }
         if !problems.is_empty() {
             return Err(problems);
-        }
-        if let Some(key) = &config.job_key {
-            // The job's token is derived from it (docs/SECURITY.md).
-            settings.set_job_key(key.clone(), "ZEBRA_JOB_KEY/ZEBRA_JOB_KEY_FILE");
         }
         // A zero-configuration job's id, unless `job` is set: from what every
         // process of this job shares and no other job does, the scheduler's
@@ -388,7 +385,7 @@ impl Aggregation {
             hot,
             agent,
             proto: built.proto,
-            loss: config.hot_loss.or(built.loss),
+            loss: built.loss,
             online_out: built.online_out,
             zero_config,
             register_wait: built.register_wait,
