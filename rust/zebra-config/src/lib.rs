@@ -156,8 +156,9 @@ impl FromStr for Ipv4Cidr {
 }
 
 /// Seeded faults injected on the hot path's send side (`ZEBRA_HOT_LOSS`).
-/// Probabilities are in parts per million.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// Probabilities are in parts per million. Serialized as `zebra switch
+/// --plan` shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
 pub struct HotLoss {
     pub drop_ppm: u32,
     pub duplicate_ppm: u32,

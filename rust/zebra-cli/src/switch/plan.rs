@@ -43,7 +43,7 @@ pub struct Plan {
     /// The hot-keys file's size, when one was read.
     pub hot_keys: Option<HotKeysPlan>,
     /// Faults injected on every send (`loss`, `ZEBRA_HOT_LOSS`), if any.
-    pub loss: Option<LossPlan>,
+    pub loss: Option<HotLoss>,
     /// `settle_timeout_ms`, in microseconds.
     pub settle_timeout_us: u64,
     /// `register_wait_ms`, in microseconds.
@@ -133,16 +133,6 @@ pub struct HotKeysPlan {
     pub values: u64,
 }
 
-/// `zebra_config::HotLoss`, field by field.
-#[derive(Debug, Serialize)]
-pub struct LossPlan {
-    pub drop_ppm: u32,
-    pub duplicate_ppm: u32,
-    pub delay_ppm: u32,
-    pub max_delay_us: u64,
-    pub seed: u64,
-}
-
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
@@ -179,7 +169,7 @@ impl Plan {
                 keys: hk.len(),
                 values: hk.values().iter().map(|&v| u64::from(v)).sum(),
             }),
-            loss: config.loss.as_ref().map(LossPlan::of),
+            loss: config.loss,
             settle_timeout_us: micros(config.settle_timeout),
             register_wait_us: micros(config.register_wait),
         }
@@ -244,18 +234,6 @@ impl JobPlan {
             dense_ranks: j.dense_ranks,
             token: j.token,
             region_slots: p.region_slots(j),
-        }
-    }
-}
-
-impl LossPlan {
-    fn of(l: &HotLoss) -> LossPlan {
-        LossPlan {
-            drop_ppm: l.drop_ppm,
-            duplicate_ppm: l.duplicate_ppm,
-            delay_ppm: l.delay_ppm,
-            max_delay_us: l.max_delay_us,
-            seed: l.seed,
         }
     }
 }
