@@ -19,6 +19,9 @@ machine hits every configuration alike:
   on+zero    zero configuration: ZEBRA_SWITCH alone and `zebra switch --listen` alone
              (online hot keys after the protocol's 10 counted pushes, each server's job
              admitted by the switch with an equal share of its memory)
+  C/SYNC     a configuration with the switch and ZEBRA_SYNC=SYNC (docs/OSP.md), e.g.
+             on+switch/two-stage (Wait on a push returns once its hot part settled) or
+             on+switch/two-stage:2 (and a pull may miss up to 2 of its worker's pushes)
   C~P%       a configuration with the switch, P % of every hot-path datagram dropped
              (ZEBRA_HOT_LOSS on every worker and server, --loss on the switch, seeded with
              the repetition), e.g. on+switch~0.1%; table.md then also shows its time to
@@ -166,8 +169,8 @@ def loss_cost(runs, configs, counts):
     by = {(r["workers"], r["config"], r["repeat"]): r for r in runs}
     for n in counts:
         for c in configs:
-            base, stack, loss = split_config(c)
-            clean = base + (f"@{stack}" if stack else "")
+            loss = split_config(c)[2]
+            clean = c.rpartition("~")[0]
             if loss is None or clean not in configs:
                 continue
             reps = sorted({r["repeat"] for r in runs})

@@ -25,6 +25,8 @@ USER_STACKS = ("dpdk", "raw")
 # sent (ZEBRA_HOT_LOSS on every worker and server, --loss on the switch; seeded with the
 # repetition): "on+switch~0.1%", "on+switch@dpdk~1%".
 SWITCHED = ("on+switch", "on+online", "on+zero")
+# A configuration with the switch may name the workers' synchronization after a slash
+# (ZEBRA_SYNC, docs/OSP.md): "on+switch/two-stage", "on+switch/two-stage:2~1%".
 LOSS_SUFFIX = re.compile(r"~([0-9]+(?:\.[0-9]+)?)%$")
 
 
@@ -34,7 +36,14 @@ def split_config(config):
     without)."""
     m = LOSS_SUFFIX.search(config)
     base, _, stack = (config[:m.start()] if m else config).partition("@")
-    return base, stack, float(m.group(1)) if m else None
+    return base.partition("/")[0], stack, float(m.group(1)) if m else None
+
+
+def sync_of(config):
+    """"on+switch/two-stage:2~1%" -> "two-stage:2": its ZEBRA_SYNC ("" without; the shim
+    checks the value)."""
+    m = LOSS_SUFFIX.search(config)
+    return (config[:m.start()] if m else config).partition("@")[0].partition("/")[2]
 
 
 def base_config(config):
@@ -168,10 +177,12 @@ def parse_configs(p, args):
     def known(c):
         base, net, loss = split_config(c)
         return (base in CONFIGS and (not net or (net in USER_STACKS and base in ("on",) + SWITCHED))
-                and (loss is None or (base in SWITCHED and loss <= 100)))
+                and (loss is None or (base in SWITCHED and loss <= 100))
+                and (not sync_of(c) or base in SWITCHED))
 
     if not all(map(known, configs)) or not configs or args.repeats < 1:
-        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk, on+switch~1%)")
+        p.error(f"bad --configs/--repeats (configs: {', '.join(CONFIGS)}, on@dpdk, on+switch@dpdk, on+switch~1%, "
+                "on+switch/two-stage:2)")
     if any("@" in c for c in configs) and args.net != "netns":
         p.error("a configuration on the user-level stack (@dpdk, @raw) needs --net netns")
     if any(c != "libzmq" for c in configs) and not os.path.exists(args.shim):
@@ -190,7 +201,10 @@ def launch_cmd(args, config, workers, logdir, hot_keys, seed=1):
     for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
                         ("--link-delay", args.link_delay)):
         cmd += [flag, value] if value else []
+    sync = sync_of(config)
     config, user_stack, loss = split_config(config)
+    if sync:
+        cmd += ["--env", f"ZEBRA_SYNC={sync}"]
     if user_stack:
         cmd += ["--user-stack", user_stack]
     if config != "libzmq":

@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot exact_sums_two_stage trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
 
 usage() {
   cat <<EOF
@@ -24,6 +24,11 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         the in-network aggregation workload (with SUITE_SWITCH, 1 % seeded
                         loss on the hot path and tests/lib/hotpath.py check: aggregated,
                         and fewer hot bytes at the servers)
+  exact_sums_two_stage  exact_sums_hot with ZEBRA_SYNC=two-stage (docs/OSP.md): a worker's Wait
+                        on a push returns once its hot part settled; every pulled value
+                        still exact (each pull follows its push at the server), the job
+                        aggregated, pushes answered early (the shim's statistics) and no
+                        answer differed from the server's. Only with SUITE_SWITCH (else SKIP)
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
@@ -118,7 +123,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|exact_sums_two_stage|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -344,6 +349,25 @@ run_test() {
             || ! every_log server 2 '^exact_sums: server rank [0-9]+ .* no errors$'; then
           fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
         else hot_check "$name"; fi
+      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
+    exact_sums_two_stage)
+      if [ -z "${SUITE_SWITCH:-}" ] || [ -z "$PRELOAD" ]; then
+        echo "SKIP $name (runs in the on+switch modes)"; return
+      fi
+      local args=(--val-len=32 --keys=64 --rounds=10)
+      if HOT_KEYS_ARGS="--keys 64 --val-len 32" HOT_LOSS="drop=0.01,seed=11" run_job "$name" 2 4 \
+          ZEBRA_SYNC=two-stage -- exact_sums "${args[@]}"; then
+        if ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values' \
+            || ! every_log server 2 '^exact_sums: server rank [0-9]+ .* no errors$'; then
+          fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
+        elif ! grep -qsE 'two-stage: EarlyAnswerStats \{ early: [1-9]' "$JOB_LOGDIR"/stats/*; then
+          fail "$name" "no push answered early (shim statistics); logs in $JOB_LOGDIR"
+        elif grep -qsE 'two-stage off|mismatches: [1-9]' "$JOB_LOGDIR"/stats/*; then
+          fail "$name" "an early answer differed from the server's; logs in $JOB_LOGDIR"
+        else
+          hot_check "$name"
+          grep -h 'two-stage: ' "$JOB_LOGDIR"/stats/* | sed 's/^ */  /'
+        fi
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
     exact_sums_negative)
       if run_job "$name" 1 2 -- exact_sums --inject-wrong-expected --rounds=2; then

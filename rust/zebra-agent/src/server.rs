@@ -539,10 +539,7 @@ impl ServerAgent {
         for key in keys {
             let mut i = 0;
             let mut pushes = 0;
-            loop {
-                let Some(item) = self.queues.get(&key).and_then(|q| q.get(i)) else {
-                    break;
-                };
+            while let Some(item) = self.queues.get(&key).and_then(|q| q.get(i)) {
                 let frames = match item {
                     Queued::Push(_) => {
                         pushes += 1;

@@ -26,13 +26,24 @@
 //! app, and says which server messages to drop ([`EarlyAnswers::on_recv`]).
 //! Its first answers are not given early but checked, byte for byte,
 //! against the server's; a difference turns two-stage off on that worker.
+//!
+//! # Barriers
+//!
+//! A PS-lite barrier tells the other workers that this worker's earlier
+//! pushes are done: on libzmq they are then applied, and a pull any worker
+//! sends after the barrier sees them. The servers cannot see a barrier (it
+//! goes to the scheduler), so the worker holds its BARRIER request until
+//! every push it answered early has its server's answer
+//! ([`EarlyAnswers::holds`]). The early answer buys the time between the
+//! hot part and the server's answer within an iteration; a barrier costs
+//! what it cost before.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
 use zebra_pslite::{
-    identity, node_id, rank_of, response, role_of, server_id, worker_id, Detector, Format,
+    identity, node_id, rank_of, response, role_of, server_id, worker_id, Command, Detector, Format,
     FormatChoice, Message, Role, Route,
 };
 
@@ -184,6 +195,19 @@ impl EarlyAnswers {
     /// Server answers still to drop.
     pub fn swallowing(&self) -> usize {
         self.swallow.len()
+    }
+
+    /// Whether a message the app sends must wait: a BARRIER request while
+    /// a push answered early still waits for its server's answer (module
+    /// docs). Send it once this is `false`.
+    pub fn holds(&mut self, frames: &[&[u8]]) -> bool {
+        if self.swallow.is_empty() {
+            return false;
+        }
+        let Some(meta) = frames.first().and_then(|m| self.detector.parse(m).ok()) else {
+            return false;
+        };
+        meta.1.request && meta.1.control.cmd == Command::Barrier
     }
 
     /// A push the worker's DEALER sent as `split` (`request`: the app's
@@ -412,6 +436,33 @@ mod tests {
         );
         assert_eq!(e.stats().early, 1);
         assert_eq!(e.stats().swallowed, 1);
+    }
+
+    #[test]
+    fn a_barrier_waits_for_the_server_answers_of_early_answered_pushes() {
+        let mut barrier = Meta::new();
+        barrier.request = true;
+        barrier.control.cmd = Command::Barrier;
+        barrier.control.barrier_group = 4;
+        let barrier = Message {
+            meta: barrier,
+            data: Vec::new(),
+        }
+        .to_frames(Format::Byteps)
+        .unwrap();
+        let mut e = EarlyAnswers::new(0, FormatChoice::Auto, (0, 0), 0);
+        assert!(!e.holds(&refs(&barrier)), "nothing answered early");
+        let p = push(1);
+        e.on_split(&refs(&p), &split(0, 1));
+        assert!(
+            !e.holds(&refs(&barrier)),
+            "the app waits for that push itself"
+        );
+        assert!(e.on_round_done(10, 1).is_some());
+        assert!(e.holds(&refs(&barrier)));
+        assert!(!e.holds(&refs(&push(2))), "only a barrier waits");
+        assert!(!e.on_recv(&server_answer(0, &p)));
+        assert!(!e.holds(&refs(&barrier)));
     }
 
     #[test]

@@ -340,6 +340,7 @@ impl Aggregation {
         }
         let mut agent = AgentConfig::new(built.job_base, workers, servers);
         agent.delivery = config.delivery;
+        agent.sync = config.sync;
         agent.format = config.flavor;
         agent.settle_timeout = built.settle_timeout;
         if config.pull == zebra_config::Pull::Switch {

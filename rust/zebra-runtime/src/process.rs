@@ -45,10 +45,11 @@ impl Process {
         self.server.get().and_then(Option::as_ref)
     }
 
-    /// The worker's splitter when the pull half is on.
+    /// The worker's splitter when the pull half or two-stage synchronization is on
+    /// (either reads each message the DEALER receives whole).
     pub(crate) fn pull_splitter(&self) -> Option<&Splitter> {
         let s = self.worker()?.splitter.as_deref()?;
-        s.pulls.as_ref().map(|_| s)
+        (s.pulls.is_some() || s.early.is_some()).then_some(s)
     }
 
     /// A DEALER of this process was given identity `ps<id>`.

@@ -8,7 +8,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
-use zebra_agent::{FromServer, Outgoing, PullAgent, PullSend, RowUpdate, WorkerAgent};
+use zebra_agent::{
+    EarlyAnswers, FromServer, Outgoing, PullAgent, PullSend, RowUpdate, WorkerAgent,
+};
 use zebra_engine::{Error, Part, Socket};
 use zebra_hotpath::{Clock, WorkerEvent, WorkerLink};
 
@@ -18,6 +20,13 @@ use crate::plan::Aggregation;
 use crate::process::Process;
 use crate::trace::Tracer;
 use crate::{lock, send_all, EVENT_WAIT, PULL_CHECKS};
+
+/// Two-stage: the longest a BARRIER request waits for the servers' answers of the
+/// pushes answered early (a server's agent forces a push out after its settle timeout,
+/// 30 s by default).
+const BARRIER_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+/// Two-stage: how often a waiting BARRIER request reads the DEALERs to the servers.
+const BARRIER_POLL: std::time::Duration = std::time::Duration::from_micros(500);
 
 /// A worker's DEALER: keeps a message's parts until the last one, and
 /// takes a server's online decision (a one-frame Zebra message) out of what
@@ -274,6 +283,12 @@ pub(crate) struct Splitter {
     agent: Mutex<WorkerAgent>,
     /// The pull half (locked after `agent` when both are).
     pub(crate) pulls: Option<Mutex<PullAgent>>,
+    /// Two-stage synchronization (`ZEBRA_SYNC`, `zebra_agent::sync`): pushes
+    /// answered once their hot part settled (locked after `pulls`).
+    pub(crate) early: Option<Mutex<EarlyAnswers>>,
+    /// Two-stage: signalled when a server's answer to a push answered early
+    /// is dropped (a BARRIER request may wait for them).
+    answered: Condvar,
     /// Signalled when an update arrives (a pull may wait for one).
     updated: Condvar,
     clock: &'static Clock,
@@ -320,9 +335,19 @@ impl Splitter {
                 PULL_CHECKS,
             ))
         });
+        let early = plan.agent.sync.two_stage().then(|| {
+            Mutex::new(EarlyAnswers::new(
+                rank,
+                plan.agent.format,
+                (plan.agent.app_id, plan.agent.customer_id),
+                PULL_CHECKS,
+            ))
+        });
         let side = Arc::new(Splitter {
             agent: Mutex::new(agent),
             pulls,
+            early,
+            answered: Condvar::new(),
             updated: Condvar::new(),
             clock,
             links,
@@ -351,7 +376,11 @@ impl Splitter {
     fn send(&self, dealer: &Arc<DealerHook>, frames: Vec<Bytes>) -> Result<(), Error> {
         dealer.read_waiting();
         let refs: Vec<&[u8]> = frames.iter().map(|b| &b[..]).collect();
+        self.hold_barrier(&refs);
         let outgoing = lock(&self.agent).on_send_to_recver(&refs);
+        if let (Some(e), Outgoing::Split(sp)) = (&self.early, &outgoing) {
+            lock(e).on_split(&refs, sp);
+        }
         match self.pull(&outgoing, &refs) {
             PullSend::Unchanged => {}
             PullSend::Send(reduced) => {
@@ -411,6 +440,47 @@ impl Splitter {
         Ok(())
     }
 
+    /// Two-stage: a BARRIER request waits until every push answered early has
+    /// its server's answer (`zebra_agent::sync`, "Barriers"), at most
+    /// `BARRIER_WAIT` (then it goes, logged). The app may read its DEALERs only
+    /// under the lock it holds while it sends (BytePS's van does), so the answers
+    /// are read here, and what else arrives is kept for the app.
+    fn hold_barrier(&self, refs: &[&[u8]]) {
+        let Some(early) = &self.early else {
+            return;
+        };
+        let until = self.clock.now() + BARRIER_WAIT;
+        loop {
+            if !lock(early).holds(refs) {
+                return;
+            }
+            let left = self.clock.until(until);
+            if left.is_zero() {
+                log::error!(
+                    "zebra: a BARRIER request waited {BARRIER_WAIT:?} for the servers' answers of \
+                     {} pushes answered early; sent anyway",
+                    lock(early).swallowing()
+                );
+                return;
+            }
+            let dealers: Vec<Arc<DealerHook>> = lock(&self.dealers)
+                .values()
+                .filter_map(Weak::upgrade)
+                .collect();
+            for d in dealers {
+                d.read_waiting();
+            }
+            let mut e = lock(early);
+            if e.holds(refs) {
+                drop(
+                    self.answered
+                        .wait_timeout(e, left.min(BARRIER_POLL))
+                        .unwrap_or_else(PoisonError::into_inner),
+                );
+            }
+        }
+    }
+
     /// The pull half's view of a message the app sends: a push is noted,
     /// a pull may be answered here or reduced; a pull that may be answered
     /// here once the update of its round arrives waits for it (at most the
@@ -445,14 +515,24 @@ impl Splitter {
     /// The pull half: a message the DEALER received, through the pull
     /// agent (`None`: the answer to a held pull, kept until its hot part is
     /// in).
+    /// Two-stage: the server's answer to a push answered early is dropped.
     fn on_recv(&self, frames: Vec<Vec<u8>>) -> Option<Vec<Vec<u8>>> {
-        let Some(pulls) = &self.pulls else {
-            return Some(frames);
+        let frames = match &self.pulls {
+            Some(pulls) => {
+                let now = self.clock.now();
+                let agent = lock(&self.agent);
+                let out = lock(pulls).on_recv(now, frames, |s, k| agent.hot_key(s, k));
+                out?
+            }
+            None => frames,
         };
-        let now = self.clock.now();
-        let agent = lock(&self.agent);
-        let out = lock(pulls).on_recv(now, frames, |s, k| agent.hot_key(s, k));
-        out
+        match &self.early {
+            Some(e) if !lock(e).on_recv(&frames) => {
+                self.answered.notify_all();
+                None
+            }
+            _ => Some(frames),
+        }
     }
     /// The pull half: an update, or a gap, of server `server`.
     /// The pull half: an update, or a gap, of the server of `job`.
@@ -563,6 +643,10 @@ impl Splitter {
                 ),
                 WorkerEvent::Update(_) | WorkerEvent::UpdateGap => {}
             }
+            let done = match &event {
+                WorkerEvent::RoundDone(s) => Some(s.round),
+                _ => None,
+            };
             let settle = {
                 let mut agent = lock(&self.agent);
                 match event {
@@ -594,6 +678,14 @@ impl Splitter {
                     log::error!("zebra: job {job}: {e}");
                 }
             }
+            // Two-stage: the push's hot part is settled (its SETTLE, if
+            // any, already follows its cold part): the app has its answer.
+            let answer = done
+                .zip(self.early.as_ref())
+                .and_then(|(round, e)| lock(e).on_round_done(job, round));
+            if let Some(answer) = answer {
+                self.to_dealer(server, vec![answer], DealerHook::inject);
+            }
         }
     }
 
@@ -619,6 +711,14 @@ impl Splitter {
             .collect();
         out.push_str(&links.join(","));
         out.push('}');
+        if let Some(e) = &self.early {
+            let e = lock(e);
+            out.push_str(&format!(
+                ",\"two_stage\":{},\"two_stage_off\":{}",
+                debug_to_json(&format!("{:?}", e.stats())),
+                e.off().map_or("null".into(), json_string)
+            ));
+        }
         if let Some(p) = &self.pulls {
             let p = lock(p);
             out.push_str(&format!(
@@ -643,6 +743,15 @@ impl Splitter {
         );
         for (job, link) in &self.links {
             out.push_str(&format!("  link job {job}: {:?}\n", link.stats()));
+        }
+        if let Some(e) = &self.early {
+            let e = lock(e);
+            out.push_str(&format!(
+                "  two-stage: {:?}{}\n",
+                e.stats(),
+                e.off()
+                    .map_or(String::new(), |why| format!("\n  two-stage off: {why}"))
+            ));
         }
         if let Some(p) = &self.pulls {
             let p = lock(p);
