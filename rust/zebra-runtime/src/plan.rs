@@ -8,8 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use zebra_agent::{AgentConfig, HotSet, OnlineConfig, PullConfig};
-use zebra_config::{HotLoss, HotMode};
-use zebra_hotpath::{Build, LinkConfig, Settings, StartError};
+use zebra_config::HotMode;
+use zebra_hotpath::{Build, HotpathConfig, LinkConfig, Settings, StartError};
 
 /// This process's part in a PS-lite job, from `DMLC_ROLE`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,21 +32,20 @@ pub struct Plan {
 /// The switch, the hot keys and the protocol settings every party shares.
 #[derive(Debug)]
 pub(crate) struct Aggregation {
+    /// `settings.switch`, which aggregation requires.
     pub(crate) switch: SocketAddr,
+    /// `settings.hot_set`, which aggregation requires.
     pub(crate) hot: Arc<HotSet>,
     pub(crate) agent: AgentConfig,
-    pub(crate) proto: zebra_proto::Config,
-    pub(crate) loss: Option<HotLoss>,
-    /// `online_out`: where a server writes its online decision (`%r`: rank).
-    pub(crate) online_out: Option<String>,
+    /// The hot-path configuration, checked: the protocol settings
+    /// (`proto`), `loss`, `online_out` (where a server writes its online
+    /// decision, `%r`: rank), `register_wait` (a server whose REGISTER the
+    /// switch leaves unanswered this long steps aside), `worker_window`.
+    pub(crate) settings: HotpathConfig,
     /// Nothing sized the jobs: servers ask the switch to admit theirs
-    /// (REGISTER with admission), and step aside if it does not.
+    /// (REGISTER with admission), and step aside if it does not (unlike
+    /// `settings.zero_config`, not when `ZEBRA_HOT` asks for a file).
     pub(crate) zero_config: bool,
-    /// `register_wait_ms`: a server whose REGISTER the switch leaves
-    /// unanswered this long steps aside.
-    pub(crate) register_wait: Duration,
-    /// `worker_window`: workers keep to their congestion window.
-    pub(crate) worker_window: bool,
     /// Zero configuration without `job`: the scheduler's address the job
     /// id was derived from ([`derived_job`]).
     pub(crate) job_from: Option<String>,
@@ -385,12 +384,8 @@ impl Aggregation {
             switch,
             hot,
             agent,
-            proto: built.proto,
-            loss: built.loss,
-            online_out: built.online_out,
+            settings: built,
             zero_config,
-            register_wait: built.register_wait,
-            worker_window: built.worker_window,
             job_from,
             job_given,
         }))
@@ -421,9 +416,10 @@ impl Aggregation {
     /// A link of this process: on the process's user-level stack when `ZEBRA_NET` asks for
     /// one (the same stack, port and address as its `tcp://` endpoints).
     pub(crate) fn link(&self, job: u16, rank: u16) -> Result<LinkConfig, StartError> {
-        let mut c = LinkConfig::new(self.proto.clone(), job, rank, self.switch);
-        c.loss = self.loss;
-        c.window = self.worker_window;
+        let s = &self.settings;
+        let mut c = LinkConfig::new(s.proto.clone(), job, rank, self.switch);
+        c.loss = s.loss;
+        c.window = s.worker_window;
         c.stack = zebra_engine::process_stack().map_err(|source| StartError::Io {
             what: "start the user-level stack (ZEBRA_NET)".into(),
             source,
@@ -573,7 +569,7 @@ mod tests {
         assert_eq!((a.agent.workers, a.agent.servers), (2, 1));
         let online = a.agent.online.as_ref().expect("online hot keys");
         assert!(!online.fixed);
-        assert_eq!(a.register_wait, Duration::from_millis(2000));
+        assert_eq!(a.settings.register_wait, Duration::from_millis(2000));
         assert!(a.agent.pull.is_some(), "the pull half is on by default");
         assert_eq!(a.agent.delivery, Delivery::PerWorker);
         // ZEBRA_HOT=online:T counts T pushes; a file mode needs a file.
@@ -612,7 +608,7 @@ mod tests {
         let id = derived_job("10.0.0.1:9000", 2).unwrap();
         assert!(a.zero_config);
         assert_eq!(a.agent.job_base, id);
-        let ids: Vec<u16> = a.proto.jobs.iter().map(|j| j.id).collect();
+        let ids: Vec<u16> = a.settings.proto.jobs.iter().map(|j| j.id).collect();
         assert_eq!(ids, vec![id, id + 1]);
         assert_eq!(a.job_from.as_deref(), Some("10.0.0.1:9000"));
         assert!(a
@@ -737,8 +733,8 @@ mod tests {
             &[ON, SWITCH, conf_var, ("ZEBRA_DELIVERY", "merged")],
             &worker(),
         );
-        assert_eq!(a.register_wait, Duration::from_millis(1234));
-        assert_eq!(a.online_out.as_deref(), Some("/tmp/decision-%r"));
+        assert_eq!(a.settings.register_wait, Duration::from_millis(1234));
+        assert_eq!(a.settings.online_out.as_deref(), Some("/tmp/decision-%r"));
         assert_eq!(a.agent.online.unwrap().rounds, 6);
         assert_eq!(a.agent.delivery, Delivery::Merged);
         let a = aggregation(&[ON, SWITCH, conf_var, ("ZEBRA_PULL", "server")], &worker());

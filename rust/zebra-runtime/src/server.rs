@@ -233,7 +233,7 @@ impl ServerSide {
             rank,
             agent: Mutex::new(agent),
             link,
-            online_out: plan.online_out.clone(),
+            online_out: plan.settings.online_out.clone(),
             decision_written: AtomicBool::new(false),
         });
         if side.link.is_some() {
@@ -315,7 +315,7 @@ impl ServerSide {
             .plan
             .aggregation
             .as_ref()
-            .map_or(Duration::MAX, |a| a.register_wait);
+            .map_or(Duration::MAX, |a| a.settings.register_wait);
         let started = self.process.clock.now();
         let mut heard = SwitchHeard::Waiting;
         lock(&self.agent).on_switch(heard);

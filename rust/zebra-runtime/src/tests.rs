@@ -274,6 +274,7 @@ fn a_push_split_by_a_worker_reaches_the_server_app_whole_through_the_switch() {
     let proto = plan(&vars("127.0.0.1:9"), "server", 1)
         .aggregation
         .expect("an aggregation")
+        .settings
         .proto;
     let switch =
         SwitchNode::start(SwitchNodeConfig::new("127.0.0.1:0".parse().unwrap(), proto)).unwrap();

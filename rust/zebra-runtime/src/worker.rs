@@ -311,7 +311,7 @@ impl Splitter {
             }
         };
         let mut links = BTreeMap::new();
-        for job in &plan.proto.jobs {
+        for job in &plan.settings.proto.jobs {
             match plan.link(job.id, rank).and_then(WorkerLink::start) {
                 Ok(l) => {
                     links.insert(job.id, l);
