@@ -273,7 +273,7 @@ def main():
                     lambda c, n, logdir, rep: mf_cmd(args, c, n, logdir, hot_keys, seed=rep), parse_run, describe, log)
     for r in runs:
         if r["config"].startswith("on+online"):
-            logdir = os.path.join(out, "logs", f"N{r['workers']}-{r['config']}-{r['repeat']}")
+            logdir = os.path.join(out, "logs", f"N{r['workers']}-{r['config'].replace('/', '_')}-{r['repeat']}")
             r["online_precision"] = online_precision(logdir, hot_keys, args.servers)
             shown = ", ".join("-" if p is None else f"{100 * p:.1f} %" for p in r["online_precision"])
             log(f"N={r['workers']} {r['config']} repetition {r['repeat']}: the online keys hold {shown} of the "

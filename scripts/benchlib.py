@@ -277,7 +277,7 @@ def run_plan(configs, counts, repeats, out, command, parse, describe, log):
     plan = [(rep, n, c) for rep in range(1, repeats + 1) for n in counts for c in alternate(configs, rep)]
     runs = []
     for i, (rep, n, c) in enumerate(plan, 1):
-        logdir = os.path.join(out, "logs", f"N{n}-{c}-{rep}")
+        logdir = os.path.join(out, "logs", f"N{n}-{c.replace('/', '_')}-{rep}")
         log(f"[{i}/{len(plan)}] N={n} {c} repetition {rep} ...")
         res = subprocess.run(command(c, n, logdir, rep), env=clean_env(), capture_output=True, text=True)
         if res.returncode != 0 or not os.path.exists(os.path.join(logdir, "pslaunch.json")):

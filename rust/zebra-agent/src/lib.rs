@@ -64,7 +64,7 @@ pub use pull::{Fill, Miss, PullConfig, PullPlan, PullStats, RowUpdate, WorkerPul
 pub use readback::{ReadBack, ReadBackStats, RoundValues};
 pub use server::{ServerAgent, ServerOutput, SwitchHeard};
 pub use stats::{PassThrough, ServerAgentStats, WorkerAgentStats};
-pub use sync::{EarlyAnswerStats, EarlyAnswers, SyncMode};
+pub use sync::{EarlyAnswer, EarlyAnswerStats, EarlyAnswers, SyncMode};
 pub use worker::{FromServer, Outgoing, SettleMessage, SplitPush, WorkerAgent};
 pub use worker_pull::{PullAgent, PullAgentStats, PullSend};
 

@@ -117,6 +117,18 @@ impl fmt::Display for SyncMode {
     }
 }
 
+/// A push answered early ([`EarlyAnswers::on_round_done`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EarlyAnswer {
+    /// The server the push went to.
+    pub server: u16,
+    /// The push's PS-lite timestamp.
+    pub timestamp: i32,
+    /// The answer (`[server identity, meta]`, as the DEALER receives the
+    /// server's).
+    pub frames: Frames,
+}
+
 /// Counters of [`EarlyAnswers`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EarlyAnswerStats {
@@ -271,9 +283,10 @@ impl EarlyAnswers {
     }
 
     /// The zebra-proto worker of `job` reported `round` done: the answer to
-    /// give the app now (`[server identity, meta]`, as the DEALER receives
-    /// the server's), if the round is a push answered early.
-    pub fn on_round_done(&mut self, job: u16, round: u32) -> Option<Frames> {
+    /// give the app now, if the round is a push answered early. (The pull
+    /// half may count the push as answered from now on:
+    /// `PullAgent::push_settled`.)
+    pub fn on_round_done(&mut self, job: u16, round: u32) -> Option<EarlyAnswer> {
         let id = *self.rounds.get(&(job, round))?;
         if self.off.is_some() || self.pending.get(&id)?.check {
             return None;
@@ -282,7 +295,11 @@ impl EarlyAnswers {
         let p = self.pending.remove(&id)?;
         self.swallow.insert(id);
         self.stats.early += 1;
-        Some(p.answer)
+        Some(EarlyAnswer {
+            server: id.0,
+            timestamp: id.1,
+            frames: p.answer,
+        })
     }
 
     /// A message the DEALER received (`[sender identity, meta, data...]`):
@@ -426,7 +443,12 @@ mod tests {
         e.on_split(&refs(&p2), &split(0, 2));
         assert_eq!(e.on_round_done(11, 2), None, "another job's round");
         let early = e.on_round_done(10, 2).expect("answered early");
-        assert_eq!(early, server_answer(0, &p2), "what the server would send");
+        assert_eq!(
+            early.frames,
+            server_answer(0, &p2),
+            "what the server would send"
+        );
+        assert_eq!((early.server, early.timestamp), (0, 3));
         assert_eq!(e.on_round_done(10, 2), None, "once");
         assert_eq!((e.pending(), e.swallowing()), (0, 1));
         assert!(!e.on_recv(&server_answer(0, &p2)), "the real one dropped");

@@ -428,6 +428,16 @@ impl PullAgent {
         out
     }
 
+    /// Two-stage (`crate::sync`): the push with timestamp `ts` to `server`
+    /// was answered early at `now` (its hot part settled). The server applies
+    /// it before any later request of this worker, so the push counts as
+    /// answered: a later pull of hot keys waits for the update of its round
+    /// (as after a server's answer) and is answered from it. The server's
+    /// own answer, later, changes nothing.
+    pub fn push_settled(&mut self, now: Timestamp, server: u16, ts: i32) {
+        self.pulls.push_answered(now, server, ts);
+    }
+
     /// A message the app's DEALER received (`[sender identity, meta,
     /// data...]`): what the app gets instead (the same message, or for a
     /// split pull the whole answer).

@@ -377,6 +377,8 @@ fn kv_entries(msg: &Message) -> Vec<(u64, Vec<f32>)> {
 #[derive(Debug, Default)]
 struct App {
     store: BTreeMap<u64, Vec<f32>>,
+    /// Pull half: every value each key held, and from when (µs).
+    history: BTreeMap<u64, Vec<(u64, Vec<f32>)>>,
     counts: BTreeMap<(u16, u64), u32>,
 }
 
@@ -404,7 +406,7 @@ struct WorkerNode {
 
 /// A hot pull sent or answered: how, and the server app's hot values when
 /// it was sent.
-type HotPull = (&'static str, BTreeMap<u64, Vec<f32>>);
+type HotPull = (&'static str, BTreeMap<u64, Vec<f32>>, u64);
 
 impl WorkerNode {
     /// Whether the worker waits for its hot pulls before pushing again.
@@ -821,7 +823,7 @@ impl Sim {
                 PullSend::Wait(_) => node.waiting.push((since, server, frames)),
                 PullSend::Answer(answer) => {
                     node.hot_pending
-                        .insert((ts, server), ("answered by the worker", snapshot));
+                        .insert((ts, server), ("answered by the worker", snapshot, self.now));
                     self.out.pull_local += 1;
                     self.enqueue(self.now, Event::Zmq(Node::Worker(w), answer));
                 }
@@ -841,7 +843,8 @@ impl Sim {
                         .into_iter()
                         .filter(|(k, _)| !asked.contains(k))
                         .collect();
-                    node.hot_pending.insert((ts, server), ("split", local));
+                    node.hot_pending
+                        .insert((ts, server), ("split", local, self.now));
                     let mut msg = vec![id];
                     msg.extend(reduced);
                     self.zmq(Node::Worker(w), Node::Server(server), msg);
@@ -849,7 +852,7 @@ impl Sim {
                 PullSend::Unchanged => {
                     // The server answers: nothing of the worker's to check.
                     node.hot_pending
-                        .insert((ts, server), ("sent whole", BTreeMap::new()));
+                        .insert((ts, server), ("sent whole", BTreeMap::new(), self.now));
                     let mut msg = vec![id];
                     msg.extend(frames);
                     self.zmq(Node::Worker(w), Node::Server(server), msg);
@@ -915,9 +918,13 @@ impl Sim {
                         msg.extend(m.frames);
                         self.zmq(Node::Worker(w), Node::Server(m.server), msg);
                     }
-                    let early = self.workers[w as usize].early.as_mut();
-                    if let Some(answer) = early.and_then(|e| e.on_round_done(job, summary.round)) {
-                        self.enqueue(self.now, Event::Answer(w, answer));
+                    let node = &mut self.workers[w as usize];
+                    let early = node.early.as_mut();
+                    if let Some(a) = early.and_then(|e| e.on_round_done(job, summary.round)) {
+                        if let Some(p) = &mut node.pulls {
+                            p.push_settled(Timestamp(self.now), a.server, a.timestamp);
+                        }
+                        self.enqueue(self.now, Event::Answer(w, a.frames));
                     }
                 }
                 WorkerAction::Resettle { round, batches } => {
@@ -987,6 +994,10 @@ impl Sim {
                     assert_eq!(acc.len(), vals.len(), "key {key:#x} changed length");
                     for (a, v) in acc.iter_mut().zip(vals) {
                         *a += v;
+                    }
+                    if self.s.pull {
+                        let held = (self.now, acc.clone());
+                        app.history.entry(key).or_default().push(held);
                     }
                 }
                 response(&msg.meta, None).unwrap()
@@ -1062,7 +1073,7 @@ impl Sim {
             }
             return;
         }
-        if let Some((how, snapshot)) = node.hot_pending.remove(&(ts, server)) {
+        if let Some((how, snapshot, sent_at)) = node.hot_pending.remove(&(ts, server)) {
             // A value the server held at some moment between the pull's
             // send and its answer (its hot values move only at rounds, and
             // at most the rest of the worker's own round can land between).
@@ -1070,8 +1081,18 @@ impl Sim {
             for (key, vals) in kv_entries(&env.message) {
                 if let Some(sent) = snapshot.get(&key) {
                     let now_held = store.get(&key);
+                    // Two-stage: a pull sent before its push was applied (its
+                    // hot part waited for the update of the push's round) gets
+                    // the value after that round, which the server held in
+                    // between.
+                    let between = self.s.sync.two_stage()
+                        && self.servers[server as usize]
+                            .app
+                            .history
+                            .get(&key)
+                            .is_some_and(|h| h.iter().any(|(t, v)| *t >= sent_at && *v == vals));
                     assert!(
-                        &vals == sent || Some(&vals) == now_held,
+                        &vals == sent || Some(&vals) == now_held || between,
                         "worker {w}: hot key {key:#x} of server {server} pulled ({how}) at {} µs: \
                          {vals:?}, but the server held {sent:?} when the pull was sent and \
                          {now_held:?} when it was answered",
@@ -2309,7 +2330,15 @@ fn two_stage_is_exact_and_pulls_see_every_earlier_push() {
         ..Scenario::new(44, 0.01)
     };
     let (_, z) = check("2-st-pull", &s);
+    println!(
+        "  two-stage with the pull half: {} early answers, {} pulls answered by the worker, {} merged",
+        z.early, z.pull_local, z.pull_merged
+    );
     assert!(z.early > 100 && z.hot_checks > 1000, "with the pull half");
+    assert!(
+        z.pull_local + z.pull_merged > u64::from(s.rounds),
+        "a pull after an early answer waits for its round's update and is answered from it"
+    );
 }
 
 /// `two-stage:S`: a server may serve a probe pull with up to `S` of its

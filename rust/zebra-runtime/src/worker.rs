@@ -683,8 +683,11 @@ impl Splitter {
             let answer = done
                 .zip(self.early.as_ref())
                 .and_then(|(round, e)| lock(e).on_round_done(job, round));
-            if let Some(answer) = answer {
-                self.to_dealer(server, vec![answer], DealerHook::inject);
+            if let Some(a) = answer {
+                if let Some(p) = &self.pulls {
+                    lock(p).push_settled(self.clock.now(), a.server, a.timestamp);
+                }
+                self.to_dealer(server, vec![a.frames], DealerHook::inject);
             }
         }
     }
