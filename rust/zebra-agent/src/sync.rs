@@ -25,7 +25,10 @@
 //! ([`EarlyAnswers::on_round_done`]), it returns the answers to give the
 //! app, and says which server messages to drop ([`EarlyAnswers::on_recv`]).
 //! Its first answers are not given early but checked, byte for byte,
-//! against the server's; a difference turns two-stage off on that worker.
+//! against the server's; a difference turns two-stage off on that worker,
+//! and no push is answered early before every check has passed (a worker
+//! that never sees its servers' answers on this path, dmlc's and MXNet's,
+//! never answers early).
 //!
 //! # Barriers
 //!
@@ -161,7 +164,9 @@ pub struct EarlyAnswers {
     rank: u16,
     stream: (i32, i32),
     detector: Detector,
+    /// Checks still to start, and started but not passed yet.
     checks: u32,
+    unverified: u32,
     off: Option<String>,
     /// Split pushes not answered yet, by (server, timestamp).
     pending: BTreeMap<(u16, i32), Pending>,
@@ -181,6 +186,7 @@ impl EarlyAnswers {
             stream,
             detector: Detector::new(format),
             checks,
+            unverified: 0,
             off: None,
             pending: BTreeMap::new(),
             rounds: BTreeMap::new(),
@@ -255,6 +261,10 @@ impl EarlyAnswers {
         let check = self.checks > 0;
         if check {
             self.checks -= 1;
+            self.unverified += 1;
+        } else if self.unverified > 0 {
+            // The server answers it: early answers start once every check passed.
+            return;
         }
         self.rounds.insert((split.job, split.round), id);
         self.pending.insert(
@@ -343,6 +353,7 @@ impl EarlyAnswers {
             if p.check && self.off.is_none() {
                 if p.answer == frames {
                     self.stats.verified += 1;
+                    self.unverified -= 1;
                 } else {
                     self.stats.mismatches += 1;
                     let why = format!(
@@ -507,7 +518,9 @@ mod tests {
         let p1 = push(1);
         let p2 = push(2);
         e.on_split(&refs(&p1), &split(0, 1));
-        e.checks = 0;
+        e.on_split(&refs(&push(7)), &split(0, 9));
+        assert_eq!(e.pending(), 1, "not answered early while a check is open");
+        e.unverified = 0;
         e.on_split(&refs(&p2), &split(0, 2));
         assert!(e.on_round_done(10, 2).is_some());
         let mut other = server_answer(0, &p1);
