@@ -243,7 +243,11 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
         }
         ig_md.malformed = hdr.udp.length != implied_len || hdr.hot.round == 0;
 
-        if (!ig_md.job_known) {
+        if (!ig_md.job_known && (hdr.hot.flags & HOT_FLAG_RETX) != 0) {
+            /* A switch started again that has not admitted the job yet: an
+             * earlier incarnation may have added this resend. */
+            ig_md.reason = fallback_reason_t.UNOPENED;
+        } else if (!ig_md.job_known) {
             ig_md.reason = fallback_reason_t.UNKNOWN_JOB;
         } else if (!ig_md.worker_known) {
             ig_md.reason = fallback_reason_t.BAD_WORKER;

@@ -1033,7 +1033,14 @@ impl Switch {
         len: usize,
     ) -> Vec<SwitchAction> {
         let Some(j) = self.job_index(h.job) else {
-            return self.fallback(h, FallbackReason::UnknownJob, false);
+            // A resend may have been added by an earlier incarnation that had
+            // the job (a switch started again that has not admitted it yet).
+            let reason = if h.retransmission {
+                FallbackReason::Unopened
+            } else {
+                FallbackReason::UnknownJob
+            };
+            return self.fallback(h, reason, false);
         };
         let (n, k, fixed) = {
             let c = &self.jobs[j].cfg;

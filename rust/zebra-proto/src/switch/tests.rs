@@ -654,6 +654,16 @@ fn admits_jobs_as_they_come_while_they_fit() {
         },
         "no job yet: the pairs go to the server"
     );
+    let again = resend(&mut s, 0, &hot(0, 1, 0, true, &[(3, 1.0)]));
+    assert_eq!(
+        response(&again[0]).kind,
+        ResponseKind::Fallback {
+            reason: FallbackReason::Unopened,
+            duplicate: false
+        },
+        "a resend: a switch before this one (restarted, not admitted again yet) may have \
+         added it, so the server decides by coverage"
+    );
     assert_eq!(c.share(2), 4 * 16, "half of every register's 32 slots");
     s.admit(JobConfig::new(1, 2, c.share(2), 1)).unwrap();
     s.admit(JobConfig::new(2, 2, c.share(2), 1)).unwrap();
