@@ -369,11 +369,10 @@ fn a_switch_admits_jobs_as_their_servers_register() {
     assert_eq!(st.switch.added_pairs, 4);
 }
 
-/// A switch that admits jobs retires one whose server stopped registering
-/// (here after 300 ms of silence instead of 10 s), and the next job takes its
-/// memory, which it could not while the first job ran.
-#[test]
-fn a_switch_retires_a_job_whose_server_fell_silent() {
+/// A switch that admits jobs (a job silent for 300 ms is retired), the
+/// memory one job of one server takes, and the settings of such a job's
+/// server link (job `job`, two workers, asking for that memory).
+fn admitting_switch() -> (SwitchNode, u32, impl Fn(u16) -> LinkConfig) {
     use zebra_proto::wire::Admission;
     use zebra_proto::JobConfig;
 
@@ -384,10 +383,11 @@ fn a_switch_retires_a_job_whose_server_fell_silent() {
     sc.job_silence = Duration::from_millis(300);
     let switch = SwitchNode::start(sc).unwrap();
     let all = geometry.share(1);
-    let link = |job: u16| {
+    let addr = switch.local_addr();
+    let link = move |job: u16| {
         let mut proto = geometry.clone();
         proto.jobs = vec![JobConfig::new(job, 2, all, 1)];
-        let mut lc = LinkConfig::new(proto, job, 0, switch.local_addr());
+        let mut lc = LinkConfig::new(proto, job, 0, addr);
         lc.bind = localhost();
         lc.admission = Some(Admission {
             workers: 2,
@@ -395,6 +395,15 @@ fn a_switch_retires_a_job_whose_server_fell_silent() {
         });
         lc
     };
+    (switch, all, link)
+}
+
+/// A switch that admits jobs retires one whose server stopped registering
+/// (here after 300 ms of silence instead of 10 s), and the next job takes its
+/// memory, which it could not while the first job ran.
+#[test]
+fn a_switch_retires_a_job_whose_server_fell_silent() {
+    let (switch, all, link) = admitting_switch();
     let first = ServerLink::start(link(7)).unwrap();
     assert_eq!(granted(&first), all, "the whole memory");
     let refused = ServerLink::start(link(8)).unwrap();
@@ -426,27 +435,7 @@ fn a_switch_retires_a_job_whose_server_fell_silent() {
 /// memory is retired (here after 300 ms of silence), without starting again.
 #[test]
 fn a_refused_server_is_admitted_once_the_memory_is_free() {
-    use zebra_proto::wire::Admission;
-    use zebra_proto::JobConfig;
-
-    let mut geometry = config();
-    geometry.jobs.clear();
-    let mut sc = SwitchNodeConfig::new(localhost(), geometry.clone());
-    sc.admit = Some(JobConfig::new(0, 1, 1, 1));
-    sc.job_silence = Duration::from_millis(300);
-    let switch = SwitchNode::start(sc).unwrap();
-    let all = geometry.share(1);
-    let link = |job: u16| {
-        let mut proto = geometry.clone();
-        proto.jobs = vec![JobConfig::new(job, 2, all, 1)];
-        let mut lc = LinkConfig::new(proto, job, 0, switch.local_addr());
-        lc.bind = localhost();
-        lc.admission = Some(Admission {
-            workers: 2,
-            capacity: all,
-        });
-        lc
-    };
+    let (switch, all, link) = admitting_switch();
     let first = ServerLink::start(link(7)).unwrap();
     assert_eq!(granted(&first), all, "the whole memory");
     let second = ServerLink::start(link(8)).unwrap();
