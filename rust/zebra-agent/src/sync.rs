@@ -46,8 +46,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use zebra_pslite::{
-    identity, node_id, rank_of, response, role_of, server_id, worker_id, Command, Detector, Format,
-    FormatChoice, Message, Role, Route,
+    identity, response, server_id, server_rank, worker_id, Command, Detector, Format, FormatChoice,
+    Message, Route,
 };
 
 use crate::worker::SplitPush;
@@ -315,12 +315,7 @@ impl EarlyAnswers {
     /// A message the DEALER received (`[sender identity, meta, data...]`):
     /// `false` to drop it (the server's answer to a push answered early).
     pub fn on_recv(&mut self, frames: &[Vec<u8>]) -> bool {
-        let Some(server) = frames
-            .first()
-            .and_then(|f| node_id(f))
-            .filter(|&id| role_of(id) == Role::Server)
-            .and_then(|id| u16::try_from(rank_of(id)).ok())
-        else {
+        let Some(server) = frames.first().and_then(|f| server_rank(f)) else {
             return true;
         };
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();

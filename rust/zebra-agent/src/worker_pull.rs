@@ -19,8 +19,8 @@ use std::collections::HashMap;
 
 use zebra_proto::Timestamp;
 use zebra_pslite::{
-    identity, node_id, rank_of, response, role_of, server_id, with_kv, DataType, Detector, Format,
-    FormatChoice, KvData, KvView, Message, Meta, Role, Route,
+    identity, response, server_id, server_rank, with_kv, DataType, Detector, Format, FormatChoice,
+    KvData, KvView, Message, Meta, Route,
 };
 
 use crate::hotset::KeyRanges;
@@ -447,12 +447,7 @@ impl PullAgent {
         frames: Frames,
         is_hot: impl Fn(u16, u64) -> bool,
     ) -> Option<Frames> {
-        let Some(server) = frames
-            .first()
-            .and_then(|f| node_id(f))
-            .filter(|&id| role_of(id) == Role::Server)
-            .and_then(|id| u16::try_from(rank_of(id)).ok())
-        else {
+        let Some(server) = frames.first().and_then(|f| server_rank(f)) else {
             return Some(frames);
         };
         let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();

@@ -57,6 +57,14 @@ pub fn node_id(identity: &[u8]) -> Option<i32> {
     core::str::from_utf8(digits).ok()?.parse().ok()
 }
 
+/// The rank of the server whose ZeroMQ identity this is (`None`: not a
+/// server's).
+pub fn server_rank(identity: &[u8]) -> Option<u16> {
+    node_id(identity)
+        .filter(|&id| role_of(id) == Role::Server)
+        .and_then(|id| u16::try_from(rank_of(id)).ok())
+}
+
 /// Where a multipart message is seen, which fixes the identity frames
 /// before the meta.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
