@@ -46,8 +46,8 @@ use std::fmt;
 use std::str::FromStr;
 
 use zebra_pslite::{
-    identity, response, server_id, server_rank, worker_id, Command, Detector, Format, FormatChoice,
-    Message, Route,
+    identity, response, server_answer, server_id, worker_id, Command, Detector, Format,
+    FormatChoice,
 };
 
 use crate::worker::SplitPush;
@@ -315,18 +315,7 @@ impl EarlyAnswers {
     /// A message the DEALER received (`[sender identity, meta, data...]`):
     /// `false` to drop it (the server's answer to a push answered early).
     pub fn on_recv(&mut self, frames: &[Vec<u8>]) -> bool {
-        let Some(server) = frames.first().and_then(|f| server_rank(f)) else {
-            return true;
-        };
-        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-        let Some(format) = refs
-            .get(1)
-            .and_then(|m| self.detector.parse(m).ok())
-            .map(|p| p.0)
-        else {
-            return true;
-        };
-        let Ok(env) = Message::parse_frames(format, Route::DealerRecv, &refs) else {
+        let Some((server, env)) = server_answer(&mut self.detector, frames) else {
             return true;
         };
         let meta = &env.message.meta;
@@ -369,7 +358,7 @@ impl EarlyAnswers {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use zebra_pslite::{with_kv, DataType, KvData, Meta};
+    use zebra_pslite::{with_kv, DataType, KvData, Message, Meta};
 
     fn push(ts: i32) -> Frames {
         let mut m = Meta::new();

@@ -19,8 +19,8 @@ use std::collections::HashMap;
 
 use zebra_proto::Timestamp;
 use zebra_pslite::{
-    identity, response, server_id, server_rank, with_kv, DataType, Detector, Format, FormatChoice,
-    KvData, KvView, Message, Meta, Route,
+    identity, response, server_answer, server_id, with_kv, DataType, Detector, Format,
+    FormatChoice, KvData, KvView, Message, Meta,
 };
 
 use crate::hotset::KeyRanges;
@@ -447,18 +447,7 @@ impl PullAgent {
         frames: Frames,
         is_hot: impl Fn(u16, u64) -> bool,
     ) -> Option<Frames> {
-        let Some(server) = frames.first().and_then(|f| server_rank(f)) else {
-            return Some(frames);
-        };
-        let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
-        let Some(format) = refs
-            .get(1)
-            .and_then(|m| self.detector.parse(m).ok())
-            .map(|p| p.0)
-        else {
-            return Some(frames);
-        };
-        let Ok(env) = Message::parse_frames(format, Route::DealerRecv, &refs) else {
+        let Some((server, env)) = server_answer(&mut self.detector, &frames) else {
             return Some(frames);
         };
         let meta = &env.message.meta;

@@ -57,7 +57,7 @@ pub use error::{Error, Result};
 pub use format::{detect, Detector, Format, FormatChoice};
 pub use kv::{KvData, KvView};
 pub use message::{
-    identity, node_id, rank_of, role_of, server_id, server_rank, worker_id, Envelope, Message,
+    identity, node_id, rank_of, role_of, server_answer, server_id, worker_id, Envelope, Message,
     Route, SCHEDULER_ID,
 };
 pub use meta::{Command, Control, Meta, Node, Role, EMPTY};

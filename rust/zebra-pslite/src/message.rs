@@ -8,7 +8,7 @@
 //! carries sender or receiver.
 
 use crate::error::{Error, Result};
-use crate::format::Format;
+use crate::format::{Detector, Format};
 use crate::kv::KvView;
 use crate::meta::{Meta, Role, EMPTY};
 
@@ -59,10 +59,22 @@ pub fn node_id(identity: &[u8]) -> Option<i32> {
 
 /// The rank of the server whose ZeroMQ identity this is (`None`: not a
 /// server's).
-pub fn server_rank(identity: &[u8]) -> Option<u16> {
+fn server_rank(identity: &[u8]) -> Option<u16> {
     node_id(identity)
         .filter(|&id| role_of(id) == Role::Server)
         .and_then(|id| u16::try_from(rank_of(id)).ok())
+}
+
+/// A message a worker's DEALER received from a server (BytePS's
+/// `[sender identity, meta, data...]`): the server's rank and the message,
+/// its format learned by `detector`; `None` for anything else or a message
+/// that does not parse.
+pub fn server_answer(detector: &mut Detector, frames: &[Vec<u8>]) -> Option<(u16, Envelope)> {
+    let server = server_rank(frames.first()?)?;
+    let refs: Vec<&[u8]> = frames.iter().map(|f| &f[..]).collect();
+    let (format, _) = detector.parse(refs.get(1)?).ok()?;
+    let env = Message::parse_frames(format, Route::DealerRecv, &refs).ok()?;
+    Some((server, env))
 }
 
 /// Where a multipart message is seen, which fixes the identity frames
