@@ -1587,9 +1587,10 @@ impl ServerAgent {
         // a switch restart, the round's aggregate may be the old switch's,
         // without what the new one added (the worker then resends them).
         if st.added > 0
-            && !rs.agg.as_ref().is_some_and(|a| {
-                (w < 64 && a.complete >> w & 1 == 1) || a.coverage.holds_at_least(w, st.added)
-            })
+            && !rs
+                .agg
+                .as_ref()
+                .is_some_and(|a| a.coverage.holds_at_least(w, st.added))
         {
             return false;
         }

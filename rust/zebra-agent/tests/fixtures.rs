@@ -47,7 +47,7 @@ fn aggregate(round: u32, contributed: u64, pairs: Vec<(u32, f32)>) -> RoundAggre
         complete: contributed,
         flushed: false,
         pairs,
-        coverage: Coverage::default(),
+        coverage: Coverage::of_complete(contributed),
         corrected: 0,
     }
 }

@@ -65,11 +65,7 @@ impl Coverage {
         let mut seqs = std::collections::BTreeSet::new();
         for (first, nbits, bits) in self.ranges.get(&worker).into_iter().flatten() {
             for i in 0..*nbits {
-                let held = match bits {
-                    CoverBits::All => true,
-                    CoverBits::Map(m) => m[usize::from(i) / 8] >> (i % 8) & 1 == 1,
-                };
-                if held {
+                if bit(bits, usize::from(i)) {
                     seqs.insert(first.saturating_add(i));
                 }
             }
@@ -87,13 +83,26 @@ impl Coverage {
                 let Some(i) = seq.checked_sub(*first).map(usize::from) else {
                     return false;
                 };
-                i < usize::from(*nbits)
-                    && match bits {
-                        CoverBits::All => true,
-                        CoverBits::Map(m) => m[i / 8] >> (i % 8) & 1 == 1,
-                    }
+                i < usize::from(*nbits) && bit(bits, i)
             })
         })
+    }
+
+    /// A sum holding every packet of the workers in `complete` (the
+    /// aggregate's complete bits) and nothing else listed.
+    pub fn of_complete(complete: u64) -> Coverage {
+        Coverage {
+            complete,
+            ranges: BTreeMap::new(),
+        }
+    }
+}
+
+/// Bit `i` of a coverage part's bitmap (`i` below its `nbits`).
+fn bit(bits: &CoverBits, i: usize) -> bool {
+    match bits {
+        CoverBits::All => true,
+        CoverBits::Map(m) => m[i / 8] >> (i % 8) & 1 == 1,
     }
 }
 
