@@ -54,6 +54,7 @@
 
 pub mod config;
 pub mod consts;
+pub mod failover;
 pub mod fallback;
 mod flow;
 pub mod job_key;
@@ -71,6 +72,7 @@ pub mod wire;
 pub mod worker;
 
 pub use config::{Config, ConfigError, JobConfig};
+pub use failover::{SwitchChoice, SwitchWatch};
 pub use fallback::{Fallback, FallbackCause};
 pub use job_key::job_token;
 pub use layout::{Layout, LayoutKind, Location};
