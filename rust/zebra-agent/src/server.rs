@@ -489,32 +489,22 @@ impl ServerAgent {
                 .push_back(Queued::Gated(frames));
             return;
         }
-        let staleness = self.config.sync.staleness();
-        let pushes_ahead = |q: &VecDeque<Queued>| {
-            q.iter()
-                .all(|i| matches!(i, Queued::Push(_)))
-                .then_some(q.len())
-        };
-        let may_pass = staleness > 0
-            && self
-                .queues
-                .get(&key)
-                .and_then(pushes_ahead)
-                .is_some_and(|n| n <= staleness as usize)
-            && self.is_pull(&frames);
-        match self.queues.get_mut(&key) {
-            Some(q) if !q.is_empty() && !may_pass => {
-                self.stats.queued += 1;
-                q.push_back(Queued::Plain(frames));
+        match self.queues.get(&key).map_or(0, VecDeque::len) {
+            0 => {
+                self.stats.delivered += 1;
+                deliver.push(frames);
             }
-            Some(q) if !q.is_empty() => {
+            ahead if self.may_pass(&key, ahead, &frames) => {
                 self.stats.stale_pulls += 1;
                 self.stats.delivered += 1;
                 deliver.push(frames);
             }
             _ => {
-                self.stats.delivered += 1;
-                deliver.push(frames);
+                self.stats.queued += 1;
+                self.queues
+                    .entry(key)
+                    .or_default()
+                    .push_back(Queued::Plain(frames));
             }
         }
     }
@@ -527,29 +517,41 @@ impl ServerAgent {
             .is_some_and(|(_, meta)| meta.is_data() && meta.request && meta.pull && !meta.push)
     }
 
-    /// Two-stage with staleness `S` (`crate::sync`): delivers each pull
-    /// queued behind at most `S` held pushes of its sender and nothing else
-    /// (pulls in their order; anything else keeps its place).
-    fn pass_pulls(&mut self, deliver: &mut Vec<Frames>) {
+    /// Two-stage with staleness `S` (`crate::sync`): whether a pull of
+    /// `key`'s sender, with the first `ahead` messages of its queue before
+    /// it, may be delivered ahead of them: they are all held pushes, at most
+    /// `S` (another pull, a gated or any other message keeps its place).
+    fn may_pass(&mut self, key: &SenderKey, ahead: usize, frames: &Frames) -> bool {
         let staleness = self.config.sync.staleness() as usize;
-        if staleness == 0 {
+        staleness > 0
+            && ahead <= staleness
+            && self
+                .queues
+                .get(key)
+                .is_some_and(|q| q.iter().take(ahead).all(|i| matches!(i, Queued::Push(_))))
+            && self.is_pull(frames)
+    }
+
+    /// Two-stage with staleness `S`: delivers each queued pull that
+    /// [`may_pass`](Self::may_pass) what is ahead of it now (pulls in their
+    /// order; anything else keeps its place).
+    fn pass_pulls(&mut self, deliver: &mut Vec<Frames>) {
+        if self.config.sync.staleness() == 0 {
             return;
         }
         let keys: Vec<SenderKey> = self.queues.keys().cloned().collect();
         for key in keys {
             let mut i = 0;
-            let mut pushes = 0;
             while let Some(item) = self.queues.get(&key).and_then(|q| q.get(i)) {
                 let frames = match item {
                     Queued::Push(_) => {
-                        pushes += 1;
                         i += 1;
                         continue;
                     }
                     Queued::Plain(f) => f.clone(),
                     Queued::Gated(_) => break,
                 };
-                if pushes > staleness || !self.is_pull(&frames) {
+                if !self.may_pass(&key, i, &frames) {
                     break;
                 }
                 if let Some(q) = self.queues.get_mut(&key) {

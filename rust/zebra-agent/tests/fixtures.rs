@@ -425,6 +425,48 @@ fn a_senders_messages_stay_in_order() {
     assert_eq!(s.stats().queued, 1);
 }
 
+/// `two-stage:1`: a pull passes one held push of its sender at once (not
+/// counted as queued); behind two it waits, and passes once only one is
+/// left; a pull never passes another message (here a pull that waits).
+#[test]
+fn a_pull_passes_at_most_s_held_pushes() {
+    let c = captured("byteps/push-sent");
+    let pull = captured("byteps/pull-request");
+    let hot = hot(&[(0x100_0000, 2)]);
+    let mut cfg = config(2);
+    cfg.sync = "two-stage:1".parse().unwrap();
+    let mut w = WorkerAgent::new(cfg.clone(), hot.clone(), 0).unwrap();
+    let mut s = ServerAgent::new(cfg, hot, 0).unwrap();
+    let first = split(&mut w, c.body());
+    assert!(s
+        .on_recv(T0, with_identity(b"ps9", &first.frames))
+        .deliver
+        .is_empty());
+    let passed = s.on_recv(T0, pull.received_from(b"ps9")).deliver;
+    assert_eq!(passed, vec![pull.received_from(b"ps9")]);
+    assert_eq!((s.stats().stale_pulls, s.stats().queued), (1, 0));
+
+    let second = split(&mut w, c.body());
+    s.on_recv(T0, with_identity(b"ps9", &second.frames));
+    assert!(s.on_recv(T0, pull.received_from(b"ps9")).deliver.is_empty());
+    assert!(s.on_recv(T0, pull.received_from(b"ps9")).deliver.is_empty());
+    assert_eq!((s.stats().stale_pulls, s.stats().queued), (1, 2));
+
+    s.on_recv(T0, with_identity(b"ps9", &settle(&mut w, 1, 1, 1)));
+    let got = s.on_round(aggregate(1, 1, first.pairs.clone()));
+    assert_eq!(
+        got,
+        vec![
+            c.received_from(b"ps9"),
+            pull.received_from(b"ps9"),
+            pull.received_from(b"ps9")
+        ],
+        "round 1 released: both pulls pass the one push left"
+    );
+    assert_eq!((s.stats().stale_pulls, s.stats().queued), (3, 2));
+    assert_eq!(s.held(), 1);
+}
+
 /// A push whose round never settles is delivered after `settle_timeout`,
 /// counted; a second aggregate for a round is ignored.
 #[test]
