@@ -110,22 +110,6 @@ control BiasRoutedRanks(inout header_t hdr, in bit<32> bias) {
         hdr.slot_index[13].index = hdr.slot_index[13].index + bias;
         hdr.slot_index[14].index = hdr.slot_index[14].index + bias;
         hdr.slot_index[15].index = hdr.slot_index[15].index + bias;
-        hdr.slot_index[16].index = hdr.slot_index[16].index + bias;
-        hdr.slot_index[17].index = hdr.slot_index[17].index + bias;
-        hdr.slot_index[18].index = hdr.slot_index[18].index + bias;
-        hdr.slot_index[19].index = hdr.slot_index[19].index + bias;
-        hdr.slot_index[20].index = hdr.slot_index[20].index + bias;
-        hdr.slot_index[21].index = hdr.slot_index[21].index + bias;
-        hdr.slot_index[22].index = hdr.slot_index[22].index + bias;
-        hdr.slot_index[23].index = hdr.slot_index[23].index + bias;
-        hdr.slot_index[24].index = hdr.slot_index[24].index + bias;
-        hdr.slot_index[25].index = hdr.slot_index[25].index + bias;
-        hdr.slot_index[26].index = hdr.slot_index[26].index + bias;
-        hdr.slot_index[27].index = hdr.slot_index[27].index + bias;
-        hdr.slot_index[28].index = hdr.slot_index[28].index + bias;
-        hdr.slot_index[29].index = hdr.slot_index[29].index + bias;
-        hdr.slot_index[30].index = hdr.slot_index[30].index + bias;
-        hdr.slot_index[31].index = hdr.slot_index[31].index + bias;
     }
 }
 
@@ -149,22 +133,6 @@ control IndexRoutedRanks(inout header_t hdr, in bit<32> bias, in acc_index_t row
         hdr.slot_index[13].index = ((hdr.slot_index[13].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
         hdr.slot_index[14].index = ((hdr.slot_index[14].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
         hdr.slot_index[15].index = ((hdr.slot_index[15].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[16].index = ((hdr.slot_index[16].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[17].index = ((hdr.slot_index[17].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[18].index = ((hdr.slot_index[18].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[19].index = ((hdr.slot_index[19].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[20].index = ((hdr.slot_index[20].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[21].index = ((hdr.slot_index[21].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[22].index = ((hdr.slot_index[22].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[23].index = ((hdr.slot_index[23].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[24].index = ((hdr.slot_index[24].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[25].index = ((hdr.slot_index[25].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[26].index = ((hdr.slot_index[26].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[27].index = ((hdr.slot_index[27].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[28].index = ((hdr.slot_index[28].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[29].index = ((hdr.slot_index[29].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[30].index = ((hdr.slot_index[30].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[31].index = ((hdr.slot_index[31].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
     }
 }
 
@@ -204,38 +172,6 @@ control SameEntryEverywhere(inout header_t hdr, in acc_index_t entry) {
         hdr.slot_index[14].index = (bit<32>)entry;
         hdr.slot_index[15].setValid();
         hdr.slot_index[15].index = (bit<32>)entry;
-        hdr.slot_index[16].setValid();
-        hdr.slot_index[16].index = (bit<32>)entry;
-        hdr.slot_index[17].setValid();
-        hdr.slot_index[17].index = (bit<32>)entry;
-        hdr.slot_index[18].setValid();
-        hdr.slot_index[18].index = (bit<32>)entry;
-        hdr.slot_index[19].setValid();
-        hdr.slot_index[19].index = (bit<32>)entry;
-        hdr.slot_index[20].setValid();
-        hdr.slot_index[20].index = (bit<32>)entry;
-        hdr.slot_index[21].setValid();
-        hdr.slot_index[21].index = (bit<32>)entry;
-        hdr.slot_index[22].setValid();
-        hdr.slot_index[22].index = (bit<32>)entry;
-        hdr.slot_index[23].setValid();
-        hdr.slot_index[23].index = (bit<32>)entry;
-        hdr.slot_index[24].setValid();
-        hdr.slot_index[24].index = (bit<32>)entry;
-        hdr.slot_index[25].setValid();
-        hdr.slot_index[25].index = (bit<32>)entry;
-        hdr.slot_index[26].setValid();
-        hdr.slot_index[26].index = (bit<32>)entry;
-        hdr.slot_index[27].setValid();
-        hdr.slot_index[27].index = (bit<32>)entry;
-        hdr.slot_index[28].setValid();
-        hdr.slot_index[28].index = (bit<32>)entry;
-        hdr.slot_index[29].setValid();
-        hdr.slot_index[29].index = (bit<32>)entry;
-        hdr.slot_index[30].setValid();
-        hdr.slot_index[30].index = (bit<32>)entry;
-        hdr.slot_index[31].setValid();
-        hdr.slot_index[31].index = (bit<32>)entry;
     }
 }
 
@@ -297,85 +233,38 @@ control UnbiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
 control BridgeEgressSlots(inout header_t hdr) {
     apply {
         hdr.egress_slots[0].setValid();
-        hdr.egress_slots[0].index = hdr.slot_index[12].index[15:0];
-        hdr.egress_slots[0].valid = (bit<16>)(bit<1>)hdr.slot_value[12].isValid();
-        hdr.egress_slots[0].value = hdr.slot_value[12].value;
+        hdr.egress_slots[0].index = hdr.slot_index[8].index[15:0];
+        hdr.egress_slots[0].valid = (bit<16>)(bit<1>)hdr.slot_value[8].isValid();
+        hdr.egress_slots[0].value = hdr.slot_value[8].value;
         hdr.egress_slots[1].setValid();
-        hdr.egress_slots[1].index = hdr.slot_index[13].index[15:0];
-        hdr.egress_slots[1].valid = (bit<16>)(bit<1>)hdr.slot_value[13].isValid();
-        hdr.egress_slots[1].value = hdr.slot_value[13].value;
+        hdr.egress_slots[1].index = hdr.slot_index[9].index[15:0];
+        hdr.egress_slots[1].valid = (bit<16>)(bit<1>)hdr.slot_value[9].isValid();
+        hdr.egress_slots[1].value = hdr.slot_value[9].value;
         hdr.egress_slots[2].setValid();
-        hdr.egress_slots[2].index = hdr.slot_index[14].index[15:0];
-        hdr.egress_slots[2].valid = (bit<16>)(bit<1>)hdr.slot_value[14].isValid();
-        hdr.egress_slots[2].value = hdr.slot_value[14].value;
+        hdr.egress_slots[2].index = hdr.slot_index[10].index[15:0];
+        hdr.egress_slots[2].valid = (bit<16>)(bit<1>)hdr.slot_value[10].isValid();
+        hdr.egress_slots[2].value = hdr.slot_value[10].value;
         hdr.egress_slots[3].setValid();
-        hdr.egress_slots[3].index = hdr.slot_index[15].index[15:0];
-        hdr.egress_slots[3].valid = (bit<16>)(bit<1>)hdr.slot_value[15].isValid();
-        hdr.egress_slots[3].value = hdr.slot_value[15].value;
+        hdr.egress_slots[3].index = hdr.slot_index[11].index[15:0];
+        hdr.egress_slots[3].valid = (bit<16>)(bit<1>)hdr.slot_value[11].isValid();
+        hdr.egress_slots[3].value = hdr.slot_value[11].value;
         hdr.egress_slots[4].setValid();
-        hdr.egress_slots[4].index = hdr.slot_index[16].index[15:0];
-        hdr.egress_slots[4].valid = (bit<16>)(bit<1>)hdr.slot_value[16].isValid();
-        hdr.egress_slots[4].value = hdr.slot_value[16].value;
+        hdr.egress_slots[4].index = hdr.slot_index[12].index[15:0];
+        hdr.egress_slots[4].valid = (bit<16>)(bit<1>)hdr.slot_value[12].isValid();
+        hdr.egress_slots[4].value = hdr.slot_value[12].value;
         hdr.egress_slots[5].setValid();
-        hdr.egress_slots[5].index = hdr.slot_index[17].index[15:0];
-        hdr.egress_slots[5].valid = (bit<16>)(bit<1>)hdr.slot_value[17].isValid();
-        hdr.egress_slots[5].value = hdr.slot_value[17].value;
+        hdr.egress_slots[5].index = hdr.slot_index[13].index[15:0];
+        hdr.egress_slots[5].valid = (bit<16>)(bit<1>)hdr.slot_value[13].isValid();
+        hdr.egress_slots[5].value = hdr.slot_value[13].value;
         hdr.egress_slots[6].setValid();
-        hdr.egress_slots[6].index = hdr.slot_index[18].index[15:0];
-        hdr.egress_slots[6].valid = (bit<16>)(bit<1>)hdr.slot_value[18].isValid();
-        hdr.egress_slots[6].value = hdr.slot_value[18].value;
+        hdr.egress_slots[6].index = hdr.slot_index[14].index[15:0];
+        hdr.egress_slots[6].valid = (bit<16>)(bit<1>)hdr.slot_value[14].isValid();
+        hdr.egress_slots[6].value = hdr.slot_value[14].value;
         hdr.egress_slots[7].setValid();
-        hdr.egress_slots[7].index = hdr.slot_index[19].index[15:0];
-        hdr.egress_slots[7].valid = (bit<16>)(bit<1>)hdr.slot_value[19].isValid();
-        hdr.egress_slots[7].value = hdr.slot_value[19].value;
-        hdr.egress_slots[8].setValid();
-        hdr.egress_slots[8].index = hdr.slot_index[20].index[15:0];
-        hdr.egress_slots[8].valid = (bit<16>)(bit<1>)hdr.slot_value[20].isValid();
-        hdr.egress_slots[8].value = hdr.slot_value[20].value;
-        hdr.egress_slots[9].setValid();
-        hdr.egress_slots[9].index = hdr.slot_index[21].index[15:0];
-        hdr.egress_slots[9].valid = (bit<16>)(bit<1>)hdr.slot_value[21].isValid();
-        hdr.egress_slots[9].value = hdr.slot_value[21].value;
-        hdr.egress_slots[10].setValid();
-        hdr.egress_slots[10].index = hdr.slot_index[22].index[15:0];
-        hdr.egress_slots[10].valid = (bit<16>)(bit<1>)hdr.slot_value[22].isValid();
-        hdr.egress_slots[10].value = hdr.slot_value[22].value;
-        hdr.egress_slots[11].setValid();
-        hdr.egress_slots[11].index = hdr.slot_index[23].index[15:0];
-        hdr.egress_slots[11].valid = (bit<16>)(bit<1>)hdr.slot_value[23].isValid();
-        hdr.egress_slots[11].value = hdr.slot_value[23].value;
-        hdr.egress_slots[12].setValid();
-        hdr.egress_slots[12].index = hdr.slot_index[24].index[15:0];
-        hdr.egress_slots[12].valid = (bit<16>)(bit<1>)hdr.slot_value[24].isValid();
-        hdr.egress_slots[12].value = hdr.slot_value[24].value;
-        hdr.egress_slots[13].setValid();
-        hdr.egress_slots[13].index = hdr.slot_index[25].index[15:0];
-        hdr.egress_slots[13].valid = (bit<16>)(bit<1>)hdr.slot_value[25].isValid();
-        hdr.egress_slots[13].value = hdr.slot_value[25].value;
-        hdr.egress_slots[14].setValid();
-        hdr.egress_slots[14].index = hdr.slot_index[26].index[15:0];
-        hdr.egress_slots[14].valid = (bit<16>)(bit<1>)hdr.slot_value[26].isValid();
-        hdr.egress_slots[14].value = hdr.slot_value[26].value;
-        hdr.egress_slots[15].setValid();
-        hdr.egress_slots[15].index = hdr.slot_index[27].index[15:0];
-        hdr.egress_slots[15].valid = (bit<16>)(bit<1>)hdr.slot_value[27].isValid();
-        hdr.egress_slots[15].value = hdr.slot_value[27].value;
-        hdr.egress_slots[16].setValid();
-        hdr.egress_slots[16].index = hdr.slot_index[28].index[15:0];
-        hdr.egress_slots[16].valid = (bit<16>)(bit<1>)hdr.slot_value[28].isValid();
-        hdr.egress_slots[16].value = hdr.slot_value[28].value;
-        hdr.egress_slots[17].setValid();
-        hdr.egress_slots[17].index = hdr.slot_index[29].index[15:0];
-        hdr.egress_slots[17].valid = (bit<16>)(bit<1>)hdr.slot_value[29].isValid();
-        hdr.egress_slots[17].value = hdr.slot_value[29].value;
-        hdr.egress_slots[18].setValid();
-        hdr.egress_slots[18].index = hdr.slot_index[30].index[15:0];
-        hdr.egress_slots[18].valid = (bit<16>)(bit<1>)hdr.slot_value[30].isValid();
-        hdr.egress_slots[18].value = hdr.slot_value[30].value;
-        hdr.egress_slots[19].setValid();
-        hdr.egress_slots[19].index = hdr.slot_index[31].index[15:0];
-        hdr.egress_slots[19].valid = (bit<16>)(bit<1>)hdr.slot_value[31].isValid();
-        hdr.egress_slots[19].value = hdr.slot_value[31].value;
+        hdr.egress_slots[7].index = hdr.slot_index[15].index[15:0];
+        hdr.egress_slots[7].valid = (bit<16>)(bit<1>)hdr.slot_value[15].isValid();
+        hdr.egress_slots[7].value = hdr.slot_value[15].value;
+
     }
 }
 
@@ -389,10 +278,6 @@ control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round
     Accumulator() acc05;
     Accumulator() acc06;
     Accumulator() acc07;
-    Accumulator() acc08;
-    Accumulator() acc09;
-    Accumulator() acc10;
-    Accumulator() acc11;
 
     apply {
         acc00.apply(op, hdr.slot_value[0].isValid(), hdr.slot_index[0].index[15:0], hdr.slot_value[0].value, round, hdr.readout_values[0].value);
@@ -403,57 +288,31 @@ control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round
         acc05.apply(op, hdr.slot_value[5].isValid(), hdr.slot_index[5].index[15:0], hdr.slot_value[5].value, round, hdr.readout_values[5].value);
         acc06.apply(op, hdr.slot_value[6].isValid(), hdr.slot_index[6].index[15:0], hdr.slot_value[6].value, round, hdr.readout_values[6].value);
         acc07.apply(op, hdr.slot_value[7].isValid(), hdr.slot_index[7].index[15:0], hdr.slot_value[7].value, round, hdr.readout_values[7].value);
-        acc08.apply(op, hdr.slot_value[8].isValid(), hdr.slot_index[8].index[15:0], hdr.slot_value[8].value, round, hdr.readout_values[8].value);
-        acc09.apply(op, hdr.slot_value[9].isValid(), hdr.slot_index[9].index[15:0], hdr.slot_value[9].value, round, hdr.readout_values[9].value);
-        acc10.apply(op, hdr.slot_value[10].isValid(), hdr.slot_index[10].index[15:0], hdr.slot_value[10].value, round, hdr.readout_values[10].value);
-        acc11.apply(op, hdr.slot_value[11].isValid(), hdr.slot_index[11].index[15:0], hdr.slot_value[11].value, round, hdr.readout_values[11].value);
+
     }
 }
 
 /* Registers INGRESS_REGISTERS .. REGISTERS-1, fed by the bridge. */
 control EgressAccumulators(inout header_t hdr) {
+    Accumulator() acc08;
+    Accumulator() acc09;
+    Accumulator() acc10;
+    Accumulator() acc11;
     Accumulator() acc12;
     Accumulator() acc13;
     Accumulator() acc14;
     Accumulator() acc15;
-    Accumulator() acc16;
-    Accumulator() acc17;
-    Accumulator() acc18;
-    Accumulator() acc19;
-    Accumulator() acc20;
-    Accumulator() acc21;
-    Accumulator() acc22;
-    Accumulator() acc23;
-    Accumulator() acc24;
-    Accumulator() acc25;
-    Accumulator() acc26;
-    Accumulator() acc27;
-    Accumulator() acc28;
-    Accumulator() acc29;
-    Accumulator() acc30;
-    Accumulator() acc31;
 
     apply {
-        acc12.apply(hdr.bridge.acc_op, hdr.egress_slots[0].valid == 1, hdr.egress_slots[0].index, hdr.egress_slots[0].value, hdr.bridge.round, hdr.readout_values[12].value);
-        acc13.apply(hdr.bridge.acc_op, hdr.egress_slots[1].valid == 1, hdr.egress_slots[1].index, hdr.egress_slots[1].value, hdr.bridge.round, hdr.readout_values[13].value);
-        acc14.apply(hdr.bridge.acc_op, hdr.egress_slots[2].valid == 1, hdr.egress_slots[2].index, hdr.egress_slots[2].value, hdr.bridge.round, hdr.readout_values[14].value);
-        acc15.apply(hdr.bridge.acc_op, hdr.egress_slots[3].valid == 1, hdr.egress_slots[3].index, hdr.egress_slots[3].value, hdr.bridge.round, hdr.readout_values[15].value);
-        acc16.apply(hdr.bridge.acc_op, hdr.egress_slots[4].valid == 1, hdr.egress_slots[4].index, hdr.egress_slots[4].value, hdr.bridge.round, hdr.readout_values[16].value);
-        acc17.apply(hdr.bridge.acc_op, hdr.egress_slots[5].valid == 1, hdr.egress_slots[5].index, hdr.egress_slots[5].value, hdr.bridge.round, hdr.readout_values[17].value);
-        acc18.apply(hdr.bridge.acc_op, hdr.egress_slots[6].valid == 1, hdr.egress_slots[6].index, hdr.egress_slots[6].value, hdr.bridge.round, hdr.readout_values[18].value);
-        acc19.apply(hdr.bridge.acc_op, hdr.egress_slots[7].valid == 1, hdr.egress_slots[7].index, hdr.egress_slots[7].value, hdr.bridge.round, hdr.readout_values[19].value);
-        acc20.apply(hdr.bridge.acc_op, hdr.egress_slots[8].valid == 1, hdr.egress_slots[8].index, hdr.egress_slots[8].value, hdr.bridge.round, hdr.readout_values[20].value);
-        acc21.apply(hdr.bridge.acc_op, hdr.egress_slots[9].valid == 1, hdr.egress_slots[9].index, hdr.egress_slots[9].value, hdr.bridge.round, hdr.readout_values[21].value);
-        acc22.apply(hdr.bridge.acc_op, hdr.egress_slots[10].valid == 1, hdr.egress_slots[10].index, hdr.egress_slots[10].value, hdr.bridge.round, hdr.readout_values[22].value);
-        acc23.apply(hdr.bridge.acc_op, hdr.egress_slots[11].valid == 1, hdr.egress_slots[11].index, hdr.egress_slots[11].value, hdr.bridge.round, hdr.readout_values[23].value);
-        acc24.apply(hdr.bridge.acc_op, hdr.egress_slots[12].valid == 1, hdr.egress_slots[12].index, hdr.egress_slots[12].value, hdr.bridge.round, hdr.readout_values[24].value);
-        acc25.apply(hdr.bridge.acc_op, hdr.egress_slots[13].valid == 1, hdr.egress_slots[13].index, hdr.egress_slots[13].value, hdr.bridge.round, hdr.readout_values[25].value);
-        acc26.apply(hdr.bridge.acc_op, hdr.egress_slots[14].valid == 1, hdr.egress_slots[14].index, hdr.egress_slots[14].value, hdr.bridge.round, hdr.readout_values[26].value);
-        acc27.apply(hdr.bridge.acc_op, hdr.egress_slots[15].valid == 1, hdr.egress_slots[15].index, hdr.egress_slots[15].value, hdr.bridge.round, hdr.readout_values[27].value);
-        acc28.apply(hdr.bridge.acc_op, hdr.egress_slots[16].valid == 1, hdr.egress_slots[16].index, hdr.egress_slots[16].value, hdr.bridge.round, hdr.readout_values[28].value);
-        acc29.apply(hdr.bridge.acc_op, hdr.egress_slots[17].valid == 1, hdr.egress_slots[17].index, hdr.egress_slots[17].value, hdr.bridge.round, hdr.readout_values[29].value);
-        acc30.apply(hdr.bridge.acc_op, hdr.egress_slots[18].valid == 1, hdr.egress_slots[18].index, hdr.egress_slots[18].value, hdr.bridge.round, hdr.readout_values[30].value);
-        acc31.apply(hdr.bridge.acc_op, hdr.egress_slots[19].valid == 1, hdr.egress_slots[19].index, hdr.egress_slots[19].value, hdr.bridge.round, hdr.readout_values[31].value);
+        acc08.apply(hdr.bridge.acc_op, hdr.egress_slots[0].valid == 1, hdr.egress_slots[0].index, hdr.egress_slots[0].value, hdr.bridge.round, hdr.readout_values[8].value);
+        acc09.apply(hdr.bridge.acc_op, hdr.egress_slots[1].valid == 1, hdr.egress_slots[1].index, hdr.egress_slots[1].value, hdr.bridge.round, hdr.readout_values[9].value);
+        acc10.apply(hdr.bridge.acc_op, hdr.egress_slots[2].valid == 1, hdr.egress_slots[2].index, hdr.egress_slots[2].value, hdr.bridge.round, hdr.readout_values[10].value);
+        acc11.apply(hdr.bridge.acc_op, hdr.egress_slots[3].valid == 1, hdr.egress_slots[3].index, hdr.egress_slots[3].value, hdr.bridge.round, hdr.readout_values[11].value);
+        acc12.apply(hdr.bridge.acc_op, hdr.egress_slots[4].valid == 1, hdr.egress_slots[4].index, hdr.egress_slots[4].value, hdr.bridge.round, hdr.readout_values[12].value);
+        acc13.apply(hdr.bridge.acc_op, hdr.egress_slots[5].valid == 1, hdr.egress_slots[5].index, hdr.egress_slots[5].value, hdr.bridge.round, hdr.readout_values[13].value);
+        acc14.apply(hdr.bridge.acc_op, hdr.egress_slots[6].valid == 1, hdr.egress_slots[6].index, hdr.egress_slots[6].value, hdr.bridge.round, hdr.readout_values[14].value);
+        acc15.apply(hdr.bridge.acc_op, hdr.egress_slots[7].valid == 1, hdr.egress_slots[7].index, hdr.egress_slots[7].value, hdr.bridge.round, hdr.readout_values[15].value);
+
     }
 }
 

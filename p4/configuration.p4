@@ -16,17 +16,17 @@
 
 /* Register arrays (R). Hot rank r lives in register r mod R, slot r div R
  * (the paper's heat layout), so a power of two: the register is the rank's
- * low REGISTER_BITS and the slot the next SLOT_BITS. consts::DEFAULT_REGISTERS;
- * at most consts::MAX_REGISTERS. */
-const int REGISTERS = 32;
-const int REGISTER_BITS = 5;
+ * low REGISTER_BITS and the slot the next SLOT_BITS. R is also a setting
+ * (`registers`) every party reads, 32 by default (consts::DEFAULT_REGISTERS);
+ * the controller requires `registers = REGISTERS` of a job it loads. 16, not
+ * 32: every routed register costs PHV in both gresses (docs/P4.md,
+ * "Resources"); at most consts::MAX_REGISTERS. */
+const int REGISTERS = 16;
+const int REGISTER_BITS = 4;
 
 /* Registers 0 .. INGRESS_REGISTERS-1 are in the ingress pipeline, the rest in
- * egress. A Tofino 1 stage has 4 stateful ALUs; the ingress spends about 9 of
- * its 12 stages deciding whether a packet may add (checks, round state,
- * record), which leaves 3 stages, 12 registers. The other 20 take the first 5
- * egress stages, fed by the bridge (docs/P4.md, "Stages"). */
-const int INGRESS_REGISTERS = 12;
+ * egress, fed by the bridge (docs/P4.md, "Stages"). */
+const int INGRESS_REGISTERS = 8;
 
 /* Entries of one register array: copies x slots. Each entry is a 64-bit
  * (round tag, i32 sum) pair, so 16384 entries take 128 KiB, 8 SRAM blocks.

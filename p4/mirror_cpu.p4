@@ -90,22 +90,6 @@ control StartReadout(inout header_t hdr, in ingress_metadata_t ig_md, in bool fl
         hdr.readout_values[13].setValid();
         hdr.readout_values[14].setValid();
         hdr.readout_values[15].setValid();
-        hdr.readout_values[16].setValid();
-        hdr.readout_values[17].setValid();
-        hdr.readout_values[18].setValid();
-        hdr.readout_values[19].setValid();
-        hdr.readout_values[20].setValid();
-        hdr.readout_values[21].setValid();
-        hdr.readout_values[22].setValid();
-        hdr.readout_values[23].setValid();
-        hdr.readout_values[24].setValid();
-        hdr.readout_values[25].setValid();
-        hdr.readout_values[26].setValid();
-        hdr.readout_values[27].setValid();
-        hdr.readout_values[28].setValid();
-        hdr.readout_values[29].setValid();
-        hdr.readout_values[30].setValid();
-        hdr.readout_values[31].setValid();
     }
 }
 

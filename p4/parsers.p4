@@ -23,7 +23,7 @@
 
 /* A rank routes to register k when its bits above SLOT_BITS + REGISTER_BITS
  * are zero and its low REGISTER_BITS are k. */
-const bit<32> RANK_ROUTE_MASK = 0xFFE0001F;
+const bit<32> RANK_ROUTE_MASK = 0xFFF0000F;
 
 parser IngressParser(
     packet_in pkt,
@@ -225,22 +225,6 @@ parser IngressParser(
             0x0000000D &&& RANK_ROUTE_MASK : route_13;
             0x0000000E &&& RANK_ROUTE_MASK : route_14;
             0x0000000F &&& RANK_ROUTE_MASK : route_15;
-            0x00000010 &&& RANK_ROUTE_MASK : route_16;
-            0x00000011 &&& RANK_ROUTE_MASK : route_17;
-            0x00000012 &&& RANK_ROUTE_MASK : route_18;
-            0x00000013 &&& RANK_ROUTE_MASK : route_19;
-            0x00000014 &&& RANK_ROUTE_MASK : route_20;
-            0x00000015 &&& RANK_ROUTE_MASK : route_21;
-            0x00000016 &&& RANK_ROUTE_MASK : route_22;
-            0x00000017 &&& RANK_ROUTE_MASK : route_23;
-            0x00000018 &&& RANK_ROUTE_MASK : route_24;
-            0x00000019 &&& RANK_ROUTE_MASK : route_25;
-            0x0000001A &&& RANK_ROUTE_MASK : route_26;
-            0x0000001B &&& RANK_ROUTE_MASK : route_27;
-            0x0000001C &&& RANK_ROUTE_MASK : route_28;
-            0x0000001D &&& RANK_ROUTE_MASK : route_29;
-            0x0000001E &&& RANK_ROUTE_MASK : route_30;
-            0x0000001F &&& RANK_ROUTE_MASK : route_31;
             default                        : rank_too_big;
         }
     }
@@ -268,22 +252,6 @@ parser IngressParser(
     state route_13 { pkt.extract(hdr.slot_index[13]); pkt.extract(hdr.slot_value[13]); pairs_left.decrement(1); transition route_next; }
     state route_14 { pkt.extract(hdr.slot_index[14]); pkt.extract(hdr.slot_value[14]); pairs_left.decrement(1); transition route_next; }
     state route_15 { pkt.extract(hdr.slot_index[15]); pkt.extract(hdr.slot_value[15]); pairs_left.decrement(1); transition route_next; }
-    state route_16 { pkt.extract(hdr.slot_index[16]); pkt.extract(hdr.slot_value[16]); pairs_left.decrement(1); transition route_next; }
-    state route_17 { pkt.extract(hdr.slot_index[17]); pkt.extract(hdr.slot_value[17]); pairs_left.decrement(1); transition route_next; }
-    state route_18 { pkt.extract(hdr.slot_index[18]); pkt.extract(hdr.slot_value[18]); pairs_left.decrement(1); transition route_next; }
-    state route_19 { pkt.extract(hdr.slot_index[19]); pkt.extract(hdr.slot_value[19]); pairs_left.decrement(1); transition route_next; }
-    state route_20 { pkt.extract(hdr.slot_index[20]); pkt.extract(hdr.slot_value[20]); pairs_left.decrement(1); transition route_next; }
-    state route_21 { pkt.extract(hdr.slot_index[21]); pkt.extract(hdr.slot_value[21]); pairs_left.decrement(1); transition route_next; }
-    state route_22 { pkt.extract(hdr.slot_index[22]); pkt.extract(hdr.slot_value[22]); pairs_left.decrement(1); transition route_next; }
-    state route_23 { pkt.extract(hdr.slot_index[23]); pkt.extract(hdr.slot_value[23]); pairs_left.decrement(1); transition route_next; }
-    state route_24 { pkt.extract(hdr.slot_index[24]); pkt.extract(hdr.slot_value[24]); pairs_left.decrement(1); transition route_next; }
-    state route_25 { pkt.extract(hdr.slot_index[25]); pkt.extract(hdr.slot_value[25]); pairs_left.decrement(1); transition route_next; }
-    state route_26 { pkt.extract(hdr.slot_index[26]); pkt.extract(hdr.slot_value[26]); pairs_left.decrement(1); transition route_next; }
-    state route_27 { pkt.extract(hdr.slot_index[27]); pkt.extract(hdr.slot_value[27]); pairs_left.decrement(1); transition route_next; }
-    state route_28 { pkt.extract(hdr.slot_index[28]); pkt.extract(hdr.slot_value[28]); pairs_left.decrement(1); transition route_next; }
-    state route_29 { pkt.extract(hdr.slot_index[29]); pkt.extract(hdr.slot_value[29]); pairs_left.decrement(1); transition route_next; }
-    state route_30 { pkt.extract(hdr.slot_index[30]); pkt.extract(hdr.slot_value[30]); pairs_left.decrement(1); transition route_next; }
-    state route_31 { pkt.extract(hdr.slot_index[31]); pkt.extract(hdr.slot_value[31]); pairs_left.decrement(1); transition route_next; }
 
     /* ---- HOT_DENSE: value i of a block aligned to R lives in register i ---- */
 

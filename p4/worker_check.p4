@@ -195,29 +195,19 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
                 (bit<1>)hdr.pairs[0].isValid()});
         } else {
             flags = routed_flags.get({
-                hdr.slot_index[31].index[31:31], hdr.slot_index[30].index[31:31], hdr.slot_index[29].index[31:31],
-                hdr.slot_index[28].index[31:31], hdr.slot_index[27].index[31:31], hdr.slot_index[26].index[31:31],
-                hdr.slot_index[25].index[31:31], hdr.slot_index[24].index[31:31], hdr.slot_index[23].index[31:31],
-                hdr.slot_index[22].index[31:31], hdr.slot_index[21].index[31:31], hdr.slot_index[20].index[31:31],
-                hdr.slot_index[19].index[31:31], hdr.slot_index[18].index[31:31], hdr.slot_index[17].index[31:31],
-                hdr.slot_index[16].index[31:31], hdr.slot_index[15].index[31:31], hdr.slot_index[14].index[31:31],
-                hdr.slot_index[13].index[31:31], hdr.slot_index[12].index[31:31], hdr.slot_index[11].index[31:31],
-                hdr.slot_index[10].index[31:31], hdr.slot_index[9].index[31:31],  hdr.slot_index[8].index[31:31],
-                hdr.slot_index[7].index[31:31],  hdr.slot_index[6].index[31:31],  hdr.slot_index[5].index[31:31],
-                hdr.slot_index[4].index[31:31],  hdr.slot_index[3].index[31:31],  hdr.slot_index[2].index[31:31],
-                hdr.slot_index[1].index[31:31],  hdr.slot_index[0].index[31:31]});
+                16w0, hdr.slot_index[15].index[31:31], hdr.slot_index[14].index[31:31], hdr.slot_index[13].index[31:31],
+                hdr.slot_index[12].index[31:31], hdr.slot_index[11].index[31:31], hdr.slot_index[10].index[31:31],
+                hdr.slot_index[9].index[31:31], hdr.slot_index[8].index[31:31], hdr.slot_index[7].index[31:31],
+                hdr.slot_index[6].index[31:31], hdr.slot_index[5].index[31:31], hdr.slot_index[4].index[31:31],
+                hdr.slot_index[3].index[31:31], hdr.slot_index[2].index[31:31], hdr.slot_index[1].index[31:31],
+                hdr.slot_index[0].index[31:31]});
             present = routed_present.get({
-                (bit<1>)hdr.slot_index[31].isValid(), (bit<1>)hdr.slot_index[30].isValid(), (bit<1>)hdr.slot_index[29].isValid(),
-                (bit<1>)hdr.slot_index[28].isValid(), (bit<1>)hdr.slot_index[27].isValid(), (bit<1>)hdr.slot_index[26].isValid(),
-                (bit<1>)hdr.slot_index[25].isValid(), (bit<1>)hdr.slot_index[24].isValid(), (bit<1>)hdr.slot_index[23].isValid(),
-                (bit<1>)hdr.slot_index[22].isValid(), (bit<1>)hdr.slot_index[21].isValid(), (bit<1>)hdr.slot_index[20].isValid(),
-                (bit<1>)hdr.slot_index[19].isValid(), (bit<1>)hdr.slot_index[18].isValid(), (bit<1>)hdr.slot_index[17].isValid(),
-                (bit<1>)hdr.slot_index[16].isValid(), (bit<1>)hdr.slot_index[15].isValid(), (bit<1>)hdr.slot_index[14].isValid(),
-                (bit<1>)hdr.slot_index[13].isValid(), (bit<1>)hdr.slot_index[12].isValid(), (bit<1>)hdr.slot_index[11].isValid(),
-                (bit<1>)hdr.slot_index[10].isValid(), (bit<1>)hdr.slot_index[9].isValid(),  (bit<1>)hdr.slot_index[8].isValid(),
-                (bit<1>)hdr.slot_index[7].isValid(),  (bit<1>)hdr.slot_index[6].isValid(),  (bit<1>)hdr.slot_index[5].isValid(),
-                (bit<1>)hdr.slot_index[4].isValid(),  (bit<1>)hdr.slot_index[3].isValid(),  (bit<1>)hdr.slot_index[2].isValid(),
-                (bit<1>)hdr.slot_index[1].isValid(),  (bit<1>)hdr.slot_index[0].isValid()});
+                16w0, (bit<1>)hdr.slot_index[15].isValid(), (bit<1>)hdr.slot_index[14].isValid(), (bit<1>)hdr.slot_index[13].isValid(),
+                (bit<1>)hdr.slot_index[12].isValid(), (bit<1>)hdr.slot_index[11].isValid(), (bit<1>)hdr.slot_index[10].isValid(),
+                (bit<1>)hdr.slot_index[9].isValid(), (bit<1>)hdr.slot_index[8].isValid(), (bit<1>)hdr.slot_index[7].isValid(),
+                (bit<1>)hdr.slot_index[6].isValid(), (bit<1>)hdr.slot_index[5].isValid(), (bit<1>)hdr.slot_index[4].isValid(),
+                (bit<1>)hdr.slot_index[3].isValid(), (bit<1>)hdr.slot_index[2].isValid(), (bit<1>)hdr.slot_index[1].isValid(),
+                (bit<1>)hdr.slot_index[0].isValid()});
         }
         ig_md.routed_mask = present;
         if ((flags & present) != 0 || ig_md.rank_too_big) {

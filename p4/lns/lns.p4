@@ -101,10 +101,6 @@ control LnsValues(inout header_t hdr, in bit<8> profile, in bit<8> saturate_expo
     LnsToFixed() lns04; LnsToFixed() lns05; LnsToFixed() lns06; LnsToFixed() lns07;
     LnsToFixed() lns08; LnsToFixed() lns09; LnsToFixed() lns10; LnsToFixed() lns11;
     LnsToFixed() lns12; LnsToFixed() lns13; LnsToFixed() lns14; LnsToFixed() lns15;
-    LnsToFixed() lns16; LnsToFixed() lns17; LnsToFixed() lns18; LnsToFixed() lns19;
-    LnsToFixed() lns20; LnsToFixed() lns21; LnsToFixed() lns22; LnsToFixed() lns23;
-    LnsToFixed() lns24; LnsToFixed() lns25; LnsToFixed() lns26; LnsToFixed() lns27;
-    LnsToFixed() lns28; LnsToFixed() lns29; LnsToFixed() lns30; LnsToFixed() lns31;
 
     apply {
         if (hdr.slot_value[0].isValid())  { lns00.apply(hdr.slot_value[0].value,  profile, saturate_exponent); }
@@ -123,22 +119,6 @@ control LnsValues(inout header_t hdr, in bit<8> profile, in bit<8> saturate_expo
         if (hdr.slot_value[13].isValid()) { lns13.apply(hdr.slot_value[13].value, profile, saturate_exponent); }
         if (hdr.slot_value[14].isValid()) { lns14.apply(hdr.slot_value[14].value, profile, saturate_exponent); }
         if (hdr.slot_value[15].isValid()) { lns15.apply(hdr.slot_value[15].value, profile, saturate_exponent); }
-        if (hdr.slot_value[16].isValid()) { lns16.apply(hdr.slot_value[16].value, profile, saturate_exponent); }
-        if (hdr.slot_value[17].isValid()) { lns17.apply(hdr.slot_value[17].value, profile, saturate_exponent); }
-        if (hdr.slot_value[18].isValid()) { lns18.apply(hdr.slot_value[18].value, profile, saturate_exponent); }
-        if (hdr.slot_value[19].isValid()) { lns19.apply(hdr.slot_value[19].value, profile, saturate_exponent); }
-        if (hdr.slot_value[20].isValid()) { lns20.apply(hdr.slot_value[20].value, profile, saturate_exponent); }
-        if (hdr.slot_value[21].isValid()) { lns21.apply(hdr.slot_value[21].value, profile, saturate_exponent); }
-        if (hdr.slot_value[22].isValid()) { lns22.apply(hdr.slot_value[22].value, profile, saturate_exponent); }
-        if (hdr.slot_value[23].isValid()) { lns23.apply(hdr.slot_value[23].value, profile, saturate_exponent); }
-        if (hdr.slot_value[24].isValid()) { lns24.apply(hdr.slot_value[24].value, profile, saturate_exponent); }
-        if (hdr.slot_value[25].isValid()) { lns25.apply(hdr.slot_value[25].value, profile, saturate_exponent); }
-        if (hdr.slot_value[26].isValid()) { lns26.apply(hdr.slot_value[26].value, profile, saturate_exponent); }
-        if (hdr.slot_value[27].isValid()) { lns27.apply(hdr.slot_value[27].value, profile, saturate_exponent); }
-        if (hdr.slot_value[28].isValid()) { lns28.apply(hdr.slot_value[28].value, profile, saturate_exponent); }
-        if (hdr.slot_value[29].isValid()) { lns29.apply(hdr.slot_value[29].value, profile, saturate_exponent); }
-        if (hdr.slot_value[30].isValid()) { lns30.apply(hdr.slot_value[30].value, profile, saturate_exponent); }
-        if (hdr.slot_value[31].isValid()) { lns31.apply(hdr.slot_value[31].value, profile, saturate_exponent); }
     }
 }
 

@@ -235,7 +235,7 @@ class Timers(unittest.TestCase):
         self.assertEqual(t.observe(22_500, 0, draining), [])
         (readout,) = t.observe(23_100, 0, draining)
         c = Ctl.unpack(readout.payload)
-        self.assertEqual((c.kind, c.flags, c.round, c.row, c.rows), (consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED, 4, 0, 32))
+        self.assertEqual((c.kind, c.flags, c.round, c.row, c.rows), (consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED, 4, 0, 63))
         self.assertEqual(t.observe(30_000, 0, draining), [], "once")
         self.assertEqual(t.observe(30_001, 0, 4 | consts.ROUND_FREE), [])
 
@@ -269,13 +269,14 @@ class Timers(unittest.TestCase):
     def test_missing_rows_are_asked_for(self):
         p = plan()
         a = ReadoutAssembler(p, row_timeout_us=10_000)
-        for row in range(32):
+        rows, r = p.readout_rows, P.R
+        for row in range(rows):
             if row != 17:
-                self.assertIsNone(a.on_row(row, ReadoutRow(Ctl(4, 0, 7, 6, row + 1, 32), row, row, 0, [consts.SLOT_UNTOUCHED] * 32)))
+                self.assertIsNone(a.on_row(row, ReadoutRow(Ctl(4, 0, 7, 6, row + 1, rows), row, row, 0, [consts.SLOT_UNTOUCHED] * r)))
         self.assertEqual(a.missing(5_000), [])
         self.assertEqual(a.missing(40_000), [(6, 17)])
-        closed = a.on_row(40_001, ReadoutRow(Ctl(4, 0, 7, 6, 18, 32), 17, 17, 0, [1] * 32))
-        self.assertEqual(sorted(closed.values), [17 * 32 + k for k in range(32)])
+        closed = a.on_row(40_001, ReadoutRow(Ctl(4, 0, 7, 6, 18, rows), 17, 17, 0, [1] * r))
+        self.assertEqual(sorted(closed.values), [17 * r + k for k in range(r)])
 
 
 class Servers(unittest.TestCase):
@@ -306,9 +307,10 @@ class Servers(unittest.TestCase):
 def readout_frames(round_, flushed, values, progress):
     """What the pipeline mirrors to the CPU for one closed round of the sample job."""
     frames = []
-    for row in range(32):
-        ctl = Ctl(consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED if flushed else 0, 7, round_, row, 32)
-        vals = [values.get(row * 32 + k, consts.SLOT_UNTOUCHED) for k in range(32)]
+    rows = -(-1000 // P.R)
+    for row in range(rows):
+        ctl = Ctl(consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED if flushed else 0, 7, round_, row, rows)
+        vals = [values.get(row * P.R + k, consts.SLOT_UNTOUCHED) for k in range(P.R)]
         frames.append(ReadoutRow(ctl, row, row, progress.get(row, 0), vals).pack())
     return frames
 
@@ -412,10 +414,10 @@ class TwoServerJobs(unittest.TestCase):
         plans = self.c.plans
         self.assertEqual([(j, p.job.hot_keys, p.job.servers, p.job_index) for j, p in plans.items()],
                          [(7, 40, 1, 0), (8, 16, 1, 1)])
-        self.assertEqual([(p.region_base, p.region_slots) for p in plans.values()], [(0, 2), (2, 1)])
+        self.assertEqual([(p.region_base, p.region_slots) for p in plans.values()], [(0, 3), (3, 1)])
         self.assertEqual(plans[8].record_base, 4 * 2 * plans[7].proto.max_seqs)
         jobs = sorted((k["job_id"], d["index"], d["region_base"]) for k, _, d in self.b.entries(P.JOBS))
-        self.assertEqual(jobs, [(7, 0, 0), (8, 1, 2)])
+        self.assertEqual(jobs, [(7, 0, 0), (8, 1, 3)])
         self.assertEqual(len(self.b.entries(P.WORKERS)), 2 * 4 * 2)
         self.assertEqual(len(self.b.entries(P.COPY_OFFSETS)), 2, "switch-wide entries once")
         self.assertEqual(len(self.b.entries(P.ADDRESSES)), 1)
@@ -433,11 +435,11 @@ class TwoServerJobs(unittest.TestCase):
         frames = []
         for row in range(1):
             ctl = Ctl(consts.CtlKind.READOUT, 0, 8, 1, row, 4)
-            vals = [20 if k == 3 else consts.SLOT_UNTOUCHED for k in range(32)]
+            vals = [20 if k == 3 else consts.SLOT_UNTOUCHED for k in range(P.R)]
             frames.append(ReadoutRow(ctl, row, row, (1 << 16) | 1, vals).pack())
         for row in range(1, 4):
             ctl = Ctl(consts.CtlKind.READOUT, 0, 8, 1, row, 4)
-            frames.append(ReadoutRow(ctl, row, row, (1 << 16) | 1, [consts.SLOT_UNTOUCHED] * 32).pack())
+            frames.append(ReadoutRow(ctl, row, row, (1 << 16) | 1, [consts.SLOT_UNTOUCHED] * P.R).pack())
         self.b.inbox = frames
         self.c.step(100)
         sent = sent_datagrams(self.b)

@@ -28,9 +28,9 @@ class SampleJob(unittest.TestCase):
 
     def test_geometry(self):
         p = self.plan
-        self.assertEqual((p.region_slots, p.readout_rows, p.copies), (32, 32, 2), "1000 keys over 32 registers")
-        self.assertEqual(p.rank_of(7, 31), 999)
-        self.assertIsNone(p.rank_of(8, 31), "rank 1000 is beyond the job")
+        self.assertEqual((p.region_slots, p.readout_rows, p.copies), (63, 63, 2), "1000 keys over 16 registers")
+        self.assertEqual(p.rank_of(7, 62), 999)
+        self.assertIsNone(p.rank_of(8, 62), "rank 1000 is beyond the job")
 
     def test_job_table(self):
         (key, action, d), = self.b.entries(P.JOBS)
@@ -38,7 +38,7 @@ class SampleJob(unittest.TestCase):
         self.assertEqual(action, "set_job")
         self.assertEqual(d, {
             "index": 0, "workers": 4, "hot_keys": 1000, "max_udp_len": 200, "max_seqs": 4096, "fixed": 1,
-            "copy_mask": 1, "region_base": 0, "readout_rows": 32, "lns_profile": 0, "lns_saturate": 0,
+            "copy_mask": 1, "region_base": 0, "readout_rows": 63, "lns_profile": 0, "lns_saturate": 0,
             "servers": 2, "max_update_len": 8 + 1472,
         })
 
@@ -106,14 +106,14 @@ class SampleJob(unittest.TestCase):
         self.assertEqual(c["ADDED"], (5, 0))
         self.assertEqual(c["FALLBACK_WINDOW_FULL"], (3, 0))
         self.assertEqual(c["ACKS"], (0, 4))
-        self.b.count(P.hits(5), 1, 2)            # register 5, row 1, copy 0: rank 37
+        self.b.count(P.hits(5), 1, 2)            # register 5, row 1, copy 0: rank 21
         self.b.count(P.hits(5), 0, 2)            # register 5, row 0, copy 0: rank 5
         self.b.count(P.hits(5), 1024, 1)         # register 5, row 0, copy 1: rank 5
-        self.b.count(P.hits(30), 31, 7)          # register 30, row 31: rank 1022, beyond the job
+        self.b.count(P.hits(14), 62, 7)          # register 14, row 62: rank 1006, beyond the job
         hits = self.c.hot_key_hits()
         self.assertEqual(len(hits), 1000)
         self.assertEqual(hits[5], 3)
-        self.assertEqual(hits[32 + 5], 2, "entry 1 of register 5 is row 1: rank 37")
+        self.assertEqual(hits[16 + 5], 2, "entry 1 of register 5 is row 1: rank 21")
         self.assertEqual(sum(hits), 5)
 
 
@@ -123,7 +123,7 @@ class LnsBuild(unittest.TestCase):
         plan = Controller(b).load(sample(number="f32"), ports(), build="lns", lns_frac_bits=24)
         (_, _, d), = b.entries(P.JOBS)
         self.assertEqual((d["fixed"], d["lns_saturate"]), (0, 158 - 24))
-        hi, lo = b.entries(P.lns_hi(0)), b.entries(P.lns_lo(31))
+        hi, lo = b.entries(P.lns_hi(0)), b.entries(P.lns_lo(P.R - 1))
         self.assertEqual(len(hi), 33 * 128)
         self.assertEqual(len(lo), 32 * 16)
         self.assertEqual(plan.frac_bits(), 24)
@@ -139,11 +139,11 @@ class Refusals(unittest.TestCase):
 
     def test_each_p4_limit_is_named(self):
         cases = [
-            ({"registers": 16}, "registers = 16: the P4 program has 32 register arrays"),
+            ({"registers": 32}, "registers = 32: the P4 program has 16 register arrays"),
             ({"copies": 3}, "copies = 3: the P4 program takes 1, 2 or 4"),
             ({"copies": 4, "slots": 8192}, "the P4 registers have 16384 entries"),
             ({"packet_size": 256}, "at most 195 bytes (PAIRS_PER_PASS)"),
-            ({"dense_ranks": 64, "packet_size": 128}, "needs packet_size >= 152"),
+            ({"dense_ranks": 64, "packet_size": 80}, "needs packet_size >= 88"),
             ({"layout": "random:1"}, "the P4 program places ranks by the heat layout only"),
             ({"number": "f32"}, "Tofino has no float adder"),
             ({"workers": 32, "max_seqs": 4096, "copies": 2}, "keeps 131072 records (RECORD_ENTRIES)"),
@@ -154,7 +154,7 @@ class Refusals(unittest.TestCase):
             self.assertIn(want, self.problems(sample(**overrides)), overrides)
 
     def test_all_problems_at_once(self):
-        text = self.problems(sample(registers=16, copies=3, layout="random:2"))
+        text = self.problems(sample(registers=32, copies=3, layout="random:2"))
         self.assertEqual(text.count("\n"), 2)
 
     def test_lns_build(self):

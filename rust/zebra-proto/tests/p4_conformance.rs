@@ -741,12 +741,18 @@ fn fallback_reasons() {
 #[test]
 fn geometry() {
     let p4 = program();
+    // R is a setting (`registers`) every party reads; the P4 program is
+    // compiled with its own, which its controller requires of the settings
+    // (p4/controller/zebra_ctl/plan.py), so it must be one a Config takes.
     let r = p4.konst("REGISTERS");
-    assert_eq!(r, u128::from(consts::DEFAULT_REGISTERS), "REGISTERS is R");
+    assert!(r.is_power_of_two(), "REGISTERS is a power of two");
     assert!(
         r as usize <= consts::MAX_REGISTERS,
         "REGISTERS <= MAX_REGISTERS"
     );
+    let mut config = Config::new(vec![JobConfig::new(1, 2, 1000, 1)]);
+    config.registers = r as u16;
+    assert_eq!(config.validate(), Ok(()), "a Config with R = REGISTERS");
     assert_eq!(1u128 << p4.konst("REGISTER_BITS"), r, "REGISTER_BITS");
     assert!(p4.konst("INGRESS_REGISTERS") <= r);
 
@@ -817,7 +823,8 @@ fn geometry() {
 #[test]
 fn pairs_per_packet_at_the_default_packet_size() {
     let p4 = program();
-    let config = Config::new(vec![JobConfig::new(1, 2, 1000, 1)]);
+    let mut config = Config::new(vec![JobConfig::new(1, 2, 1000, 1)]);
+    config.registers = p4.konst("REGISTERS") as u16;
     assert_eq!(config.packet_size, consts::DEFAULT_PACKET_SIZE);
     assert_eq!(
         p4.konst("PAIRS_PER_PASS") as usize,
@@ -827,7 +834,7 @@ fn pairs_per_packet_at_the_default_packet_size() {
     assert_eq!(
         p4.konst("DENSE_PER_PASS") as usize,
         config.dense_values_per_packet(),
-        "DENSE_PER_PASS is what a default-sized HOT_DENSE packet carries"
+        "DENSE_PER_PASS is what a default-sized HOT_DENSE packet carries with R = REGISTERS"
     );
     let stacks: BTreeMap<String, (String, Option<u128>)> = p4.structs["header_t"]
         .iter()
