@@ -24,7 +24,9 @@ const int<32> I32_MIN = (int<32>)32w0x80000000;
 control Accumulator(
     in acc_op_t op,
     in bool has_value,
+    in bool same,
     in acc_index_t index,
+    in acc_index_t entry,
     in value_t value,
     in bit<32> round,
     inout value_t readout) {
@@ -56,29 +58,40 @@ control Accumulator(
         }
     };
 
+    /* A routed pair: its own entry. */
     action add() {
         add_value.execute(index);
         hits.count(index);
     }
 
+    /* A dense block: every register adds at the block's entry. */
+    action add_at_entry() {
+        add_value.execute(entry);
+        hits.count(entry);
+    }
+
+    /* A READOUT row: every register reads the row's entry. */
     action read() {
-        readout = read_value.execute(index);
+        readout = read_value.execute(entry);
     }
 
     table dispatch {
         key = {
             op        : exact;
             has_value : exact;
+            same      : exact;
         }
         actions = {
             add;
+            add_at_entry;
             read;
             @defaultonly NoAction;
         }
         const entries = {
-            (acc_op_t.ADD, true)   : add();
-            (acc_op_t.READ, true)  : read();
-            (acc_op_t.READ, false) : read();
+            (acc_op_t.ADD, true, false)  : add();
+            (acc_op_t.ADD, true, true)   : add_at_entry();
+            (acc_op_t.READ, true, true)  : read();
+            (acc_op_t.READ, false, true) : read();
         }
         const default_action = NoAction;
         size = 4;
@@ -133,45 +146,6 @@ control IndexRoutedRanks(inout header_t hdr, in bit<32> bias, in acc_index_t row
         hdr.slot_index[13].index = ((hdr.slot_index[13].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
         hdr.slot_index[14].index = ((hdr.slot_index[14].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
         hdr.slot_index[15].index = ((hdr.slot_index[15].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-    }
-}
-
-/* A dense block aligned to R, or a READOUT row: every register reads or
- * adds at the same entry. */
-control SameEntryEverywhere(inout header_t hdr, in acc_index_t entry) {
-    apply {
-        hdr.slot_index[0].setValid();
-        hdr.slot_index[0].index = (bit<32>)entry;
-        hdr.slot_index[1].setValid();
-        hdr.slot_index[1].index = (bit<32>)entry;
-        hdr.slot_index[2].setValid();
-        hdr.slot_index[2].index = (bit<32>)entry;
-        hdr.slot_index[3].setValid();
-        hdr.slot_index[3].index = (bit<32>)entry;
-        hdr.slot_index[4].setValid();
-        hdr.slot_index[4].index = (bit<32>)entry;
-        hdr.slot_index[5].setValid();
-        hdr.slot_index[5].index = (bit<32>)entry;
-        hdr.slot_index[6].setValid();
-        hdr.slot_index[6].index = (bit<32>)entry;
-        hdr.slot_index[7].setValid();
-        hdr.slot_index[7].index = (bit<32>)entry;
-        hdr.slot_index[8].setValid();
-        hdr.slot_index[8].index = (bit<32>)entry;
-        hdr.slot_index[9].setValid();
-        hdr.slot_index[9].index = (bit<32>)entry;
-        hdr.slot_index[10].setValid();
-        hdr.slot_index[10].index = (bit<32>)entry;
-        hdr.slot_index[11].setValid();
-        hdr.slot_index[11].index = (bit<32>)entry;
-        hdr.slot_index[12].setValid();
-        hdr.slot_index[12].index = (bit<32>)entry;
-        hdr.slot_index[13].setValid();
-        hdr.slot_index[13].index = (bit<32>)entry;
-        hdr.slot_index[14].setValid();
-        hdr.slot_index[14].index = (bit<32>)entry;
-        hdr.slot_index[15].setValid();
-        hdr.slot_index[15].index = (bit<32>)entry;
     }
 }
 
@@ -269,7 +243,7 @@ control BridgeEgressSlots(inout header_t hdr) {
 }
 
 /* Registers 0 .. INGRESS_REGISTERS-1. */
-control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round) {
+control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round, in bool same, in acc_index_t entry) {
     Accumulator() acc00;
     Accumulator() acc01;
     Accumulator() acc02;
@@ -280,14 +254,14 @@ control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round
     Accumulator() acc07;
 
     apply {
-        acc00.apply(op, hdr.slot_value[0].isValid(), hdr.slot_index[0].index[15:0], hdr.slot_value[0].value, round, hdr.readout_values[0].value);
-        acc01.apply(op, hdr.slot_value[1].isValid(), hdr.slot_index[1].index[15:0], hdr.slot_value[1].value, round, hdr.readout_values[1].value);
-        acc02.apply(op, hdr.slot_value[2].isValid(), hdr.slot_index[2].index[15:0], hdr.slot_value[2].value, round, hdr.readout_values[2].value);
-        acc03.apply(op, hdr.slot_value[3].isValid(), hdr.slot_index[3].index[15:0], hdr.slot_value[3].value, round, hdr.readout_values[3].value);
-        acc04.apply(op, hdr.slot_value[4].isValid(), hdr.slot_index[4].index[15:0], hdr.slot_value[4].value, round, hdr.readout_values[4].value);
-        acc05.apply(op, hdr.slot_value[5].isValid(), hdr.slot_index[5].index[15:0], hdr.slot_value[5].value, round, hdr.readout_values[5].value);
-        acc06.apply(op, hdr.slot_value[6].isValid(), hdr.slot_index[6].index[15:0], hdr.slot_value[6].value, round, hdr.readout_values[6].value);
-        acc07.apply(op, hdr.slot_value[7].isValid(), hdr.slot_index[7].index[15:0], hdr.slot_value[7].value, round, hdr.readout_values[7].value);
+        acc00.apply(op, hdr.slot_value[0].isValid(), same, hdr.slot_index[0].index[15:0], entry, hdr.slot_value[0].value, round, hdr.readout_values[0].value);
+        acc01.apply(op, hdr.slot_value[1].isValid(), same, hdr.slot_index[1].index[15:0], entry, hdr.slot_value[1].value, round, hdr.readout_values[1].value);
+        acc02.apply(op, hdr.slot_value[2].isValid(), same, hdr.slot_index[2].index[15:0], entry, hdr.slot_value[2].value, round, hdr.readout_values[2].value);
+        acc03.apply(op, hdr.slot_value[3].isValid(), same, hdr.slot_index[3].index[15:0], entry, hdr.slot_value[3].value, round, hdr.readout_values[3].value);
+        acc04.apply(op, hdr.slot_value[4].isValid(), same, hdr.slot_index[4].index[15:0], entry, hdr.slot_value[4].value, round, hdr.readout_values[4].value);
+        acc05.apply(op, hdr.slot_value[5].isValid(), same, hdr.slot_index[5].index[15:0], entry, hdr.slot_value[5].value, round, hdr.readout_values[5].value);
+        acc06.apply(op, hdr.slot_value[6].isValid(), same, hdr.slot_index[6].index[15:0], entry, hdr.slot_value[6].value, round, hdr.readout_values[6].value);
+        acc07.apply(op, hdr.slot_value[7].isValid(), same, hdr.slot_index[7].index[15:0], entry, hdr.slot_value[7].value, round, hdr.readout_values[7].value);
 
     }
 }
@@ -304,14 +278,14 @@ control EgressAccumulators(inout header_t hdr) {
     Accumulator() acc15;
 
     apply {
-        acc08.apply(hdr.bridge.acc_op, hdr.egress_slots[0].valid == 1, hdr.egress_slots[0].index, hdr.egress_slots[0].value, hdr.bridge.round, hdr.readout_values[8].value);
-        acc09.apply(hdr.bridge.acc_op, hdr.egress_slots[1].valid == 1, hdr.egress_slots[1].index, hdr.egress_slots[1].value, hdr.bridge.round, hdr.readout_values[9].value);
-        acc10.apply(hdr.bridge.acc_op, hdr.egress_slots[2].valid == 1, hdr.egress_slots[2].index, hdr.egress_slots[2].value, hdr.bridge.round, hdr.readout_values[10].value);
-        acc11.apply(hdr.bridge.acc_op, hdr.egress_slots[3].valid == 1, hdr.egress_slots[3].index, hdr.egress_slots[3].value, hdr.bridge.round, hdr.readout_values[11].value);
-        acc12.apply(hdr.bridge.acc_op, hdr.egress_slots[4].valid == 1, hdr.egress_slots[4].index, hdr.egress_slots[4].value, hdr.bridge.round, hdr.readout_values[12].value);
-        acc13.apply(hdr.bridge.acc_op, hdr.egress_slots[5].valid == 1, hdr.egress_slots[5].index, hdr.egress_slots[5].value, hdr.bridge.round, hdr.readout_values[13].value);
-        acc14.apply(hdr.bridge.acc_op, hdr.egress_slots[6].valid == 1, hdr.egress_slots[6].index, hdr.egress_slots[6].value, hdr.bridge.round, hdr.readout_values[14].value);
-        acc15.apply(hdr.bridge.acc_op, hdr.egress_slots[7].valid == 1, hdr.egress_slots[7].index, hdr.egress_slots[7].value, hdr.bridge.round, hdr.readout_values[15].value);
+        acc08.apply(hdr.bridge.acc_op, hdr.egress_slots[0].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[0].index, hdr.bridge.entry, hdr.egress_slots[0].value, hdr.bridge.round, hdr.readout_values[8].value);
+        acc09.apply(hdr.bridge.acc_op, hdr.egress_slots[1].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[1].index, hdr.bridge.entry, hdr.egress_slots[1].value, hdr.bridge.round, hdr.readout_values[9].value);
+        acc10.apply(hdr.bridge.acc_op, hdr.egress_slots[2].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[2].index, hdr.bridge.entry, hdr.egress_slots[2].value, hdr.bridge.round, hdr.readout_values[10].value);
+        acc11.apply(hdr.bridge.acc_op, hdr.egress_slots[3].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[3].index, hdr.bridge.entry, hdr.egress_slots[3].value, hdr.bridge.round, hdr.readout_values[11].value);
+        acc12.apply(hdr.bridge.acc_op, hdr.egress_slots[4].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[4].index, hdr.bridge.entry, hdr.egress_slots[4].value, hdr.bridge.round, hdr.readout_values[12].value);
+        acc13.apply(hdr.bridge.acc_op, hdr.egress_slots[5].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[5].index, hdr.bridge.entry, hdr.egress_slots[5].value, hdr.bridge.round, hdr.readout_values[13].value);
+        acc14.apply(hdr.bridge.acc_op, hdr.egress_slots[6].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[6].index, hdr.bridge.entry, hdr.egress_slots[6].value, hdr.bridge.round, hdr.readout_values[14].value);
+        acc15.apply(hdr.bridge.acc_op, hdr.egress_slots[7].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[7].index, hdr.bridge.entry, hdr.egress_slots[7].value, hdr.bridge.round, hdr.readout_values[15].value);
 
     }
 }

@@ -195,13 +195,14 @@ header zebra_bridge_h {
     bit<1>        last_row;      /* READOUT: drop after the copy to the CPU */
     bit<1>        to_cpu;        /* a FLUSH answer: send as is */
     acc_op_t      acc_op;        /* what the egress registers do */
+    bit<1>        same;          /* every register at `entry` (a dense block, a READOUT row) */
+    bit<7>        reserved;
     bit<8>        workers;       /* workers of the job */
     bit<32>       round;
     state_index_t done_index;    /* completion counter (job, copy) */
     state_index_t ws_index;      /* progress of (job, copy, worker) */
-    cover_index_t cover_index;
-    bit<16>       reserved;
-    bit<32>       cover_mask;
+    cover_index_t cover_index;   /* the coverage word of the packet's seq (egress finds its bit) */
+    acc_index_t   entry;
     bit<32>       progress_inc;
 }
 

@@ -51,13 +51,11 @@ control Ingress(
     UnbiasPositionalRanks() unbias_positional;
     ConflictCheck() conflict_check;
     DenseCheck() dense_check;
-    SameEntryEverywhere() same_entry;
     Validate() validate;
     RoundState() round_state;
     AdmissionOutcome() admission_outcome;
     FirstOpened() first_opened;
     SeenRecords() seen_records;
-    CoverBit() cover_bit;
 #ifdef ZEBRA_LNS
     LnsValues() lns_values;
 #endif
@@ -83,7 +81,7 @@ control Ingress(
     bit<32> record;
     bit<32> unbias;
     acc_index_t same_entry_index;
-    bit<32> cover_mask;
+    bool same;
     bool closed;
 
     action drop() {
@@ -108,8 +106,9 @@ control Ingress(
         hdr.bridge.done_index = ig_md.rs_index;
         hdr.bridge.ws_index = ig_md.ws_index;
         hdr.bridge.cover_index = ig_md.cover_base + (cover_index_t)(hdr.hot.seq >> 5);
+        hdr.bridge.same = (bit<1>)same;
         hdr.bridge.reserved = 0;
-        hdr.bridge.cover_mask = cover_mask;
+        hdr.bridge.entry = same_entry_index;
     }
 
     apply {
@@ -217,13 +216,15 @@ control Ingress(
         if (pass == pass_t.FAST && ig_md.dense) {
             dense_check.apply(hdr, ig_md);
         }
-        if ((pass == pass_t.FAST && ig_md.dense) || pass == pass_t.READOUT || pass == pass_t.CLOSE) {
-            if (pass == pass_t.FAST) {
-                same_entry_index = ig_md.dense_entry;
-            } else {
-                same_entry_index = ig_md.row_base + hdr.ctl.row;
-            }
-            same_entry.apply(hdr, same_entry_index);
+        /* A dense block, a READOUT row: every register at one entry. */
+        same = false;
+        same_entry_index = 0;
+        if (pass == pass_t.FAST && ig_md.dense) {
+            same = true;
+            same_entry_index = ig_md.dense_entry;
+        } else if (pass == pass_t.READOUT || pass == pass_t.CLOSE) {
+            same = true;
+            same_entry_index = ig_md.row_base + hdr.ctl.row;
         }
 
         /* 4. The checks that need no state. */
@@ -309,16 +310,13 @@ control Ingress(
             lns_values.apply(hdr, ig_md.job.lns_profile, ig_md.job.lns_saturate);
         }
 #endif
-        accumulators.apply(hdr, ig_md.acc_op, ig_md.round);
+        accumulators.apply(hdr, ig_md.acc_op, ig_md.round, same, same_entry_index);
 
         /* 9. Where the packet goes. UPDATE and UPDATE_ACK: to the workers or
          * the server (replicate.p4); a HOT packet: whether its worker moved. */
         if (pass == pass_t.FAST || pass == pass_t.CHECK
                 || pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
             update_route.apply(hdr, ig_md, ig_intr_md, ig_dprsr_md, ig_tm_md, pass);
-        }
-        if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT) {
-            cover_bit.apply(hdr.hot.seq, cover_mask);
         }
         if (pass == pass_t.FAST || pass == pass_t.CHECK) {
             if (ig_md.verdict == verdict_t.ANSWER || ig_md.verdict == verdict_t.ADD) {
@@ -412,6 +410,7 @@ control Egress(
     MirrorSessions() mirror_sessions;
     EgressAccumulators() accumulators;
     WorkerProgress() worker_progress;
+    CoverBit() cover_bit;
     Coverage() coverage;
     Completion() completion;
     ReadoutOut() readout_out;
@@ -425,6 +424,7 @@ control Egress(
     bool complete;
     bit<8> stat;
     bool counted;
+    bit<32> cover_mask;
 
     apply {
         counted = false;
@@ -443,8 +443,11 @@ control Egress(
             }
             worker_progress.apply(progress_op, hdr.bridge.ws_index, hdr.bridge.round,
                                   hdr.bridge.progress_inc, eg_md.progress);
-            coverage.apply(hdr.bridge.finish == 1, hdr.bridge.cover_index, hdr.bridge.round,
-                           hdr.bridge.cover_mask);
+            cover_mask = 0;
+            if (hdr.bridge.finish == 1) {
+                cover_bit.apply(hdr.hot.seq, cover_mask);
+            }
+            coverage.apply(hdr.bridge.finish == 1, hdr.bridge.cover_index, hdr.bridge.round, cover_mask);
 
             complete = hdr.bridge.finish == 1 && eg_md.progress[31:16] == eg_md.progress[15:0];
             completion.apply(complete, hdr.bridge.done_index, hdr.bridge.round, eg_md.done);
