@@ -59,7 +59,7 @@ pub mod worker_pull;
 pub use config::{AgentConfig, AgentError, Delivery, OtherValues};
 pub use frame::{FrameError, HotSetFrame, PushTrailer, RestartFrame, Settle, ZebraFrame};
 pub use hotset::{HotKey, HotSet, HotSetError, KeyRanges, LenLearner};
-pub use online::{Aside, Census, Decision, OnlineConfig};
+pub use online::{Aside, Census, Decision, OnlineConfig, Rank};
 pub use pull::{Fill, Miss, PullConfig, PullPlan, PullStats, RowUpdate, WorkerPulls};
 pub use readback::{ReadBack, ReadBackStats, RoundValues};
 pub use server::{ServerAgent, ServerOutput, SwitchHeard};

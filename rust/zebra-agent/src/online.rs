@@ -53,6 +53,8 @@
 //! on: slower, never inexact.
 
 use std::collections::HashMap;
+use std::fmt;
+use std::str::FromStr;
 use std::time::Duration;
 
 use zebra_hotkeys::RoundCount;
@@ -104,6 +106,47 @@ pub struct OnlineConfig {
     /// the rules that need no baseline hold (saving, flushed rounds, a silent
     /// switch); after stepping aside a recount is a probe as usual.
     pub probe: bool,
+    /// How the counted keys are ranked (`ZEBRA_SYNC_RANK`): by the copies
+    /// aggregation saves, or by |gradient × parameter| ([`Rank::Pgp`]).
+    pub rank: Rank,
+}
+
+/// How a census ranks the counted keys (`ZEBRA_SYNC_RANK`, `docs/OSP.md`).
+/// The keys it chooses are the hot set: the part of each push the switch
+/// sums, which in two-stage mode gates the worker's next step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Rank {
+    /// `hot`: by copies saved per value, then pushes, then the smaller key
+    /// (`zebra_hotkeys::saving_order`).
+    #[default]
+    Saving,
+    /// `pgp` (OSP's "PGP" importance): by Σ|g·p| per value over the counted
+    /// pushes, `g` a value a worker pushed and `p` the key's value in the
+    /// server app's latest answer to a pull ([`Census::weigh`]); ties (keys
+    /// never scored, whose gradient or parameter the server did not see) by
+    /// the [`Rank::Saving`] order. Only keys that save copies are chosen.
+    Pgp,
+}
+
+impl FromStr for Rank {
+    type Err = &'static str;
+
+    fn from_str(s: &str) -> Result<Rank, &'static str> {
+        match s.trim() {
+            "" | "hot" => Ok(Rank::Saving),
+            "pgp" => Ok(Rank::Pgp),
+            _ => Err("expected hot or pgp"),
+        }
+    }
+}
+
+impl fmt::Display for Rank {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rank::Saving => "hot",
+            Rank::Pgp => "pgp",
+        })
+    }
 }
 
 /// Default of [`OnlineConfig::retry`].
@@ -142,6 +185,7 @@ impl OnlineConfig {
             retry: RETRY,
             fixed: false,
             probe: true,
+            rank: Rank::Saving,
         }
     }
 
@@ -387,6 +431,8 @@ pub struct Census {
     /// Per worker: pushes counted.
     counted: Vec<u32>,
     counts: HashMap<u64, RoundCount>,
+    /// With [`Rank::Pgp`]: per key, Σ|g·p| over the counted pushes.
+    pgp: HashMap<u64, f64>,
     /// Values carried by the counted pushes.
     values: u64,
     /// Sum and number of samples of the distance between the workers'
@@ -426,6 +472,7 @@ impl Census {
             config,
             counted: vec![0; workers as usize],
             counts: HashMap::new(),
+            pgp: HashMap::new(),
             values: 0,
             drift: (0.0, 0),
             counted_pace: Pace::new(workers),
@@ -480,6 +527,27 @@ impl Census {
                 .counted
                 .get(w as usize)
                 .is_some_and(|&c| c < self.config.rounds)
+    }
+
+    /// Whether the census still reads gradients and parameters for
+    /// [`Rank::Pgp`] (until its decision).
+    pub fn weighing(&self) -> bool {
+        self.config.rank == Rank::Pgp && self.decision.is_none()
+    }
+
+    /// With [`Rank::Pgp`]: the importance of a push of worker `w` that is
+    /// still counted, before its [`observe`](Self::observe): per key, Σ|g·p|
+    /// over the values the server saw of it (`g` the pushed value, `p` the
+    /// key's value in the app's latest answer to a pull). Keys with no score
+    /// (hot ones, whose values went to the switch; keys never answered) add
+    /// nothing.
+    pub fn weigh(&mut self, w: u16, scores: impl Iterator<Item = (u64, f64)>) {
+        if !self.weighing() || !self.counting(w) {
+            return;
+        }
+        for (key, score) in scores {
+            *self.pgp.entry(key).or_default() += score;
+        }
     }
 
     /// A push of worker `w`, round `round`, from `identity`, carrying `keys`
@@ -777,7 +845,8 @@ impl Census {
     }
 
     /// The counted keys that aggregation saves copies of, by copies saved
-    /// per value (then by pushes, then smaller key first), as many as fit
+    /// per value (then by pushes, then smaller key first; with [`Rank::Pgp`]
+    /// by Σ|g·p| per value first), as many as fit
     /// `capacity` hot indices, each with its value count. A key no two
     /// workers pushed in the same round saves nothing and is never chosen.
     fn ranked(&self, capacity: u32) -> Vec<(u64, u32)> {
@@ -787,11 +856,22 @@ impl Census {
             .filter(|(_, c)| c.saving() > 0)
             .map(|(&k, &c)| (k, c))
             .collect();
+        // Σ|g·p| per value (0 for a key never scored).
+        let pgp = |k: u64| {
+            let len = self.lens.get(&k).copied().unwrap_or(0).max(1);
+            self.pgp.get(&k).copied().unwrap_or(0.0) / f64::from(len)
+        };
         order.sort_unstable_by(|a, b| {
-            zebra_hotkeys::saving_order(
-                (a.1.saving(), a.1.pushes, a.0),
-                (b.1.saving(), b.1.pushes, b.0),
-            )
+            let by_pgp = match self.config.rank {
+                Rank::Pgp => pgp(b.0).total_cmp(&pgp(a.0)),
+                Rank::Saving => std::cmp::Ordering::Equal,
+            };
+            by_pgp.then_with(|| {
+                zebra_hotkeys::saving_order(
+                    (a.1.saving(), a.1.pushes, a.0),
+                    (b.1.saving(), b.1.pushes, b.0),
+                )
+            })
         });
         let mut used = 0u32;
         let mut keys = Vec::new();
@@ -1157,6 +1237,98 @@ mod tests {
             "the barrier epoch after every round seen"
         );
         assert_eq!(d.keys, vec![(4, 2), (6, 1)]);
+    }
+
+    /// Keys 5, 7 and 9 save a copy a round; key 3 (worker 0's alone) saves
+    /// none. `weighed`: (key, |g·p| of each push), before each observe.
+    fn pgp_census(rank: Rank, weighed: &[(u64, f64)]) -> Decision {
+        let empty = no_keys(4);
+        let mut c = Census::new(
+            OnlineConfig {
+                rank,
+                ..OnlineConfig::new(2)
+            },
+            2,
+        );
+        for r in 1..=3 {
+            for (w, id) in [(0, &b"ps9"[..]), (1, &b"ps11"[..])] {
+                c.weigh(w, weighed.iter().copied());
+                let mut keys = vec![(5, 2), (7, 2), (9, 2)];
+                if w == 0 {
+                    keys.push((3, 2));
+                }
+                c.observe(Timestamp(0), w, r, id, keys.into_iter());
+            }
+        }
+        c.decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap()
+            .clone()
+    }
+
+    #[test]
+    fn pgp_ranks_by_gradient_times_parameter() {
+        let weighed = [(9, 4.0), (7, 1.0), (3, 100.0)];
+        let d = pgp_census(Rank::Pgp, &weighed);
+        assert!(d.change);
+        assert_eq!(
+            d.keys,
+            vec![(9, 2), (7, 2)],
+            "9 before 7 by Σ|g·p|; 5 never weighed; 3 weighs most but saves nothing"
+        );
+        assert_eq!(
+            pgp_census(Rank::Saving, &weighed).keys,
+            vec![(5, 2), (7, 2)],
+            "by copies saved (a tie), then the smaller key: the weights do not count"
+        );
+        assert_eq!(
+            pgp_census(Rank::Pgp, &[]).keys,
+            vec![(5, 2), (7, 2)],
+            "nothing weighed: the keys by copies saved"
+        );
+        assert_eq!(
+            pgp_census(Rank::Pgp, &[(5, 1.0), (7, 1.0), (9, 1.0)]).keys,
+            vec![(5, 2), (7, 2)],
+            "equal weights: ties by copies saved, then the smaller key"
+        );
+    }
+
+    #[test]
+    fn pgp_weighs_only_counted_pushes() {
+        let empty = no_keys(2);
+        let pgp = OnlineConfig {
+            rank: Rank::Pgp,
+            ..OnlineConfig::new(1)
+        };
+        let mut c = Census::new(pgp, 2);
+        c.weigh(0, [(7, 1.0)].into_iter());
+        c.observe(Timestamp(0), 0, 1, b"ps9", [(5, 2), (7, 2)].into_iter());
+        c.weigh(0, [(5, 50.0)].into_iter());
+        assert!(c.weighing());
+        c.weigh(1, [(7, 1.0)].into_iter());
+        c.observe(Timestamp(0), 1, 1, b"ps11", [(5, 2), (7, 2)].into_iter());
+        let d = c
+            .decide_if_counted(empty.server_keys(0), empty.indices(0))
+            .unwrap();
+        assert_eq!(
+            d.keys,
+            vec![(7, 2)],
+            "worker 0's weight after its counted push is not counted"
+        );
+        assert!(!c.weighing(), "decided: nothing more to weigh");
+    }
+
+    #[test]
+    fn rank_settings() {
+        for (text, rank) in [
+            ("", Rank::Saving),
+            ("hot", Rank::Saving),
+            (" pgp", Rank::Pgp),
+        ] {
+            assert_eq!(text.parse::<Rank>(), Ok(rank), "{text:?}");
+        }
+        assert_eq!(Rank::Pgp.to_string(), "pgp");
+        assert_eq!(Rank::Saving.to_string(), "hot");
+        assert!("PGP2".parse::<Rank>().is_err());
     }
 
     #[test]

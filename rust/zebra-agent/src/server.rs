@@ -41,7 +41,7 @@
 //! (a party died), [`ServerAgent::poll`] delivers it with what has arrived,
 //! logged and counted.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use zebra_proto::{Coverage, Fallback, RoundAggregate, ServerAction, Timestamp};
@@ -97,6 +97,17 @@ impl SenderKey {
             identity: identity.to_vec(),
         }
     }
+}
+
+/// Σ|g·p| of one pushed key's values `g` (little-endian `f32`) and its
+/// parameters `p`; `None` when their counts differ.
+fn pgp(g: &[u8], p: &[f32]) -> Option<f64> {
+    (g.len() == p.len() * F32_BYTES).then(|| {
+        values::decode(g)
+            .zip(p)
+            .map(|(g, &p)| (f64::from(g) * f64::from(p)).abs())
+            .sum()
+    })
 }
 
 #[derive(Debug)]
@@ -259,6 +270,9 @@ pub struct ServerAgent {
     floor: u32,
     /// Online: the counts and the decision (`crate::online`).
     census: Option<Census>,
+    /// With `ZEBRA_SYNC_RANK=pgp`, while the census counts: each key's
+    /// values in the app's latest answer to a pull (the `p` of |g·p|).
+    params: HashMap<u64, Vec<f32>>,
     /// Online, after the decision: whether each of the last rounds
     /// aggregated was flushed, newest last.
     flushes: VecDeque<bool>,
@@ -342,6 +356,7 @@ impl ServerAgent {
         Ok(ServerAgent {
             job,
             census,
+            params: HashMap::new(),
             pull,
             flushes: VecDeque::new(),
             unsure_rounds: Default::default(),
@@ -702,12 +717,13 @@ impl ServerAgent {
         };
         if census.counting(t.worker) {
             let set = self.set_for(t.round);
-            let hot = t
+            let hot: Vec<(u64, u32)> = t
                 .hot
                 .iter()
                 .filter_map(|&o| set.key_at(self.server, o))
-                .map(|k| (k.key, k.len));
-            let cold_keys: Vec<(u64, u32)> = cold
+                .map(|k| (k.key, k.len))
+                .collect();
+            let entries: Vec<(u64, &[u8])> = cold
                 .kv()
                 .ok()
                 .flatten()
@@ -715,9 +731,23 @@ impl ServerAgent {
                 .unwrap_or_default()
                 .into_iter()
                 .filter(|(_, b, _)| values::decode(b).any(|v| v != 0.0))
-                .map(|(k, b, _)| (k, (b.len() / F32_BYTES) as u32))
+                .map(|(k, b, _)| (k, b))
                 .collect();
-            let keys: Vec<(u64, u32)> = hot.chain(cold_keys).collect();
+            let cold_keys = entries
+                .iter()
+                .map(|&(k, b)| (k, (b.len() / F32_BYTES) as u32));
+            if census.weighing() {
+                let scores: Vec<(u64, f64)> = entries
+                    .iter()
+                    .filter_map(|&(k, g)| Some((k, pgp(g, self.params.get(&k)?)?)))
+                    .collect();
+                self.stats.pgp_scored += scores.len() as u64;
+                self.stats.pgp_unknown += (entries.len() - scores.len()) as u64;
+                if let Some(c) = &mut self.census {
+                    c.weigh(t.worker, scores.into_iter());
+                }
+            }
+            let keys: Vec<(u64, u32)> = hot.into_iter().chain(cold_keys).collect();
             self.stats.online_counted += 1;
             if let Some(c) = &mut self.census {
                 c.observe(now, t.worker, t.round, identity, keys.into_iter());
@@ -726,6 +756,9 @@ impl ServerAgent {
             c.observe(now, t.worker, t.round, identity, std::iter::empty());
         }
         self.decide(None);
+        if !self.census.as_ref().is_some_and(Census::weighing) {
+            self.params = HashMap::new();
+        }
         self.judge_pace(now);
     }
 
@@ -1360,10 +1393,42 @@ impl ServerAgent {
     /// the answer to a read-back pull, taken here (do not send it on; its
     /// values come out of [`take_updates`](Self::take_updates)).
     pub fn on_app_send(&mut self, route: Route, frames: &[&[u8]]) -> bool {
+        self.read_params(route, frames);
         let (Some(p), Some(format)) = (&mut self.pull, self.detector.format()) else {
             return false;
         };
         p.readback.on_app_send(route, frames, format)
+    }
+
+    /// With `ZEBRA_SYNC_RANK=pgp`, while the census counts: keeps the values
+    /// of the app's answer to a pull, the parameters `p` its workers'
+    /// gradients are weighed with (`crate::online::Rank::Pgp`).
+    fn read_params(&mut self, route: Route, frames: &[&[u8]]) {
+        let (Some(c), Some(format)) = (&self.census, self.detector.format()) else {
+            return;
+        };
+        if !c.weighing() {
+            return;
+        }
+        let Ok(env) = Message::parse_frames(format, route, frames) else {
+            return;
+        };
+        let m = &env.message.meta;
+        if m.request || m.push || !m.pull || !m.is_data() {
+            return;
+        }
+        let Some(Ok(entries)) = env.message.kv().ok().flatten().map(|kv| {
+            kv.entries()
+                .map(|e| e.map(|(k, b, _)| (k, b.to_vec())).collect::<Vec<_>>())
+        }) else {
+            return;
+        };
+        self.stats.pgp_answers += 1;
+        for (k, b) in entries {
+            if !b.is_empty() && b.len() % F32_BYTES == 0 {
+                self.params.insert(k, values::decode(&b).collect());
+            }
+        }
     }
 
     /// Pull half: a BREAK from [`take_updates`](Self::take_updates) has

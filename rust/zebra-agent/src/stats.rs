@@ -165,6 +165,13 @@ pub struct ServerAgentStats {
     pub online_recounts: u64,
     /// Online: HOTSET messages to workers.
     pub hotset_messages: u64,
+    /// `ZEBRA_SYNC_RANK=pgp`, while counting: the app's answers to pulls
+    /// read for their parameters.
+    pub pgp_answers: u64,
+    /// `ZEBRA_SYNC_RANK=pgp`: counted keys of a push weighed (|g·p|), and
+    /// those that could not be (no parameter of theirs read yet).
+    pub pgp_scored: u64,
+    pub pgp_unknown: u64,
     /// Pull half: changes of hot values outside whole rounds that waited
     /// for a BREAK to settle at every worker.
     pub pull_barriers: u64,

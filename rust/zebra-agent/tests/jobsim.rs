@@ -135,7 +135,16 @@ struct Scenario {
     /// is answered once its hot part settled (its window frees then), and
     /// a probe pull may see up to the staleness fewer of its pushes.
     sync: SyncMode,
+    /// A job for `ZEBRA_SYNC_RANK=pgp`: every push carries keys
+    /// `0..HOT + HEAVY` (probes as usual), those from `HOT` on with
+    /// gradients [`HEAVY_SCALE`] times larger, and the pull after each push
+    /// reads every key it carried (a training step's parameters).
+    weights: bool,
 }
+
+/// Keys past the hot ones that a [`Scenario::weights`] job pushes heavily.
+const HEAVY: u64 = 4;
+const HEAVY_SCALE: f32 = 1000.0;
 
 impl Scenario {
     fn new(seed: u64, loss: f64) -> Scenario {
@@ -163,6 +172,7 @@ impl Scenario {
             online_from_nothing: false,
             pull: false,
             sync: SyncMode::Exact,
+            weights: false,
         }
     }
 
@@ -268,6 +278,9 @@ fn plans(s: &Scenario) -> Vec<Vec<Push>> {
                 if s.dense {
                     js.extend((0..HOT).map(|j| (j, false)));
                 }
+                if s.weights {
+                    js.extend((0..HOT + HEAVY).map(|j| (j, false)));
+                }
                 for _ in 0..3 + rng.below(6) {
                     let u = rng.unit();
                     js.insert(((u * u * u) * KEYS as f64) as u64, false);
@@ -289,6 +302,8 @@ fn plans(s: &Scenario) -> Vec<Vec<Push>> {
                         .map(|_| {
                             if probe {
                                 DIGIT.powi(i32::from(w)) as f32
+                            } else if s.weights && j >= HOT {
+                                (rng.below(17) as f32 - 8.0) * HEAVY_SCALE
                             } else {
                                 rng.below(17) as f32 - 8.0
                             }
@@ -675,7 +690,8 @@ impl Sim {
             node.outstanding.insert(ts, push.parts.len());
         }
         let id = identity(worker_id(i32::from(w)));
-        let mut probes: Vec<(u16, Vec<(u64, u32)>)> = Vec::new();
+        // (server, keys pulled, the probe keys among them with their pushes).
+        let mut probes: Vec<(u16, Vec<u64>, Vec<(u64, u32)>)> = Vec::new();
         for (server, kv) in push.parts {
             let frames = with_kv(&meta(ts, true), &kv)
                 .unwrap()
@@ -696,8 +712,10 @@ impl Sim {
                     mine.push((key, *n));
                 }
             }
-            if !mine.is_empty() {
-                probes.push((server, mine));
+            if self.s.weights {
+                probes.push((server, kv.keys.clone(), mine));
+            } else if !mine.is_empty() {
+                probes.push((server, mine.iter().map(|k| k.0).collect(), mine));
             }
             let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
             let outgoing = match &mut node.agent {
@@ -738,10 +756,10 @@ impl Sim {
         node.ts += 1;
         let pull_ts = node.ts;
         let mut pulls = Vec::new();
-        for (server, keys) in probes {
+        for (server, keys, mine) in probes {
             let mut kv = KvData::empty(self.s.style.val_type(), false);
-            kv.keys = keys.iter().map(|k| k.0).collect();
-            node.checks.insert((pull_ts, server), keys);
+            kv.keys = keys;
+            node.checks.insert((pull_ts, server), mine);
             let mut msg = vec![id.clone()];
             msg.extend(
                 with_kv(&meta(pull_ts, false), &kv)
@@ -2362,6 +2380,73 @@ fn two_stage_staleness_is_bounded_and_exact() {
         );
         assert!(z.early > 1000, "answered early");
         assert!(z.stale_pulls > 0, "pulls passed held pushes");
+    }
+}
+
+/// `ZEBRA_SYNC_RANK=pgp` (`docs/OSP.md`): each server, starting with no key,
+/// ranks the keys of every worker's first 10 pushes by Σ|g·p| (`g` pushed,
+/// `p` the app's latest answer to a pull of the key) instead of by copies
+/// saved. Every push carries keys `0..HOT + HEAVY`, alike in copies saved;
+/// those from `HOT` on carry gradients 1000 times larger (so parameters too),
+/// and the job's switch memory holds `HOT` keys' values. With pgp every
+/// heavy key is chosen, ahead of every light one (the probe keys, whose
+/// values encode the worker, weigh much too); by copies saved the smaller
+/// keys win the ties and not every heavy key fits. Exact either way, with
+/// loss on the hot path, in two-stage and exact mode, a straggler, a worker
+/// that stops.
+#[test]
+fn pgp_ranking_is_exact_and_cuts_by_gradient_times_parameter() {
+    use zebra_agent::Rank;
+    for (seed, loss, staleness, rank) in [
+        (61, 0.01, Some(0), Rank::Pgp),
+        (62, 0.0, None, Rank::Pgp),
+        (63, 0.02, Some(2), Rank::Pgp),
+        (61, 0.01, Some(0), Rank::Saving),
+    ] {
+        let s = Scenario {
+            online: Some(OnlineConfig {
+                rank,
+                ..change_over(10)
+            }),
+            online_from_nothing: true,
+            weights: true,
+            sync: staleness.map_or(SyncMode::Exact, |staleness| SyncMode::TwoStage {
+                staleness,
+            }),
+            ..Scenario::new(seed, loss)
+        };
+        let (_, z) = check(&format!("rank {rank}"), &s);
+        assert_eq!(
+            z.online_changed,
+            u64::from(s.servers),
+            "every server chose keys"
+        );
+        for (i, keys) in z.final_keys.iter().enumerate() {
+            let i = i as u16;
+            let heavy: Vec<u64> = (HOT..HOT + HEAVY).map(|j| s.key(i, j)).collect();
+            let probes: Vec<u64> = PROBES.iter().map(|&j| s.key(i, j)).collect();
+            let at = |k: &u64| keys.iter().position(|x| x == k);
+            let chosen = heavy.iter().filter(|k| at(k).is_some()).count();
+            println!(
+                "  rank {rank}, seed {seed}: server {i}: {} keys, {chosen} of {HEAVY} heavy",
+                keys.len()
+            );
+            if rank == Rank::Pgp {
+                let last = heavy
+                    .iter()
+                    .map(|k| at(k).expect("every heavy key chosen"))
+                    .max()
+                    .unwrap();
+                assert!(
+                    keys[..last]
+                        .iter()
+                        .all(|k| heavy.contains(k) || probes.contains(k)),
+                    "seed {seed}: server {i}: a light key ranked above a heavy one: {keys:x?}"
+                );
+            } else {
+                assert!(chosen < heavy.len(), "by copies saved: {keys:x?}");
+            }
+        }
     }
 }
 
