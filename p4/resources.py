@@ -32,7 +32,8 @@ def report(res, out, workload):
         out.write(
             f"\nRecirculation and resubmission ({p['keys']} hot keys, {p['workers']} workers, "
             f"{workload['packet']}-byte packets, {p['pairs']} pairs a pass, R = {p['registers']}):\n\n"
-            f"- a HOT packet packed without register conflicts: 1 pass, none recirculated;\n"
+            f"- a HOT packet packed without register conflicts (strict packing: at most {p['per_packet']} pairs): "
+            f"1 pass, none recirculated;\n"
             f"- a packet whose pairs share a register: 1 resubmission + up to {p['pairs']} recirculated passes;\n"
             f"- a round: {p['hot_packets']} HOT packets ({p['hot_bytes']} B) in, and {p['readout_passes']} "
             f"recirculated CLOSE/READOUT passes ({p['readout_bytes']} B, "

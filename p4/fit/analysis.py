@@ -410,10 +410,13 @@ def passes(env, res, workload):
     workers = workload.get("workers", 8)
     pkt = workload.get("packet", 192)
     rows = max(math.ceil(keys / regs), workers)
-    hot_packets = workers * math.ceil(keys / pairs)
+    # Strict packing (the default) puts at most one pair of each register in
+    # a packet: with R below the pairs a pass holds, packets carry R pairs.
+    per_packet = min(pairs, regs)
+    hot_packets = workers * math.ceil(keys / per_packet)
     row_bytes = 16 + 8 + 4 * regs
     res.details["passes"] = {
-        "pairs": pairs, "registers": regs, "keys": keys, "workers": workers, "rows": rows,
+        "pairs": pairs, "per_packet": per_packet, "registers": regs, "keys": keys, "workers": workers, "rows": rows,
         "hot_packets": hot_packets, "hot_bytes": hot_packets * pkt, "readout_passes": rows + 1,
         "readout_bytes": (rows + 1) * row_bytes, "conflict_passes": 1 + pairs,
     }

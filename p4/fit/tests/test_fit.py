@@ -194,6 +194,15 @@ class CanFailTest(unittest.TestCase):
         self.assertFalse(res.fits)
 
 
+class PassesTest(unittest.TestCase):
+    def test_strict_packets_carry_at_most_one_pair_per_register(self):
+        decls = p4parse.parse_text("const int PAIRS_PER_PASS = 21;\nconst int REGISTERS = 16;\n")
+        res = analysis.Result()
+        analysis.passes(model.Env(decls), res, {"keys": 32000, "workers": 2, "packet": 192})
+        p = res.details["passes"]
+        self.assertEqual((p["per_packet"], p["hot_packets"], p["rows"]), (16, 4000, 2000))
+
+
 class ProgramTest(unittest.TestCase):
     def test_program_parses_in_both_builds(self):
         for defines in ((), ("ZEBRA_LNS",)):
