@@ -19,7 +19,7 @@ pub mod settings;
 pub use hot::{Entry, HotValues, Settings, SettingsError};
 pub use job_key::JobKey;
 pub use settings::{setting_by_env, setting_by_key, Setting, SETTINGS};
-pub use zebra_agent::{Delivery, SyncMode};
+pub use zebra_agent::{Delivery, Rank, SyncMode};
 pub use zebra_pslite::FormatChoice;
 
 /// What a process setting's parser found wrong.
@@ -248,6 +248,8 @@ pub struct Config {
     pub pull: Pull,
     /// `ZEBRA_SYNC`.
     pub sync: SyncMode,
+    /// `ZEBRA_SYNC_RANK`.
+    pub sync_rank: Rank,
     /// `ZEBRA_PSLITE_FLAVOR`.
     pub flavor: FormatChoice,
     /// `ZEBRA_NET` and, for the user-level stack, its EAL arguments, address and gateway.
@@ -283,6 +285,7 @@ impl Default for Config {
             delivery: Delivery::PerWorker,
             pull: Pull::Switch,
             sync: SyncMode::Exact,
+            sync_rank: Rank::Saving,
             flavor: FormatChoice::Auto,
             net: Network::Kernel,
             dpdk_args: None,
@@ -715,6 +718,22 @@ mod tests {
         }
         let e = parse(&[("ZEBRA_SYNC", "osp")]).unwrap_err().to_string();
         assert!(e.contains("ZEBRA_SYNC") && e.contains("two-stage:S"), "{e}");
+    }
+
+    #[test]
+    fn sync_rank() {
+        assert_eq!(parse(&[]).unwrap().sync_rank, Rank::Saving);
+        for (v, want) in [("hot", Rank::Saving), ("pgp", Rank::Pgp)] {
+            assert_eq!(
+                parse(&[("ZEBRA_SYNC_RANK", v)]).unwrap().sync_rank,
+                want,
+                "{v}"
+            );
+        }
+        let e = parse(&[("ZEBRA_SYNC_RANK", "lgp")])
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("ZEBRA_SYNC_RANK") && e.contains("pgp"), "{e}");
     }
 
     #[test]

@@ -262,6 +262,16 @@ pub const SETTINGS: &[Setting] = &[
         ..NONE
     },
     Setting {
+        env: Some("ZEBRA_SYNC_RANK"),
+        default: "hot",
+        help: "which keys the switch sums, the part of each push that gates the worker's next step in two-stage mode, when a server's census chooses them (online hot keys, zero configuration; docs/OSP.md): `hot`: by the copies aggregation saves; `pgp`: by |gradient x parameter| (OSP's PGP), summed per value over every worker's counted pushes, the parameters read from the server app's answers to pulls meanwhile (keys never weighed, and ties, by copies saved); a hot-keys file without a census is not re-ranked",
+        read: Some(|r, v| {
+            r.cfg.sync_rank = v.parse().map_err(Bad::Expected)?;
+            Ok(())
+        }),
+        ..NONE
+    },
+    Setting {
         env: Some("ZEBRA_TRACE"),
         default: "(off)",
         help: "with ZEBRA_ENABLE=1, each worker records the keys of every push it sends to this file (`%p`: process id, `%r`: worker rank), the input of `zebra profile` (format: rust/zebra-hotkeys/TRACE.md)",

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use zebra_agent::{AgentConfig, HotSet, OnlineConfig, PullConfig};
+use zebra_agent::{AgentConfig, HotSet, OnlineConfig, PullConfig, Rank};
 use zebra_config::HotMode;
 use zebra_hotpath::{Build, HotpathConfig, LinkConfig, Settings, StartError};
 
@@ -359,6 +359,7 @@ impl Aggregation {
         // and `auto` with a file, not at all.
         let online = |rounds: Option<u32>| OnlineConfig {
             rounds: rounds.unwrap_or(built.online.rounds),
+            rank: config.sync_rank,
             ..built.online.clone()
         };
         agent.online = match config.hot_mode {
@@ -376,6 +377,13 @@ impl Aggregation {
             HotMode::Auto if hot.is_empty() => Some(online(None)),
             HotMode::Auto | HotMode::File => None,
         };
+        if config.sync_rank != Rank::Saving && !agent.online.as_ref().is_some_and(|o| !o.fixed) {
+            log::warn!(
+                "zebra: ZEBRA_SYNC_RANK={}: no census ranks this job's keys (a hot-keys file \
+                 without ZEBRA_HOT=online): the file's keys are the cut",
+                config.sync_rank
+            );
+        }
         agent.validate().map_err(|e| vec![e.to_string()])?;
         let switch = built
             .switch
@@ -698,6 +706,22 @@ mod tests {
         );
         let online = a.agent.online.unwrap();
         assert!(!a.zero_config && online.rounds == 4 && !online.fixed);
+        assert_eq!(online.rank, Rank::Saving);
+        let a = aggregation(
+            &[
+                ON,
+                SWITCH,
+                keys_var,
+                ("ZEBRA_HOT", "online:4"),
+                ("ZEBRA_SYNC_RANK", "pgp"),
+            ],
+            &worker(),
+        );
+        assert_eq!(
+            a.agent.online.unwrap().rank,
+            Rank::Pgp,
+            "the census ranks by |g·p|"
+        );
         let a = aggregation(&[ON, SWITCH, keys_var, ("ZEBRA_HOT", "watch:7")], &worker());
         let online = a.agent.online.unwrap();
         assert!(!a.zero_config && online.rounds == 7 && online.fixed && online.probe);
