@@ -509,11 +509,7 @@ impl ServerAgent {
                 self.stats.delivered += 1;
                 deliver.push(frames);
             }
-            ahead if self.may_pass(&key, ahead, &frames) => {
-                self.stats.stale_pulls += 1;
-                self.stats.delivered += 1;
-                deliver.push(frames);
-            }
+            ahead if self.may_pass(&key, ahead, &frames) => self.pass(ahead, frames, deliver),
             _ => {
                 self.stats.queued += 1;
                 self.queues
@@ -547,6 +543,15 @@ impl ServerAgent {
             && self.is_pull(frames)
     }
 
+    /// Delivers a pull that [`may_pass`](Self::may_pass) `ahead` held
+    /// pushes of its sender, counted.
+    fn pass(&mut self, ahead: usize, frames: Frames, deliver: &mut Vec<Frames>) {
+        self.stats.stale_pulls += 1;
+        self.stats.stale_most = self.stats.stale_most.max(ahead as u64);
+        self.stats.delivered += 1;
+        deliver.push(frames);
+    }
+
     /// Two-stage with staleness `S`: delivers each queued pull that
     /// [`may_pass`](Self::may_pass) what is ahead of it now (pulls in their
     /// order; anything else keeps its place).
@@ -572,9 +577,7 @@ impl ServerAgent {
                 if let Some(q) = self.queues.get_mut(&key) {
                     q.remove(i);
                 }
-                self.stats.stale_pulls += 1;
-                self.stats.delivered += 1;
-                deliver.push(frames);
+                self.pass(i, frames, deliver);
             }
         }
         self.queues.retain(|_, q| !q.is_empty());

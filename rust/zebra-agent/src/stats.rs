@@ -92,6 +92,9 @@ pub struct ServerAgentStats {
     /// Two-stage with a staleness (`crate::sync`): pulls delivered ahead
     /// of held pushes of their sender (at most the staleness of them).
     pub stale_pulls: u64,
+    /// The most held pushes of its sender one of them passed (at most the
+    /// staleness).
+    pub stale_most: u64,
     /// Pushes with a trailer held.
     pub held: u64,
     /// Held pushes released (settled).

@@ -464,6 +464,11 @@ fn a_pull_passes_at_most_s_held_pushes() {
         "round 1 released: both pulls pass the one push left"
     );
     assert_eq!((s.stats().stale_pulls, s.stats().queued), (3, 2));
+    assert_eq!(
+        s.stats().stale_most,
+        1,
+        "never more than S = 1 held pushes passed"
+    );
     assert_eq!(s.held(), 1);
 }
 

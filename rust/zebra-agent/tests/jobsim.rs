@@ -491,6 +491,7 @@ struct Outcome {
     /// When the last answer the app read reached it.
     app_end_ms: u64,
     stale_pulls: u64,
+    stale_most: u64,
     stale_digits: u64,
 }
 
@@ -1509,6 +1510,7 @@ impl Sim {
                 self.out.pull_aside += st.pull_aside;
                 self.out.pull_gate_timeouts += st.pull_gate_timeouts;
                 self.out.stale_pulls += st.stale_pulls;
+                self.out.stale_most = self.out.stale_most.max(st.stale_most);
                 self.out
                     .final_keys
                     .push(a.hot_keys_now().iter().map(|k| k.key).collect());
@@ -2380,6 +2382,11 @@ fn two_stage_staleness_is_bounded_and_exact() {
         );
         assert!(z.early > 1000, "answered early");
         assert!(z.stale_pulls > 0, "pulls passed held pushes");
+        assert!(
+            z.stale_most >= 1 && z.stale_most <= u64::from(staleness),
+            "at most S held pushes passed: {}",
+            z.stale_most
+        );
     }
 }
 
