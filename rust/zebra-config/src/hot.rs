@@ -308,6 +308,12 @@ pub struct HotValues {
     /// `switch` / `--listen` / `ZEBRA_SWITCH`: `HOST:PORT` as given,
     /// resolved by [`Self::switch_addr`].
     pub switch: Option<Entry>,
+    /// `standby` / `ZEBRA_SWITCH_STANDBY`: the standby switch's
+    /// `HOST:PORT` as given, resolved by [`Self::standby_addr`].
+    pub standby: Option<Entry>,
+    /// `failover_ms`: a server moves its job to the other switch when
+    /// the one in use leaves its REGISTER unanswered this long.
+    pub failover: Option<Duration>,
     pub job: Option<u16>,
     pub workers: Option<u16>,
     pub servers: Option<u16>,
@@ -427,6 +433,14 @@ pub(crate) fn layout(e: &Entry) -> Result<LayoutKind, String> {
 /// What a bad address is told.
 const ADDRESS: &str = "expected HOST:PORT (an IP address or a name that resolves, and a port)";
 
+/// `HOST:PORT` as given, checked for its form (resolved later).
+fn host_port(e: &Entry) -> Result<Entry, String> {
+    match e.value.rsplit_once(':') {
+        Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => Ok(e.clone()),
+        _ => Err(e.bad(ADDRESS)),
+    }
+}
+
 fn address(e: &Entry, text: &str) -> Result<SocketAddr, String> {
     text.to_socket_addrs()
         .ok()
@@ -448,16 +462,32 @@ impl HotValues {
             .transpose()
     }
 
+    /// The standby switch's address, resolved; `None` when not given.
+    pub fn standby_addr(&self) -> Result<Option<SocketAddr>, String> {
+        self.standby
+            .as_ref()
+            .map(|e| address(e, &e.value))
+            .transpose()
+    }
+
     /// `switch`: `HOST:PORT`, resolved when the settings are checked
     /// together ([`Self::switch_addr`]).
     pub(crate) fn switch(&mut self, e: &Entry) -> Result<(), String> {
-        match e.value.rsplit_once(':') {
-            Some((host, port)) if !host.is_empty() && port.parse::<u16>().is_ok() => {
-                self.switch = Some(e.clone());
-                Ok(())
-            }
-            _ => Err(e.bad(ADDRESS)),
-        }
+        self.switch = Some(host_port(e)?);
+        Ok(())
+    }
+
+    /// `standby`: `HOST:PORT` (empty: none), resolved when the
+    /// settings are checked together ([`Self::standby_addr`]).
+    pub(crate) fn standby(&mut self, e: &Entry) -> Result<(), String> {
+        self.standby = if e.value.is_empty() {
+            None
+        } else if e.value.contains(',') {
+            return Err(e.bad("expected one HOST:PORT: a standby is one switch, not a list"));
+        } else {
+            Some(host_port(e)?)
+        };
+        Ok(())
     }
 
     /// The job's secret key from `named` (a file's or `ZEBRA_JOB_KEY`).

@@ -524,6 +524,7 @@ mod tests {
             ("ZEBRA_SWITCH", "10.0.0.250", "HOST:PORT"),
             ("ZEBRA_SWITCH", ":9950", "HOST:PORT"),
             ("ZEBRA_SWITCH", "h:99999", "HOST:PORT"),
+            ("ZEBRA_SWITCH_STANDBY", "a:1,b:2", "HOST:PORT"),
             ("ZEBRA_DELIVERY", "both", "per-worker or merged"),
             ("ZEBRA_HOT", "online:0", "online:T"),
             ("ZEBRA_HOT", "sampled", "online:T"),

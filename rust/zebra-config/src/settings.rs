@@ -462,6 +462,17 @@ pub const SETTINGS: &[Setting] = &[
         Ok(())
     }),
     knob("register_wait_ms", "register-wait-ms", "MS", "2000", "server: a switch that has not acknowledged the server's REGISTER this long is taken as silent (not running, unreachable, or not taking the job's token): the server steps aside, its workers push whole, until the switch answers (needs online hot keys or the file's watcher; the switch ignores it)", |b, e| set(&mut b.register_wait, millis(e)?)),
+    Setting {
+        env: Some("ZEBRA_SWITCH_STANDBY"),
+        ..knob("standby", "standby", "HOST:PORT", "(none: no failover)", "HOST:PORT of a standby switch (another `zebra switch`, or a second Tofino with the job installed): when the switch in use leaves a server's REGISTER unanswered for failover_ms, the server moves its job there and tells its workers from which round it serves (docs/RELIABILITY.md, A standby switch); every worker and server of the job names the same one; one address, not a list; the switch ignores it", HotValues::standby)
+    },
+    knob("failover_ms", "failover-ms", "MS", "3000", "server, with a standby: the switch in use is taken as dead after leaving the server's REGISTER (sent every second) unanswered this long, and the job moves to the other switch; at least 2000 (the switch ignores it)", |b, e| {
+        let ms = millis(e)?;
+        if ms < Duration::from_secs(2) {
+            return Err(e.bad("expected milliseconds, at least 2000 (two REGISTER keep-alives)"));
+        }
+        set(&mut b.failover, ms)
+    }),
     knob("settle_timeout_ms", "settle-timeout-ms", "MS", "30000", "server (PS-lite level): a push whose hot part is still unsettled this long is delivered with what arrived, logged and counted (a party died); the switch ignores it", |b, e| set(&mut b.settle_timeout, millis(e)?)),
     knob("number", "number", "f32|fixed:BITS", "f32", "value format: exact f32 sums, or i32 fixed point with BITS fraction bits (0..=30, the Tofino mode)", |b, e| set(&mut b.number, number(e)?)),
     knob("layout", "layout", "heat|random:SEED", "heat", "register layout: the paper's heat layout, or a seeded random permutation (baseline)", |b, e| set(&mut b.layout, layout(e)?)),

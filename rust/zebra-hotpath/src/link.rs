@@ -9,7 +9,7 @@ use std::time::Duration;
 use zebra_config::HotLoss;
 use zebra_net::Stack;
 use zebra_proto::wire::Admission;
-use zebra_proto::Config;
+use zebra_proto::{Config, SwitchChoice};
 
 use crate::io::HotSocket;
 use crate::StartError;
@@ -26,6 +26,13 @@ pub struct LinkConfig {
     pub rank: u16,
     /// The switch's UDP address.
     pub switch: SocketAddr,
+    /// A standby switch's UDP address (`ZEBRA_SWITCH_STANDBY`): a server's
+    /// link moves its job there when the switch in use leaves its REGISTER
+    /// unanswered for [`failover`](Self::failover); a worker's link moves
+    /// when its server says so ([`WorkerLink::move_to`](crate::WorkerLink::move_to)).
+    pub standby: Option<SocketAddr>,
+    /// `failover_ms`.
+    pub failover: Duration,
     /// Local address to bind; the default is the unspecified address of the
     /// switch's family with port 0 (any).
     pub bind: SocketAddr,
@@ -56,11 +63,22 @@ impl LinkConfig {
             job,
             rank,
             switch,
+            standby: None,
+            failover: crate::settings::FAILOVER,
             bind: SocketAddr::new(any, 0),
             loss: None,
             stack: None,
             admission: None,
             window: true,
+        }
+    }
+
+    /// The job's switches: the primary, and the standby (the primary again
+    /// without one), indexed by [`SwitchChoice`].
+    pub(crate) fn switches(&self) -> Switches {
+        Switches {
+            primary: self.switch,
+            standby: self.standby.unwrap_or(self.switch),
         }
     }
 
@@ -76,6 +94,31 @@ impl LinkConfig {
             ),
             source,
         })
+    }
+}
+
+/// A job's two switches' addresses (the same twice without a standby).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Switches {
+    primary: SocketAddr,
+    standby: SocketAddr,
+}
+
+impl Switches {
+    /// The address of `which`.
+    pub fn addr(&self, which: SwitchChoice) -> SocketAddr {
+        match which {
+            SwitchChoice::Primary => self.primary,
+            SwitchChoice::Standby => self.standby,
+        }
+    }
+
+    /// Whether a datagram from `src` comes from the switch the job left
+    /// (the other one than `current`, when there are two): dropped, so that
+    /// a switch the job moved away from changes nothing.
+    pub fn is_left(&self, current: SwitchChoice, src: SocketAddr) -> bool {
+        let other = self.addr(current.other());
+        other != self.addr(current) && src == other
     }
 }
 

@@ -24,13 +24,13 @@ use std::time::Duration;
 use zebra_proto::consts::packet_type;
 use zebra_proto::wire::{Admission, Message, RegisterRepr};
 use zebra_proto::{
-    Fallback, RoundAggregate, Server, ServerAction, ServerError, ServerStats, Timestamp,
-    UpdateAction, UpdateError, UpdateSender, UpdateSenderStats,
+    Fallback, RoundAggregate, Server, ServerAction, ServerError, ServerStats, SwitchChoice,
+    SwitchWatch, Timestamp, UpdateAction, UpdateError, UpdateSender, UpdateSenderStats,
 };
 
 use crate::fault::{self, FaultInjector};
 use crate::io::{IoStats, Machine, Node, Sends};
-use crate::link::{Events, LinkConfig};
+use crate::link::{Events, LinkConfig, Switches};
 use crate::StartError;
 
 /// First wait before a REGISTER is repeated (doubling up to
@@ -57,6 +57,16 @@ pub enum ServerEvent {
         /// The new epoch.
         epoch: u32,
     },
+    /// The job moved to the other switch (`zebra_proto::SwitchWatch`: the
+    /// one before left the REGISTER unanswered for `failover_ms`), and that
+    /// one answered: the server agent tells every worker, as after a restart,
+    /// naming the switch (`zebra_agent::ServerAgent::on_switch_moved`).
+    SwitchMoved {
+        /// The epoch of the switch now in use.
+        epoch: u32,
+        /// The switch now in use.
+        to: SwitchChoice,
+    },
 }
 
 /// A snapshot of a server link's counters.
@@ -77,6 +87,12 @@ pub struct ServerLinkStats {
     pub epoch: u32,
     /// Changes of the switch's epoch seen (restarts).
     pub switch_restarts: u64,
+    /// Moves of the job to the other switch (failover), and whether the
+    /// standby is the one in use.
+    pub switch_moves: u64,
+    pub on_standby: bool,
+    /// Datagrams from the switch the job moved away from, dropped.
+    pub from_left_switch: u64,
     /// The pull half's updates.
     pub updates: UpdateSenderStats,
     /// Socket counters.
@@ -96,6 +112,9 @@ struct Registration {
     epoch: u32,
     /// Epoch changes seen.
     restarts: u64,
+    /// The job moved to another switch, which has not answered yet: its
+    /// first REGISTER_ACK is reported as [`ServerEvent::SwitchMoved`].
+    moved: bool,
 }
 
 impl Registration {
@@ -118,6 +137,10 @@ impl Registration {
     /// aggregate parts came (`had_parts`: an earlier switch may have sent
     /// them and died before its REGISTER_ACK arrived).
     fn on_epoch(&mut self, epoch: u32, had_parts: bool) -> bool {
+        if std::mem::take(&mut self.moved) {
+            self.epoch = epoch;
+            return false;
+        }
         let before = std::mem::replace(&mut self.epoch, epoch);
         let restarted = before != epoch && (before != 0 || had_parts);
         if restarted {
@@ -135,6 +158,17 @@ impl Registration {
     fn set_token(&mut self, token: u32) {
         let at = zebra_proto::wire::register::field::TOKEN;
         self.datagram[at].copy_from_slice(&token.to_be_bytes());
+    }
+
+    /// The job moves to another switch: REGISTER there at once, as at the
+    /// start (still showing the token the switch before handed out, as to a
+    /// switch started again: one that admits the job hands out its own).
+    fn on_move(&mut self, now: Timestamp) {
+        self.acked = false;
+        self.moved = true;
+        self.granted = None;
+        self.next = now;
+        self.backoff = REGISTER_RETRY;
     }
 
     fn on_ack(&mut self, now: Timestamp, admit: Option<Admission>) {
@@ -162,6 +196,9 @@ struct ServerMachine {
     job: u16,
     index: u16,
     switch: SocketAddr,
+    switches: Switches,
+    watch: SwitchWatch,
+    from_left: u64,
     registration: Registration,
     events: Sender<ServerEvent>,
     updates: UpdateSender,
@@ -194,6 +231,30 @@ impl ServerMachine {
         }
     }
 
+    /// The watch moved the job to `to`: register there; what the switch
+    /// left sends is dropped from now on.
+    fn move_to(&mut self, now: Timestamp, to: SwitchChoice) {
+        let (from, addr) = (self.switch, self.switches.addr(to));
+        log::warn!(
+            "server link: job {}: the switch at {from} left REGISTER unanswered; moving the job \
+             to the {} at {addr}",
+            self.job,
+            if to.is_standby() {
+                "standby"
+            } else {
+                "primary"
+            }
+        );
+        self.switch = addr;
+        self.registration.on_move(now);
+    }
+
+    fn emit(&self, event: ServerEvent) {
+        if self.events.send(event).is_err() {
+            log::debug!("server link: event dropped, nobody is listening");
+        }
+    }
+
     fn act(&mut self, actions: Vec<ServerAction>, out: &mut Sends) {
         for a in actions {
             let event = match a {
@@ -212,10 +273,16 @@ impl ServerMachine {
 }
 
 impl Machine for ServerMachine {
-    fn on_datagram(&mut self, now: Timestamp, _src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+    fn on_datagram(&mut self, now: Timestamp, src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+        if self.switches.is_left(self.watch.current(), src) {
+            self.from_left += 1;
+            return;
+        }
         if bytes.get(3) == Some(&packet_type::REGISTER_ACK) {
             if let Ok(Message::Register(r)) = Message::parse(bytes) {
                 if r.ack && r.job == self.job && r.server == self.index {
+                    let moved = self.registration.moved;
+                    self.watch.on_heard(now);
                     self.registration.on_ack(now, r.admit);
                     // The job's token, which the server shows from now on
                     // (`docs/SECURITY.md`); none in a refused admission.
@@ -224,13 +291,11 @@ impl Machine for ServerMachine {
                         self.registration.set_token(self.server.token());
                     }
                     let had_parts = self.server.stats().parts > 0;
-                    if self.registration.on_epoch(r.epoch, had_parts)
-                        && self
-                            .events
-                            .send(ServerEvent::SwitchRestarted { epoch: r.epoch })
-                            .is_err()
-                    {
-                        log::debug!("server link: event dropped, nobody is listening");
+                    if self.registration.on_epoch(r.epoch, had_parts) {
+                        self.emit(ServerEvent::SwitchRestarted { epoch: r.epoch });
+                    } else if moved {
+                        let to = self.watch.current();
+                        self.emit(ServerEvent::SwitchMoved { epoch: r.epoch, to });
                     }
                     return;
                 }
@@ -246,6 +311,9 @@ impl Machine for ServerMachine {
     }
 
     fn on_timer(&mut self, now: Timestamp, out: &mut Sends) {
+        if let Some(to) = self.watch.poll(now) {
+            self.move_to(now, to);
+        }
         if self.server.poll_at().is_some_and(|t| t <= now) {
             let actions = self.server.poll(now);
             self.act(actions, out);
@@ -259,11 +327,15 @@ impl Machine for ServerMachine {
     }
 
     fn poll_at(&self) -> Option<Timestamp> {
-        [self.server.poll_at(), self.updates.poll_at()]
-            .into_iter()
-            .flatten()
-            .chain([self.registration.next])
-            .min()
+        [
+            self.server.poll_at(),
+            self.updates.poll_at(),
+            self.watch.poll_at(),
+        ]
+        .into_iter()
+        .flatten()
+        .chain([self.registration.next])
+        .min()
     }
 }
 
@@ -294,6 +366,9 @@ impl ServerLink {
             job: config.job,
             index: config.rank,
             switch: config.switch,
+            switches: config.switches(),
+            watch: SwitchWatch::new(Timestamp::ZERO, config.standby.is_some(), config.failover),
+            from_left: 0,
             registration: Registration {
                 datagram: RegisterRepr {
                     job: config.job,
@@ -311,6 +386,7 @@ impl ServerLink {
                 granted: None,
                 epoch: 0,
                 restarts: 0,
+                moved: false,
             },
             events: tx,
             updates,
@@ -381,7 +457,11 @@ impl ServerLink {
             match self.events.recv_timeout(left) {
                 Some(ServerEvent::Round(r)) => return (applied, Some(r)),
                 Some(ServerEvent::Apply(f)) => applied.push(f),
-                Some(ServerEvent::BreakSettled | ServerEvent::SwitchRestarted { .. }) => {}
+                Some(
+                    ServerEvent::BreakSettled
+                    | ServerEvent::SwitchRestarted { .. }
+                    | ServerEvent::SwitchMoved { .. },
+                ) => {}
                 None => return (applied, None),
             }
         }
@@ -391,6 +471,12 @@ impl ServerLink {
     /// it answered.
     pub fn granted(&self) -> Option<u32> {
         self.node.shared().read(|c| c.machine.registration.granted)
+    }
+
+    /// Moves of the job to the other switch so far (each starts a new wait
+    /// for its REGISTER to be answered).
+    pub fn switch_moves(&self) -> u64 {
+        self.node.shared().read(|c| c.machine.watch.moves())
     }
 
     /// Whether the switch has acknowledged this server's REGISTER.
@@ -413,6 +499,9 @@ impl ServerLink {
             held_fallbacks: c.machine.server.held_fallbacks(),
             epoch: c.machine.registration.epoch,
             switch_restarts: c.machine.registration.restarts,
+            switch_moves: c.machine.watch.moves(),
+            on_standby: c.machine.watch.current().is_standby(),
+            from_left_switch: c.machine.from_left,
             updates: c.machine.updates.stats().clone(),
             io: c.io_stats(),
         })

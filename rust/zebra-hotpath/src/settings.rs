@@ -39,6 +39,12 @@ use crate::switch_node::SwitchNodeConfig;
 pub struct HotpathConfig {
     /// The switch's address (`switch` / `--listen`), if given.
     pub switch: Option<SocketAddr>,
+    /// The standby switch's address (`standby`, `ZEBRA_SWITCH_STANDBY`),
+    /// if given: a server moves its job there when the switch in use
+    /// leaves its REGISTER unanswered for [`Self::failover`].
+    pub standby: Option<SocketAddr>,
+    /// `failover_ms`.
+    pub failover: Duration,
     /// The protocol configuration, validated; its one job is [`Self::job`].
     pub proto: Config,
     /// The hot keys, when read from a file (else ranks are given directly).
@@ -91,6 +97,9 @@ pub const ONLINE_ROUNDS: u32 = 10;
 
 /// Default of `settle_timeout_ms`.
 pub const SETTLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Default of `failover_ms`: three REGISTER keep-alives unanswered.
+pub const FAILOVER: Duration = Duration::from_secs(3);
 
 /// Default of `register_wait_ms`: a switch answers a REGISTER in a round
 /// trip, a loaded 2-core testbed in milliseconds; a REGISTER lost on the way
@@ -146,10 +155,23 @@ impl Build for Settings {
             problems.push(p);
             None
         });
+        let standby = values.standby_addr().unwrap_or_else(|p| {
+            problems.push(p);
+            None
+        });
         if !problems.is_empty() {
             return Err(SettingsError { problems });
         }
-        values.finish(switch)
+        let failover = values.failover.unwrap_or(FAILOVER);
+        let mut c = values.finish(switch)?;
+        if standby.is_some() && standby == c.switch {
+            return Err(SettingsError::one(
+                "the standby switch is the switch itself: name another address".into(),
+            ));
+        }
+        c.standby = standby;
+        c.failover = failover;
+        Ok(c)
     }
 }
 
@@ -283,6 +305,8 @@ impl Finish for HotValues {
             .map_err(|e| SettingsError::one(format!("the settings do not fit together: {e}")))?;
         Ok(HotpathConfig {
             switch,
+            standby: None,
+            failover: FAILOVER,
             proto,
             hot_keys,
             hot_set,
@@ -350,6 +374,8 @@ impl Finish for HotValues {
             .map_err(|e| SettingsError::one(format!("the settings do not fit together: {e}")))?;
         Ok(HotpathConfig {
             switch,
+            standby: None,
+            failover: FAILOVER,
             proto,
             hot_keys: None,
             hot_set: None,
@@ -421,6 +447,7 @@ mod tests {
             ("server_history", want.server_history.to_string()),
             ("update_window", want.update_window.to_string()),
             ("register_wait_ms", REGISTER_WAIT.as_millis().to_string()),
+            ("failover_ms", FAILOVER.as_millis().to_string()),
             ("settle_timeout_ms", SETTLE_TIMEOUT.as_millis().to_string()),
             ("job", "1".into()),
             ("servers", "1".into()),
@@ -647,6 +674,41 @@ loss = \"drop=0.01\"
         assert_eq!(node.server_addrs.len(), 2);
         assert!(node.server_addrs.contains_key(&(4, 0)));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_standby_is_another_switch() {
+        let with = |standby: &str, failover: Option<&str>| {
+            let mut s = Settings::new();
+            s.set("workers", "4").unwrap();
+            s.set("hot_key_count", "10").unwrap();
+            s.set("switch", "127.0.0.1:9950").unwrap();
+            s.set("standby", standby).unwrap();
+            if let Some(f) = failover {
+                s.set("failover_ms", f).unwrap();
+            }
+            s.build()
+        };
+        let c = with("127.0.0.1:9951", None).unwrap();
+        assert_eq!(c.standby, Some("127.0.0.1:9951".parse().unwrap()));
+        assert_eq!(c.failover, FAILOVER);
+        let c = with("127.0.0.1:9951", Some("2500")).unwrap();
+        assert_eq!(c.failover, Duration::from_millis(2500));
+        let err = with("127.0.0.1:9950", None).unwrap_err().to_string();
+        assert!(
+            err.contains("the standby switch is the switch itself"),
+            "{err}"
+        );
+        let err = with("127.0.0.1:9951", Some("500")).unwrap_err().to_string();
+        assert!(
+            err.contains("failover-ms") && err.contains("at least 2000"),
+            "{err}"
+        );
+        let mut s = Settings::new();
+        s.set("workers", "4").unwrap();
+        s.set("hot_key_count", "10").unwrap();
+        s.set("switch", "127.0.0.1:9950").unwrap();
+        assert_eq!(s.build().unwrap().standby, None);
     }
 
     #[test]

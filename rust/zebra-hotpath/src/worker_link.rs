@@ -18,13 +18,13 @@ use std::time::Duration;
 
 use zebra_proto::consts::packet_type;
 use zebra_proto::{
-    Fallback, JobConfig, RoundSummary, Timestamp, Update, UpdateEvent, UpdateReceiver,
-    UpdateReceiverStats, Worker, WorkerAction, WorkerError, WorkerStats,
+    Fallback, JobConfig, RoundSummary, SwitchChoice, Timestamp, Update, UpdateEvent,
+    UpdateReceiver, UpdateReceiverStats, Worker, WorkerAction, WorkerError, WorkerStats,
 };
 
 use crate::fault::{self, FaultInjector};
 use crate::io::{IoStats, Machine, Node, Sends};
-use crate::link::{Events, LinkConfig};
+use crate::link::{Events, LinkConfig, Switches};
 use crate::StartError;
 
 /// What a worker link reports.
@@ -83,6 +83,12 @@ pub struct WorkerLinkStats {
     pub updates: UpdateReceiverStats,
     /// Socket counters.
     pub io: IoStats,
+    /// Moves to the other switch its server announced, and whether the
+    /// standby is the one in use.
+    pub switch_moves: u64,
+    pub on_standby: bool,
+    /// Datagrams from the switch the job moved away from, dropped.
+    pub from_left_switch: u64,
 }
 
 #[derive(Debug)]
@@ -90,6 +96,10 @@ struct WorkerMachine {
     worker: Worker,
     job: JobConfig,
     switch: SocketAddr,
+    switches: Switches,
+    current: SwitchChoice,
+    moves: u64,
+    from_left: u64,
     events: Sender<WorkerEvent>,
     updates: UpdateReceiver,
 }
@@ -141,7 +151,11 @@ impl WorkerMachine {
 }
 
 impl Machine for WorkerMachine {
-    fn on_datagram(&mut self, now: Timestamp, _src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+    fn on_datagram(&mut self, now: Timestamp, src: SocketAddr, bytes: &[u8], out: &mut Sends) {
+        if self.switches.is_left(self.current, src) {
+            self.from_left += 1;
+            return;
+        }
         if bytes.get(3) == Some(&packet_type::UPDATE) {
             let (ack, events) = self.updates.handle_packet(now, bytes);
             if let Some(ack) = ack {
@@ -216,6 +230,10 @@ impl WorkerLink {
             worker,
             job,
             switch: config.switch,
+            switches: config.switches(),
+            current: SwitchChoice::Primary,
+            moves: 0,
+            from_left: 0,
             events: tx,
             updates,
         };
@@ -237,6 +255,25 @@ impl WorkerLink {
     /// rounds settled before, fallbacks and `RoundDone` for rounds going.
     pub fn restart(&self, through: u32, resend_from: u32) {
         self.node.shared().with(|m, now, out| {
+            let actions = m.worker.restart(now, through, resend_from);
+            m.act(actions, out);
+        })
+    }
+
+    /// The job's server moved the job to switch `to` (`ZEBRA_SWITCH_STANDBY`)
+    /// and has aggregates up to round `through`: from now on hot packets go
+    /// there and what the switch left sends is dropped; then as
+    /// [`restart`](Self::restart), which settles the rounds going (their
+    /// pairs to the servers) and hands back what the switch left may have
+    /// held, so that each round is aggregated by one switch or by the
+    /// servers. Without a standby (or to the switch in use) it is a restart.
+    pub fn move_to(&self, to: SwitchChoice, through: u32, resend_from: u32) {
+        self.node.shared().with(|m, now, out| {
+            if to != m.current {
+                m.current = to;
+                m.moves += 1;
+                m.switch = m.switches.addr(to);
+            }
             let actions = m.worker.restart(now, through, resend_from);
             m.act(actions, out);
         })
@@ -280,6 +317,9 @@ impl WorkerLink {
             unsettled_rounds: c.machine.worker.unsettled_rounds(),
             updates: c.machine.updates.stats().clone(),
             io: c.io_stats(),
+            switch_moves: c.machine.moves,
+            on_standby: c.machine.current.is_standby(),
+            from_left_switch: c.machine.from_left,
         })
     }
 

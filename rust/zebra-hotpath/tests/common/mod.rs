@@ -82,7 +82,7 @@ pub struct Cluster {
     pub reported: BTreeMap<(u16, u32), u32>,
     pub settled: BTreeMap<(u16, u32), u32>,
     pub fallback_pairs: u64,
-    /// `ServerEvent::SwitchRestarted` events seen.
+    /// `ServerEvent::SwitchRestarted` and `SwitchMoved` events seen.
     pub restarts: u64,
 }
 
@@ -181,7 +181,7 @@ impl Cluster {
                     }
                     ServerEvent::Apply(f) => (f.round, f.pairs),
                     ServerEvent::BreakSettled => panic!("no server of this cluster sends a BREAK"),
-                    ServerEvent::SwitchRestarted { .. } => {
+                    ServerEvent::SwitchRestarted { .. } | ServerEvent::SwitchMoved { .. } => {
                         self.restarts += 1;
                         continue;
                     }
