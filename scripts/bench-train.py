@@ -19,9 +19,10 @@ machine hits every configuration alike:
   on+zero    zero configuration: ZEBRA_SWITCH alone and `zebra switch --listen` alone
              (online hot keys after the protocol's 10 counted pushes, each server's job
              admitted by the switch with an equal share of its memory)
-  C/SYNC     a configuration with the switch and ZEBRA_SYNC=SYNC (docs/OSP.md), e.g.
+  C/SYNC[/RANK]  a configuration with the switch and ZEBRA_SYNC=SYNC (docs/OSP.md), e.g.
              on+switch/two-stage (Wait on a push returns once its hot part settled) or
-             on+switch/two-stage:2 (and a pull may miss up to 2 of its worker's pushes)
+             on+switch/two-stage:2 (and a pull may miss up to 2 of its worker's pushes);
+             /RANK sets ZEBRA_SYNC_RANK, how a census ranks the keys: on+online/two-stage/pgp
   C~P%       a configuration with the switch, P % of every hot-path datagram dropped
              (ZEBRA_HOT_LOSS on every worker and server, --loss on the switch, seeded with
              the repetition), e.g. on+switch~0.1%; table.md then also shows its time to

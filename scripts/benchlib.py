@@ -26,7 +26,8 @@ USER_STACKS = ("dpdk", "raw")
 # repetition): "on+switch~0.1%", "on+switch@dpdk~1%".
 SWITCHED = ("on+switch", "on+online", "on+zero")
 # A configuration with the switch may name the workers' synchronization after a slash
-# (ZEBRA_SYNC, docs/OSP.md): "on+switch/two-stage", "on+switch/two-stage:2~1%".
+# (ZEBRA_SYNC, docs/OSP.md): "on+switch/two-stage", "on+switch/two-stage:2~1%", and after
+# a second slash how the census ranks the keys (ZEBRA_SYNC_RANK): "on+online/two-stage/pgp".
 LOSS_SUFFIX = re.compile(r"~([0-9]+(?:\.[0-9]+)?)%$")
 
 
@@ -42,8 +43,15 @@ def split_config(config):
 def sync_of(config):
     """"on+switch/two-stage:2~1%" -> "two-stage:2": its ZEBRA_SYNC ("" without; the shim
     checks the value)."""
+    return sync_rank_of(config)[0]
+
+
+def sync_rank_of(config):
+    """"on+online/two-stage/pgp~1%" -> ("two-stage", "pgp"): its ZEBRA_SYNC and
+    ZEBRA_SYNC_RANK ("" without)."""
     m = LOSS_SUFFIX.search(config)
-    return (config[:m.start()] if m else config).partition("@")[0].partition("/")[2]
+    sync, _, rank = (config[:m.start()] if m else config).partition("@")[0].partition("/")[2].partition("/")
+    return sync, rank
 
 
 def base_config(config):
@@ -201,10 +209,12 @@ def launch_cmd(args, config, workers, logdir, hot_keys, seed=1):
     for flag, value in ((server_flag, args.server_rate), ("--link-rate", args.link_rate),
                         ("--link-delay", args.link_delay)):
         cmd += [flag, value] if value else []
-    sync = sync_of(config)
+    sync, rank = sync_rank_of(config)
     config, user_stack, loss = split_config(config)
     if sync:
         cmd += ["--env", f"ZEBRA_SYNC={sync}"]
+    if rank:
+        cmd += ["--env", f"ZEBRA_SYNC_RANK={rank}"]
     if user_stack:
         cmd += ["--user-stack", user_stack]
     if config != "libzmq":
