@@ -85,7 +85,7 @@ def parse_run(logdir, _workers=None):
     m = SUMMARY.search(text)
     summary = dict(kv.split("=", 1) for kv in m.group(1).split()) if m else {}
     out = run_report(logdir)
-    ingress = out["server_ingress_bytes"]
+    ingress, egress = out["server_ingress_bytes"], out["server_egress_bytes"]
     total_steps = sum(s for s, _ in steps)
     ttt = summary.get("time_to_target_s", "none")
     out.update(
@@ -95,6 +95,7 @@ def parse_run(logdir, _workers=None):
         steps=total_steps,
         steps_per_s=sum(s / t for s, t in steps if t > 0),
         ingress_per_step=ingress / total_steps if ingress and total_steps else None,
+        egress_per_step=egress / total_steps if egress and total_steps else None,
     )
     return out
 
@@ -102,7 +103,7 @@ def parse_run(logdir, _workers=None):
 def summarise(rs):
     """Medians over the successful runs of one (N, config)."""
     return medians(rs, ttt="time_to_target_s", steps_per_s="steps_per_s", ingress="server_ingress_bytes",
-                   per_step="ingress_per_step", rmse="final_rmse", pairs="switch_pairs",
+                   per_step="ingress_per_step", egress_per_step="egress_per_step", rmse="final_rmse", pairs="switch_pairs",
                    completed="rounds_completed", flushed="rounds_flushed")
 
 
@@ -115,8 +116,9 @@ def table(runs, configs, counts, hot_share, args):
         f"target test RMSE {args.target_rmse}, medians of {args.repeats} repetition(s).",
         "",
         "| N | config | runs ok | time to target (s) | speed-up vs libzmq | steps/s | server ingress (MB) "
-        "| ingress/step (KB) | ingress/step vs libzmq | switch: pairs summed, rounds completed/flushed | final RMSE |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "| ingress/step (KB) | ingress/step vs libzmq | egress/step (KB) | egress/step vs libzmq "
+        "| switch: pairs summed, rounds completed/flushed | final RMSE |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for n in counts:
         base = summarise([r for r in runs if r["workers"] == n and r["config"] == "libzmq"])
@@ -127,12 +129,14 @@ def table(runs, configs, counts, hot_share, args):
             m = summarise(rs)
             speedup = ratio(base["ttt"], m["ttt"])
             bytes_ratio = ratio(m["per_step"], base["per_step"])
+            egress_ratio = ratio(m["egress_per_step"], base["egress_per_step"])
             switch = "-" if m["pairs"] is None else f"{m['pairs']:,.0f}, {m['completed']:.0f}/{m['flushed']:.0f}"
             lines.append(
                 f"| {n} | {c} | {m['ok']}/{len(rs)} | {fmt(m['ttt'], '.2f')} | {fmt(speedup, '.2f')}x | "
                 f"{fmt(m['steps_per_s'], '.1f')} | {fmt(None if m['ingress'] is None else m['ingress'] / 1e6, '.1f')} | "
                 f"{fmt(None if m['per_step'] is None else m['per_step'] / 1e3, '.1f')} | {fmt(bytes_ratio, '.2f')}x | "
-                f"{switch} | {fmt(m['rmse'], '.4f')} |")
+                f"{fmt(None if m['egress_per_step'] is None else m['egress_per_step'] / 1e3, '.1f')} | "
+                f"{fmt(egress_ratio, '.2f')}x | {switch} | {fmt(m['rmse'], '.4f')} |")
     if hot_share is not None:
         lines += ["", f"Profiled hot share h = {hot_share:.4f} ({args.hot_count} hottest rows of the training "
                   "split); bound on the speed-up N/(N(1-h)+h): "
@@ -156,7 +160,10 @@ def what_changed(runs, counts, hot_share, args):
             f"{'' if speedup is None or limit is None else f', {speedup / limit:.0%} of it'}). "
             f"Server ingress per training step: {fmt(base['per_step'] and base['per_step'] / 1e3, '.1f')} KB "
             f"-> {fmt(zebra['per_step'] and zebra['per_step'] / 1e3, '.1f')} KB "
-            f"({fmt(ratio(zebra['per_step'], base['per_step']), '.2f')}x). The switch summed "
+            f"({fmt(ratio(zebra['per_step'], base['per_step']), '.2f')}x); egress "
+            f"{fmt(base['egress_per_step'] and base['egress_per_step'] / 1e3, '.1f')} KB -> "
+            f"{fmt(zebra['egress_per_step'] and zebra['egress_per_step'] / 1e3, '.1f')} KB "
+            f"({fmt(ratio(zebra['egress_per_step'], base['egress_per_step']), '.2f')}x). The switch summed "
             f"{fmt(zebra['pairs'], ',.0f')} (hot index, value) pairs in {fmt(zebra['completed'], '.0f')} complete "
             f"and {fmt(zebra['flushed'], '.0f')} flushed rounds.")
     return "\n".join(lines)

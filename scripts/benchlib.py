@@ -302,15 +302,17 @@ def run_plan(configs, counts, repeats, out, command, parse, describe, log):
 
 
 def run_report(logdir):
-    """What every run reports: success, server ingress bytes (the servers' veth counters,
-    which count libzmq's traffic as well as Zebra's) and, beside a switch, its sums."""
+    """What every run reports: success, server ingress and egress bytes (the servers' veth
+    counters, which count libzmq's traffic as well as Zebra's) and, beside a switch, its sums."""
     with open(os.path.join(logdir, "pslaunch.json")) as f:
         report = json.load(f)
-    ingress = None
+    ingress = egress = None
     nets = [n["net"] for name, n in report["nodes"].items() if name.startswith("server-")]
     if nets and all(nets):
         ingress = sum(n["rx_bytes"] for n in nets)
-    out = {"ok": report["ok"], "server_ingress_bytes": ingress, "elapsed_s": report["elapsed_s"]}
+        egress = sum(n["tx_bytes"] for n in nets)
+    out = {"ok": report["ok"], "server_ingress_bytes": ingress, "server_egress_bytes": egress,
+           "elapsed_s": report["elapsed_s"]}
     if os.path.isdir(os.path.join(logdir, "stats")):
         out.update(hot_path_report(logdir))
     metrics = switch_metrics(logdir)

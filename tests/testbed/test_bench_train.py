@@ -37,6 +37,7 @@ class BenchTrainSmoke(unittest.TestCase):
             self.assertTrue(runs[config]["ok"], config)
             self.assertIsNotNone(runs[config]["time_to_target_s"], f"{config} did not reach RMSE 1.04")
             self.assertGreater(runs[config]["server_ingress_bytes"], 0)
+            self.assertGreater(runs[config]["server_egress_bytes"], 0)
         zebra = runs["on+switch"]
         self.assertGreater(zebra["switch_pairs"], 0, "the switch summed nothing")
         self.assertGreater(zebra["rounds_completed"], 0, "no round completed")
