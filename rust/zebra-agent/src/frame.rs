@@ -27,7 +27,7 @@
 
 use thiserror::Error;
 use zebra_proto::wire::FallbackReason;
-use zebra_proto::{Fallback, FallbackCause};
+use zebra_proto::{Fallback, FallbackCause, SwitchChoice};
 use zebra_pslite::DataType;
 
 /// First four bytes of both frames: "ZBPS".
@@ -54,6 +54,12 @@ pub mod settle_flags {
 }
 /// RESTART length.
 pub const RESTART_LEN: usize = 24;
+/// RESTART flags (byte 6).
+pub mod restart_flags {
+    /// The switch in use from now on is the standby
+    /// (`ZEBRA_SWITCH_STANDBY`); without it, the primary (`ZEBRA_SWITCH`).
+    pub const STANDBY: u8 = 0x01;
+}
 /// HOTSET flags (byte 6).
 pub mod hotset_flags {
     /// The keys that follow replace the server's hot keys from the frame's
@@ -233,6 +239,9 @@ pub struct RestartFrame {
     /// oldest held push, or the round after the newest one that arrived. The
     /// worker resends its kept rounds from this one on.
     pub resend_from: u32,
+    /// The switch in use from now on (flag STANDBY): after a failover
+    /// the worker sends its hot packets there.
+    pub switch: SwitchChoice,
 }
 
 /// The HOTSET frame: a server's online decision, sent to each worker.
@@ -717,25 +726,36 @@ impl RestartFrame {
     fn parse_body(b: &[u8]) -> Result<RestartFrame, FrameError> {
         const WHAT: &str = "RESTART";
         exact(WHAT, b.len(), RESTART_LEN)?;
-        if b[6] != 0 || b[7] != 0 {
+        if b[6] & !restart_flags::STANDBY != 0 || b[7] != 0 {
             return Err(FrameError::Reserved(WHAT));
         }
+        let switch = if b[6] & restart_flags::STANDBY != 0 {
+            SwitchChoice::Standby
+        } else {
+            SwitchChoice::Primary
+        };
         Ok(RestartFrame {
             job: u16_at(b, 8),
             worker: u16_at(b, 10),
             through: u32_at(b, 12),
             epoch: u32_at(b, 16),
             resend_from: u32_at(b, 20),
+            switch,
         })
     }
 
     /// The frame.
     pub fn to_bytes(&self) -> Vec<u8> {
         let mut out = Vec::with_capacity(RESTART_LEN);
+        let flags = if self.switch.is_standby() {
+            restart_flags::STANDBY
+        } else {
+            0
+        };
         header(
             &mut out,
             frame_type::RESTART,
-            0,
+            flags,
             0,
             self.job,
             self.worker,
@@ -828,6 +848,7 @@ mod tests {
             through: 0x0001_0005,
             epoch: 0xDEAD_BEEF,
             resend_from: 3,
+            switch: SwitchChoice::Primary,
         };
         let b = r.to_bytes();
         assert_eq!(b.len(), RESTART_LEN);
@@ -837,7 +858,15 @@ mod tests {
             &[0, 3, 0, 1, 0, 1, 0, 5, 0xDE, 0xAD, 0xBE, 0xEF, 0, 0, 0, 3]
         );
         assert_eq!(ZebraFrame::parse(&b), Ok(ZebraFrame::Restart(r)));
-        for (at, v) in [(6, 1), (7, 1)] {
+        let standby = RestartFrame {
+            switch: SwitchChoice::Standby,
+            ..r
+        };
+        let sb = standby.to_bytes();
+        assert_eq!(&sb[..8], b"ZBPS\x02\x04\x01\x00");
+        assert_eq!(&sb[8..], &b[8..]);
+        assert_eq!(ZebraFrame::parse(&sb), Ok(ZebraFrame::Restart(standby)));
+        for (at, v) in [(6, 2), (6, 0x81), (7, 1)] {
             let mut bad = b.clone();
             bad[at] = v;
             assert_eq!(

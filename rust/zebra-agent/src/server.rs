@@ -44,7 +44,7 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
-use zebra_proto::{Coverage, Fallback, RoundAggregate, ServerAction, Timestamp};
+use zebra_proto::{Coverage, Fallback, RoundAggregate, ServerAction, SwitchChoice, Timestamp};
 use zebra_pslite::{
     node_id, rank_of, role_of, with_kv, Detector, Format, KvData, Message, Role, Route,
 };
@@ -297,6 +297,11 @@ pub struct ServerAgent {
     pull: Option<ServerPull>,
     /// Each worker's identity, from its pushes (for RESTART).
     identities: BTreeMap<u16, Vec<u8>>,
+    /// The switch the job uses (after a failover, the other one), its
+    /// epoch, and the workers told of it since the job last moved.
+    switch_in_use: SwitchChoice,
+    switch_epoch: u32,
+    told: std::collections::BTreeSet<u16>,
     /// The newest round an aggregate came for (RESTART's `through`).
     newest_aggregate: u32,
     stats: ServerAgentStats,
@@ -376,6 +381,9 @@ impl ServerAgent {
             arrived: vec![0; workers],
             floor: 1,
             identities: BTreeMap::new(),
+            switch_in_use: SwitchChoice::Primary,
+            switch_epoch: 0,
+            told: Default::default(),
             newest_aggregate: 0,
             stats: ServerAgentStats::default(),
         })
@@ -700,6 +708,10 @@ impl ServerAgent {
                 arrived: now,
                 gated_since: None,
             })));
+        if self.stats.switch_moves > 0 && self.told.insert(w) {
+            // First heard of after the job moved: told now, as the others were.
+            self.tell_switch(w);
+        }
     }
 
     /// The hot set of round `r` (online: the new one from its first round).
@@ -1079,10 +1091,11 @@ impl ServerAgent {
     /// the newest one aggregated here to this server only
     /// (`zebra_proto::Worker::restart`).
     pub fn on_switch_restarted(&mut self, epoch: u32) {
-        let Some(job) = self.job else {
+        let Some(_) = self.job else {
             return;
         };
         self.stats.switch_restarts += 1;
+        self.switch_epoch = epoch;
         log::warn!(
             "server {}: the switch was started again (epoch {epoch:#010x}); telling {} workers, \
              rounds up to {} now bypass it",
@@ -1090,27 +1103,81 @@ impl ServerAgent {
             self.identities.len(),
             self.newest_aggregate
         );
-        for (&worker, identity) in &self.identities {
-            let held = self
-                .queues
-                .get(&SenderKey::of(identity))
-                .into_iter()
-                .flatten()
-                .filter_map(|m| match m {
-                    Queued::Push(h) => Some(h.trailer.round),
-                    _ => None,
-                })
-                .min();
-            let arrived = self.arrived.get(worker as usize).copied().unwrap_or(0);
-            let frame = RestartFrame {
-                job,
-                worker,
-                through: self.newest_aggregate,
-                epoch,
-                resend_from: held.unwrap_or(arrived.saturating_add(1)),
-            };
-            self.control.push(vec![identity.clone(), frame.to_bytes()]);
+        self.tell_all();
+    }
+
+    /// The job moved to the other switch (failover, `ZEBRA_SWITCH_STANDBY`:
+    /// the one before left this server's REGISTER unanswered, seen by its
+    /// hot-path link, `zebra_proto::SwitchWatch`), which answered with
+    /// `epoch`. Every worker is told as after a restart, with the switch
+    /// named in the RESTART: its rounds up to the newest one aggregated
+    /// here go to this server only, the rounds it has going are settled
+    /// (their pairs to this server), what the switch before may have held
+    /// is sent again, and its later rounds go to `to`. A worker first heard
+    /// of later is told then.
+    pub fn on_switch_moved(&mut self, epoch: u32, to: SwitchChoice) {
+        let Some(_) = self.job else {
+            return;
+        };
+        self.stats.switch_moves += 1;
+        self.switch_in_use = to;
+        self.switch_epoch = epoch;
+        log::warn!(
+            "server {}: the job moved to the {} switch (epoch {epoch:#010x}); telling {} \
+             workers, rounds after {} go there",
+            self.server,
+            if to.is_standby() {
+                "standby"
+            } else {
+                "primary"
+            },
+            self.identities.len(),
+            self.newest_aggregate
+        );
+        self.told.clear();
+        self.tell_all();
+    }
+
+    /// The switch in use (after a failover, the other one).
+    pub fn switch_in_use(&self) -> SwitchChoice {
+        self.switch_in_use
+    }
+
+    fn tell_all(&mut self) {
+        let workers: Vec<u16> = self.identities.keys().copied().collect();
+        for w in workers {
+            self.told.insert(w);
+            self.tell_switch(w);
         }
+    }
+
+    /// A RESTART for worker `worker`: the switch in use and its epoch, the
+    /// newest round aggregated here, and the oldest round of the worker's
+    /// this server may still need (its oldest held push).
+    fn tell_switch(&mut self, worker: u16) {
+        let (Some(job), Some(identity)) = (self.job, self.identities.get(&worker)) else {
+            return;
+        };
+        let held = self
+            .queues
+            .get(&SenderKey::of(identity))
+            .into_iter()
+            .flatten()
+            .filter_map(|m| match m {
+                Queued::Push(h) => Some(h.trailer.round),
+                _ => None,
+            })
+            .min();
+        let arrived = self.arrived.get(worker as usize).copied().unwrap_or(0);
+        let frame = RestartFrame {
+            job,
+            worker,
+            through: self.newest_aggregate,
+            epoch: self.switch_epoch,
+            resend_from: held.unwrap_or(arrived.saturating_add(1)),
+            switch: self.switch_in_use,
+        };
+        self.control.push(vec![identity.clone(), frame.to_bytes()]);
     }
 
     /// A `ServerAction` of this server's zebra-proto `Server`: `Round` and

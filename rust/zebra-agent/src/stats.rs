@@ -110,6 +110,9 @@ pub struct ServerAgentStats {
     /// Restarts of the switch seen (its epoch changed), each told to every
     /// worker with RESTART.
     pub switch_restarts: u64,
+    /// Moves of the job to the other switch (failover), each told to
+    /// every worker with RESTART naming the switch.
+    pub switch_moves: u64,
     /// SETTLE frames with RESEND taken (their round's push still held).
     pub resettles: u64,
     /// SETTLE frames with RESEND dropped: the round's push was delivered

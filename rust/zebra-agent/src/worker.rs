@@ -26,7 +26,7 @@ use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use zebra_proto::{Fallback, FallbackCause, RoundSummary};
+use zebra_proto::{Fallback, FallbackCause, RoundSummary, SwitchChoice};
 use zebra_pslite::{with_kv, Command, Detector, KvData, Message};
 
 use crate::config::{AgentConfig, AgentError};
@@ -105,6 +105,9 @@ pub enum FromServer {
         resend_from: u32,
         /// The switch's new epoch.
         epoch: u32,
+        /// The switch in use from now on (after a failover, the other
+        /// one): `zebra_hotpath::WorkerLink::move_to`.
+        switch: SwitchChoice,
     },
 }
 
@@ -560,6 +563,7 @@ impl WorkerAgent {
                     through: r.through,
                     resend_from: r.resend_from,
                     epoch: r.epoch,
+                    switch: r.switch,
                 })
             }
             Ok(other) => Err(bad(format!("Zebra frame type {}", other.kind()))),
