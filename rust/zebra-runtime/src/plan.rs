@@ -241,8 +241,15 @@ impl Plan {
                 Some(_) => format!("{} hot keys to start from, re-ranked online", a.hot.len()),
                 None => format!("{} hot keys from the file", a.hot.len()),
             };
+            let standby = a.settings.standby.map_or(String::new(), |s| {
+                format!(
+                    " (standby at {s}, moved to after {} ms without an answer)",
+                    a.settings.failover.as_millis()
+                )
+            });
             parts.push(format!(
-                "aggregation through the switch at {} for {} workers and {} servers: {keys}; {}",
+                "aggregation through the switch at {}{standby} for {} workers and {} servers: \
+                 {keys}; {}",
                 a.switch,
                 a.agent.workers,
                 a.agent.servers,
@@ -426,6 +433,8 @@ impl Aggregation {
     pub(crate) fn link(&self, job: u16, rank: u16) -> Result<LinkConfig, StartError> {
         let s = &self.settings;
         let mut c = LinkConfig::new(s.proto.clone(), job, rank, self.switch);
+        c.standby = s.standby;
+        c.failover = s.failover;
         c.loss = s.loss;
         c.window = s.worker_window;
         c.stack = zebra_engine::process_stack().map_err(|source| StartError::Io {
@@ -566,6 +575,23 @@ mod tests {
         for flag in ["--listen", "--workers", "--servers"] {
             assert!(!p.contains(flag), "{flag} in {p}");
         }
+    }
+
+    #[test]
+    fn a_standby_reaches_every_link() {
+        let a = aggregation(&[ON, SWITCH], &worker());
+        let c = a.link(a.agent.job(0), 0).unwrap();
+        assert_eq!(c.standby, None);
+        let standby = ("ZEBRA_SWITCH_STANDBY", "127.0.0.1:9951");
+        let a = aggregation(&[ON, SWITCH, standby], &worker());
+        let c = a.link(a.agent.job(0), 0).unwrap();
+        assert_eq!(c.standby, Some("127.0.0.1:9951".parse().unwrap()));
+        assert_eq!(c.failover, Duration::from_millis(3000));
+        let p = problems(
+            &[ON, SWITCH, ("ZEBRA_SWITCH_STANDBY", "127.0.0.1:9950")],
+            &worker(),
+        );
+        assert!(p.contains("the standby switch is the switch itself"), "{p}");
     }
 
     #[test]

@@ -316,7 +316,8 @@ impl ServerSide {
             .aggregation
             .as_ref()
             .map_or(Duration::MAX, |a| a.settings.register_wait);
-        let started = self.process.clock.now();
+        let mut started = self.process.clock.now();
+        let mut moves = 0;
         let mut heard = SwitchHeard::Waiting;
         lock(&self.agent).on_switch(heard);
         loop {
@@ -338,6 +339,11 @@ impl ServerSide {
             // No keys before the switch answers; a switch that never
             // answers the REGISTER (dead, unreachable, another job key)
             // is stepped around: every hot packet would wait for timeouts.
+            // After a failover the wait starts again at the other switch.
+            if link.switch_moves() != moves {
+                moves = link.switch_moves();
+                started = self.process.clock.now();
+            }
             let now_heard = if link.is_registered() && !refused {
                 SwitchHeard::Answered
             } else if self.process.clock.now().saturating_since(started) >= register_wait {
@@ -378,7 +384,8 @@ impl ServerSide {
                 Some(ServerEvent::BreakSettled) => {
                     log::debug!("zebra: server {}: a BREAK reached every worker", self.rank)
                 }
-                Some(ServerEvent::SwitchRestarted { .. }) | None => {}
+                Some(ServerEvent::SwitchRestarted { .. } | ServerEvent::SwitchMoved { .. })
+                | None => {}
             }
             let now = self.process.clock.now();
             let mut agent = lock(&self.agent);
@@ -388,6 +395,10 @@ impl ServerSide {
                 Some(ServerEvent::BreakSettled) => agent.on_break_settled(now),
                 Some(ServerEvent::SwitchRestarted { epoch }) => {
                     agent.on_switch_restarted(epoch);
+                    Vec::new()
+                }
+                Some(ServerEvent::SwitchMoved { epoch, to }) => {
+                    agent.on_switch_moved(epoch, to);
                     Vec::new()
                 }
                 None => Vec::new(),

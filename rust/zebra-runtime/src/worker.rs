@@ -226,15 +226,22 @@ impl WorkerSide {
                 through,
                 resend_from,
                 epoch,
+                switch,
             }) => {
                 drop(agent);
                 log::warn!(
-                    "zebra: worker {}: server {server} saw the switch start again (epoch \
-                     {epoch:#010x}): resending what it held, rounds up to {through} to the server",
-                    self.rank
+                    "zebra: worker {}: server {server} saw the switch start again or moved its \
+                     job (the {} switch, epoch {epoch:#010x}): resending what it held, rounds up \
+                     to {through} to the server",
+                    self.rank,
+                    if switch.is_standby() {
+                        "standby"
+                    } else {
+                        "primary"
+                    }
                 );
                 match s.links.get(&job) {
-                    Some(link) => link.restart(through, resend_from),
+                    Some(link) => link.move_to(switch, through, resend_from),
                     None => log::error!(
                         "zebra: worker {}: RESTART for job {job}, not mine",
                         self.rank
