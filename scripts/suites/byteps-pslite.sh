@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot exact_sums_two_stage trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot exact_sums_two_stage exact_sums_two_stage_2 trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
 
 usage() {
   cat <<EOF
@@ -29,6 +29,9 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
                         still exact (each pull follows its push at the server), the job
                         aggregated, pushes answered early (the shim's statistics) and no
                         answer differed from the server's. Only with SUITE_SWITCH (else SKIP)
+  exact_sums_two_stage_2  the same with ZEBRA_SYNC=two-stage:2: every pulled value still
+                        exact, pulls passed held pushes of their worker at the servers
+                        (stale_pulls) and none passed more than 2 (stale_most)
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
@@ -123,7 +126,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|exact_sums_two_stage|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|exact_sums_two_stage|exact_sums_two_stage_2|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -315,6 +318,46 @@ watched_job() {
   return 1
 }
 
+# two_stage_job NAME SYNC [CHECK...]: exact_sums_hot's job with ZEBRA_SYNC=SYNC; every node
+# OK, pushes answered early, none differing from its server's answer, the command CHECK...
+# (if given) succeeds (else its output is the reason), the job aggregated (hot_check); PASS
+# or FAIL NAME (SKIP without a switch).
+two_stage_job() {
+  local name="$1" sync="$2" why
+  shift 2
+  if [ -z "${SUITE_SWITCH:-}" ] || [ -z "$PRELOAD" ]; then
+    echo "SKIP $name (runs in the on+switch modes)"; return
+  fi
+  local args=(--val-len=32 --keys=64 --rounds=10)
+  if HOT_KEYS_ARGS="--keys 64 --val-len 32" HOT_LOSS="drop=0.01,seed=11" run_job "$name" 2 4 \
+      "ZEBRA_SYNC=$sync" -- exact_sums "${args[@]}"; then
+    if ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values' \
+        || ! every_log server 2 '^exact_sums: server rank [0-9]+ .* no errors$'; then
+      fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
+    elif ! grep -qsE 'two-stage: EarlyAnswerStats \{ early: [1-9]' "$JOB_LOGDIR"/stats/*; then
+      fail "$name" "no push answered early (shim statistics); logs in $JOB_LOGDIR"
+    elif grep -qsE 'two-stage off|mismatches: [1-9]' "$JOB_LOGDIR"/stats/*; then
+      fail "$name" "an early answer differed from the server's; logs in $JOB_LOGDIR"
+    elif [ $# -gt 0 ] && ! why=$("$@"); then
+      fail "$name" "$why; logs in $JOB_LOGDIR"
+    else
+      hot_check "$name"
+      grep -h 'two-stage: ' "$JOB_LOGDIR"/stats/* | sed 's/^ */  /'
+    fi
+  else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
+}
+
+# stale_at_most S: the servers' agents (JOB_LOGDIR/stats) let pulls pass held pushes of
+# their worker (stale_pulls), never more than S at once (stale_most); says what failed.
+stale_at_most() {
+  local passed most
+  passed=$(grep -hoE 'stale_pulls: [0-9]+' "$JOB_LOGDIR"/stats/* | awk '{n += $2} END {print n + 0}')
+  most=$(grep -hoE 'stale_most: [0-9]+' "$JOB_LOGDIR"/stats/* | awk '$2 > m {m = $2} END {print m + 0}')
+  echo "  two-stage: $passed pulls passed held pushes, at most $most at once" >&2
+  if [ "$passed" -eq 0 ]; then echo "no pull passed a held push (stale_pulls 0)"; return 1; fi
+  if [ "$most" -gt "$1" ]; then echo "a pull passed $most held pushes, more than $1"; return 1; fi
+}
+
 run_test() {
   local name="$1"
   case "$name" in
@@ -350,25 +393,8 @@ run_test() {
           fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
         else hot_check "$name"; fi
       else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
-    exact_sums_two_stage)
-      if [ -z "${SUITE_SWITCH:-}" ] || [ -z "$PRELOAD" ]; then
-        echo "SKIP $name (runs in the on+switch modes)"; return
-      fi
-      local args=(--val-len=32 --keys=64 --rounds=10)
-      if HOT_KEYS_ARGS="--keys 64 --val-len 32" HOT_LOSS="drop=0.01,seed=11" run_job "$name" 2 4 \
-          ZEBRA_SYNC=two-stage -- exact_sums "${args[@]}"; then
-        if ! every_log worker 4 '^exact_sums: OK checked [1-9][0-9]* values' \
-            || ! every_log server 2 '^exact_sums: server rank [0-9]+ .* no errors$'; then
-          fail "$name" "a worker or server did not report success; logs in $JOB_LOGDIR"
-        elif ! grep -qsE 'two-stage: EarlyAnswerStats \{ early: [1-9]' "$JOB_LOGDIR"/stats/*; then
-          fail "$name" "no push answered early (shim statistics); logs in $JOB_LOGDIR"
-        elif grep -qsE 'two-stage off|mismatches: [1-9]' "$JOB_LOGDIR"/stats/*; then
-          fail "$name" "an early answer differed from the server's; logs in $JOB_LOGDIR"
-        else
-          hot_check "$name"
-          grep -h 'two-stage: ' "$JOB_LOGDIR"/stats/* | sed 's/^ */  /'
-        fi
-      else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi ;;
+    exact_sums_two_stage) two_stage_job "$name" two-stage ;;
+    exact_sums_two_stage_2) two_stage_job "$name" two-stage:2 stale_at_most 2 ;;
     exact_sums_negative)
       if run_job "$name" 1 2 -- exact_sums --inject-wrong-expected --rounds=2; then
         fail "$name" "exact_sums passed with a wrong expected value; logs in $JOB_LOGDIR"
