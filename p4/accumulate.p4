@@ -203,47 +203,11 @@ control UnbiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
     }
 }
 
-/* The inputs of the egress registers travel in the bridge. */
-control BridgeEgressSlots(inout header_t hdr) {
-    apply {
-        hdr.egress_slots[0].setValid();
-        hdr.egress_slots[0].index = hdr.slot_index[8].index[15:0];
-        hdr.egress_slots[0].valid = (bit<16>)(bit<1>)hdr.slot_value[8].isValid();
-        hdr.egress_slots[0].value = hdr.slot_value[8].value;
-        hdr.egress_slots[1].setValid();
-        hdr.egress_slots[1].index = hdr.slot_index[9].index[15:0];
-        hdr.egress_slots[1].valid = (bit<16>)(bit<1>)hdr.slot_value[9].isValid();
-        hdr.egress_slots[1].value = hdr.slot_value[9].value;
-        hdr.egress_slots[2].setValid();
-        hdr.egress_slots[2].index = hdr.slot_index[10].index[15:0];
-        hdr.egress_slots[2].valid = (bit<16>)(bit<1>)hdr.slot_value[10].isValid();
-        hdr.egress_slots[2].value = hdr.slot_value[10].value;
-        hdr.egress_slots[3].setValid();
-        hdr.egress_slots[3].index = hdr.slot_index[11].index[15:0];
-        hdr.egress_slots[3].valid = (bit<16>)(bit<1>)hdr.slot_value[11].isValid();
-        hdr.egress_slots[3].value = hdr.slot_value[11].value;
-        hdr.egress_slots[4].setValid();
-        hdr.egress_slots[4].index = hdr.slot_index[12].index[15:0];
-        hdr.egress_slots[4].valid = (bit<16>)(bit<1>)hdr.slot_value[12].isValid();
-        hdr.egress_slots[4].value = hdr.slot_value[12].value;
-        hdr.egress_slots[5].setValid();
-        hdr.egress_slots[5].index = hdr.slot_index[13].index[15:0];
-        hdr.egress_slots[5].valid = (bit<16>)(bit<1>)hdr.slot_value[13].isValid();
-        hdr.egress_slots[5].value = hdr.slot_value[13].value;
-        hdr.egress_slots[6].setValid();
-        hdr.egress_slots[6].index = hdr.slot_index[14].index[15:0];
-        hdr.egress_slots[6].valid = (bit<16>)(bit<1>)hdr.slot_value[14].isValid();
-        hdr.egress_slots[6].value = hdr.slot_value[14].value;
-        hdr.egress_slots[7].setValid();
-        hdr.egress_slots[7].index = hdr.slot_index[15].index[15:0];
-        hdr.egress_slots[7].valid = (bit<16>)(bit<1>)hdr.slot_value[15].isValid();
-        hdr.egress_slots[7].value = hdr.slot_value[15].value;
-
-    }
-}
-
-/* Registers 0 .. INGRESS_REGISTERS-1. */
-control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round, in bool same, in acc_index_t entry) {
+/* Every register, in egress: the ingress spends its stages deciding whether a
+ * packet may add (docs/P4.md, "Stages"), and the routed slots follow the
+ * bridge as they were parsed. A READOUT row reads each register into the
+ * value it would add from (slot_value[k]), which egress emits to the CPU. */
+control Accumulators(inout header_t hdr) {
     Accumulator() acc00;
     Accumulator() acc01;
     Accumulator() acc02;
@@ -252,22 +216,6 @@ control IngressAccumulators(inout header_t hdr, in acc_op_t op, in bit<32> round
     Accumulator() acc05;
     Accumulator() acc06;
     Accumulator() acc07;
-
-    apply {
-        acc00.apply(op, hdr.slot_value[0].isValid(), same, hdr.slot_index[0].index[15:0], entry, hdr.slot_value[0].value, round, hdr.readout_values[0].value);
-        acc01.apply(op, hdr.slot_value[1].isValid(), same, hdr.slot_index[1].index[15:0], entry, hdr.slot_value[1].value, round, hdr.readout_values[1].value);
-        acc02.apply(op, hdr.slot_value[2].isValid(), same, hdr.slot_index[2].index[15:0], entry, hdr.slot_value[2].value, round, hdr.readout_values[2].value);
-        acc03.apply(op, hdr.slot_value[3].isValid(), same, hdr.slot_index[3].index[15:0], entry, hdr.slot_value[3].value, round, hdr.readout_values[3].value);
-        acc04.apply(op, hdr.slot_value[4].isValid(), same, hdr.slot_index[4].index[15:0], entry, hdr.slot_value[4].value, round, hdr.readout_values[4].value);
-        acc05.apply(op, hdr.slot_value[5].isValid(), same, hdr.slot_index[5].index[15:0], entry, hdr.slot_value[5].value, round, hdr.readout_values[5].value);
-        acc06.apply(op, hdr.slot_value[6].isValid(), same, hdr.slot_index[6].index[15:0], entry, hdr.slot_value[6].value, round, hdr.readout_values[6].value);
-        acc07.apply(op, hdr.slot_value[7].isValid(), same, hdr.slot_index[7].index[15:0], entry, hdr.slot_value[7].value, round, hdr.readout_values[7].value);
-
-    }
-}
-
-/* Registers INGRESS_REGISTERS .. REGISTERS-1, fed by the bridge. */
-control EgressAccumulators(inout header_t hdr) {
     Accumulator() acc08;
     Accumulator() acc09;
     Accumulator() acc10;
@@ -278,15 +226,61 @@ control EgressAccumulators(inout header_t hdr) {
     Accumulator() acc15;
 
     apply {
-        acc08.apply(hdr.bridge.acc_op, hdr.egress_slots[0].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[0].index, hdr.bridge.entry, hdr.egress_slots[0].value, hdr.bridge.round, hdr.readout_values[8].value);
-        acc09.apply(hdr.bridge.acc_op, hdr.egress_slots[1].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[1].index, hdr.bridge.entry, hdr.egress_slots[1].value, hdr.bridge.round, hdr.readout_values[9].value);
-        acc10.apply(hdr.bridge.acc_op, hdr.egress_slots[2].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[2].index, hdr.bridge.entry, hdr.egress_slots[2].value, hdr.bridge.round, hdr.readout_values[10].value);
-        acc11.apply(hdr.bridge.acc_op, hdr.egress_slots[3].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[3].index, hdr.bridge.entry, hdr.egress_slots[3].value, hdr.bridge.round, hdr.readout_values[11].value);
-        acc12.apply(hdr.bridge.acc_op, hdr.egress_slots[4].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[4].index, hdr.bridge.entry, hdr.egress_slots[4].value, hdr.bridge.round, hdr.readout_values[12].value);
-        acc13.apply(hdr.bridge.acc_op, hdr.egress_slots[5].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[5].index, hdr.bridge.entry, hdr.egress_slots[5].value, hdr.bridge.round, hdr.readout_values[13].value);
-        acc14.apply(hdr.bridge.acc_op, hdr.egress_slots[6].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[6].index, hdr.bridge.entry, hdr.egress_slots[6].value, hdr.bridge.round, hdr.readout_values[14].value);
-        acc15.apply(hdr.bridge.acc_op, hdr.egress_slots[7].valid == 1, hdr.bridge.same == 1, hdr.egress_slots[7].index, hdr.bridge.entry, hdr.egress_slots[7].value, hdr.bridge.round, hdr.readout_values[15].value);
+        acc00.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[0:0] == 1, hdr.bridge.same == 1, hdr.slot_index[0].index[15:0], hdr.bridge.entry, hdr.slot_value[0].value, hdr.bridge.round, hdr.slot_value[0].value);
+        acc01.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[1:1] == 1, hdr.bridge.same == 1, hdr.slot_index[1].index[15:0], hdr.bridge.entry, hdr.slot_value[1].value, hdr.bridge.round, hdr.slot_value[1].value);
+        acc02.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[2:2] == 1, hdr.bridge.same == 1, hdr.slot_index[2].index[15:0], hdr.bridge.entry, hdr.slot_value[2].value, hdr.bridge.round, hdr.slot_value[2].value);
+        acc03.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[3:3] == 1, hdr.bridge.same == 1, hdr.slot_index[3].index[15:0], hdr.bridge.entry, hdr.slot_value[3].value, hdr.bridge.round, hdr.slot_value[3].value);
+        acc04.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[4:4] == 1, hdr.bridge.same == 1, hdr.slot_index[4].index[15:0], hdr.bridge.entry, hdr.slot_value[4].value, hdr.bridge.round, hdr.slot_value[4].value);
+        acc05.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[5:5] == 1, hdr.bridge.same == 1, hdr.slot_index[5].index[15:0], hdr.bridge.entry, hdr.slot_value[5].value, hdr.bridge.round, hdr.slot_value[5].value);
+        acc06.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[6:6] == 1, hdr.bridge.same == 1, hdr.slot_index[6].index[15:0], hdr.bridge.entry, hdr.slot_value[6].value, hdr.bridge.round, hdr.slot_value[6].value);
+        acc07.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[7:7] == 1, hdr.bridge.same == 1, hdr.slot_index[7].index[15:0], hdr.bridge.entry, hdr.slot_value[7].value, hdr.bridge.round, hdr.slot_value[7].value);
+        acc08.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[8:8] == 1, hdr.bridge.same == 1, hdr.slot_index[8].index[15:0], hdr.bridge.entry, hdr.slot_value[8].value, hdr.bridge.round, hdr.slot_value[8].value);
+        acc09.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[9:9] == 1, hdr.bridge.same == 1, hdr.slot_index[9].index[15:0], hdr.bridge.entry, hdr.slot_value[9].value, hdr.bridge.round, hdr.slot_value[9].value);
+        acc10.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[10:10] == 1, hdr.bridge.same == 1, hdr.slot_index[10].index[15:0], hdr.bridge.entry, hdr.slot_value[10].value, hdr.bridge.round, hdr.slot_value[10].value);
+        acc11.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[11:11] == 1, hdr.bridge.same == 1, hdr.slot_index[11].index[15:0], hdr.bridge.entry, hdr.slot_value[11].value, hdr.bridge.round, hdr.slot_value[11].value);
+        acc12.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[12:12] == 1, hdr.bridge.same == 1, hdr.slot_index[12].index[15:0], hdr.bridge.entry, hdr.slot_value[12].value, hdr.bridge.round, hdr.slot_value[12].value);
+        acc13.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[13:13] == 1, hdr.bridge.same == 1, hdr.slot_index[13].index[15:0], hdr.bridge.entry, hdr.slot_value[13].value, hdr.bridge.round, hdr.slot_value[13].value);
+        acc14.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[14:14] == 1, hdr.bridge.same == 1, hdr.slot_index[14].index[15:0], hdr.bridge.entry, hdr.slot_value[14].value, hdr.bridge.round, hdr.slot_value[14].value);
+        acc15.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[15:15] == 1, hdr.bridge.same == 1, hdr.slot_index[15].index[15:0], hdr.bridge.entry, hdr.slot_value[15].value, hdr.bridge.round, hdr.slot_value[15].value);
+    }
+}
 
+/* After the registers: the slots are not part of an answer or a recirculated
+ * packet (a READOUT row keeps its values). */
+control DropSlots(inout header_t hdr) {
+    apply {
+        hdr.slot_index[0].setInvalid();
+        hdr.slot_value[0].setInvalid();
+        hdr.slot_index[1].setInvalid();
+        hdr.slot_value[1].setInvalid();
+        hdr.slot_index[2].setInvalid();
+        hdr.slot_value[2].setInvalid();
+        hdr.slot_index[3].setInvalid();
+        hdr.slot_value[3].setInvalid();
+        hdr.slot_index[4].setInvalid();
+        hdr.slot_value[4].setInvalid();
+        hdr.slot_index[5].setInvalid();
+        hdr.slot_value[5].setInvalid();
+        hdr.slot_index[6].setInvalid();
+        hdr.slot_value[6].setInvalid();
+        hdr.slot_index[7].setInvalid();
+        hdr.slot_value[7].setInvalid();
+        hdr.slot_index[8].setInvalid();
+        hdr.slot_value[8].setInvalid();
+        hdr.slot_index[9].setInvalid();
+        hdr.slot_value[9].setInvalid();
+        hdr.slot_index[10].setInvalid();
+        hdr.slot_value[10].setInvalid();
+        hdr.slot_index[11].setInvalid();
+        hdr.slot_value[11].setInvalid();
+        hdr.slot_index[12].setInvalid();
+        hdr.slot_value[12].setInvalid();
+        hdr.slot_index[13].setInvalid();
+        hdr.slot_value[13].setInvalid();
+        hdr.slot_index[14].setInvalid();
+        hdr.slot_value[14].setInvalid();
+        hdr.slot_index[15].setInvalid();
+        hdr.slot_value[15].setInvalid();
     }
 }
 

@@ -24,10 +24,6 @@
 const int REGISTERS = 16;
 const int REGISTER_BITS = 4;
 
-/* Registers 0 .. INGRESS_REGISTERS-1 are in the ingress pipeline, the rest in
- * egress, fed by the bridge (docs/P4.md, "Stages"). */
-const int INGRESS_REGISTERS = 8;
-
 /* Entries of one register array: copies x slots. Each entry is a 64-bit
  * (round tag, i32 sum) pair, so 16384 entries take 128 KiB, 8 SRAM blocks.
  * Must not exceed consts::MAX_REGISTER_ENTRIES. The controller refuses a job

@@ -74,8 +74,8 @@ header zebra_pair_h {
 }
 
 /* A pair split in two, so that a dense value can be parsed without an index:
- * the routed copies of one pass (slot_index[k], slot_value[k] belong to
- * register k). */
+ * the routed pairs of one pass (slot_index[k], slot_value[k] belong to
+ * register k), and the values of a READOUT row. */
 header zebra_index_h {
     bit<32> index;
 }
@@ -176,7 +176,8 @@ header zebra_ctl_h {
 }
 
 /* What a READOUT pass read: behind zebra_ctl_h, followed by REGISTERS values
- * (zebra_value_h; SLOT_UNTOUCHED for a slot without an add this round). */
+ * (slot_value[0..R-1]: the registers read into the values they add from;
+ * SLOT_UNTOUCHED for a slot without an add this round). */
 header zebra_readout_h {
     bit<16> row;           /* the row read (ctl.row has moved on to the next) */
     bit<16> worker;        /* the worker whose progress `progress` is, when row < workers */
@@ -184,7 +185,10 @@ header zebra_readout_h {
 }
 
 /* Ingress -> egress. Byte aligned, kind first, so the egress parser tells it
- * from a mirrored copy (whose zebra_ctl_h.kind is below BRIDGED). */
+ * from a mirrored copy (whose zebra_ctl_h.kind is below BRIDGED). The routed
+ * slots follow it as they were parsed (slot_index[k] then slot_value[k], for
+ * each k whose bit is set in index_mask / value_mask): every accumulator is
+ * in egress (docs/P4.md, "Stages"). */
 header zebra_bridge_h {
     ctl_kind_t    kind;          /* BRIDGED */
     bit<8>        reason;        /* fallback_reason_t of the answer */
@@ -196,7 +200,8 @@ header zebra_bridge_h {
     bit<1>        to_cpu;        /* a FLUSH answer: send as is */
     acc_op_t      acc_op;        /* what the egress registers do */
     bit<1>        same;          /* every register at `entry` (a dense block, a READOUT row) */
-    bit<7>        reserved;
+    bit<1>        slots;         /* the R slots follow */
+    bit<6>        reserved;
     bit<8>        workers;       /* workers of the job */
     bit<32>       round;
     state_index_t done_index;    /* completion counter (job, copy) */
@@ -204,6 +209,8 @@ header zebra_bridge_h {
     cover_index_t cover_index;   /* the coverage word of the packet's seq (egress finds its bit) */
     acc_index_t   entry;
     bit<32>       progress_inc;
+    bit<16>       index_mask;    /* bit k: slot_index[k] holds a routed pair's entry */
+    bit<16>       value_mask;    /* bit k: slot_value[k] holds a value */
 }
 
 /* Ingress -> egress for an UPDATE or UPDATE_ACK (replicate.p4). Kind first,
@@ -216,28 +223,17 @@ header zebra_replica_h {
     bit<1>     per_copy;         /* a multicast copy: egress writes its destination */
 }
 
-/* One egress register's input, bridged behind zebra_bridge_h. */
-header zebra_egress_slot_h {
-    acc_index_t index;
-    bit<16>     valid;           /* 1 when this register has a value this pass */
-    value_t     value;
-}
-
 /* Resubmitted with a HOT packet whose pairs share a register. */
 header zebra_resubmit_h {
     bit<8>  mode;                /* RESUBMIT_CHECK */
     bit<56> reserved;
 }
 
-const int EGRESS_REGISTERS = REGISTERS - INGRESS_REGISTERS;
-
 struct header_t {
     zebra_bridge_h                         bridge;
-    zebra_egress_slot_h[EGRESS_REGISTERS]  egress_slots;
     zebra_replica_h                        replica;
     zebra_ctl_h                            ctl;
     zebra_readout_h                        readout;
-    zebra_value_h[REGISTERS]               readout_values;
     ethernet_h                             ethernet;
     ipv4_h                                 ipv4;
     udp_h                                  udp;
@@ -293,6 +289,8 @@ struct worker_digest_t {
 
 struct ingress_metadata_t {
     zebra_resubmit_h  resubmit;
+    pass_t            pass;              /* what this pass is: set by the parser */
+    bit<16>           job_id;            /* the job a packet names (parser) */
     job_md_t          job;
     bool              job_known;
     bool              worker_known;
@@ -304,8 +302,6 @@ struct ingress_metadata_t {
     bool              rank_too_big;      /* the parser saw a rank >= 2^(SLOT_BITS + REGISTER_BITS) */
     bool              too_many;          /* more pairs than one pass holds: BadFormat */
     bool              for_switch;        /* addressed to the switch's hot-path address */
-    bool              conflict;          /* two routed pairs shared a register */
-    bit<1>            out_of_range;
     bit<32>           round;
     copy_t            copy;
     acc_index_t       row_base;          /* copy * slots + region base */
@@ -315,6 +311,16 @@ struct ingress_metadata_t {
     state_index_t     ws_index;          /* progress of (job, copy, worker) */
     cover_index_t     cover_base;        /* coverage words of (job, worker, copy) */
     bit<32>           routed_mask;       /* bit k: register k (or position k) has a pair this pass */
+    bit<32>           out_flags;         /* bit k: the biased rank of register (or position) k has bit 31 set */
+    bit<16>           value_mask;        /* bit k: slot_value[k] is valid */
+    bool              dense_beyond;      /* a dense block ends past the job's hot keys */
+    bool              too_long;          /* UDP length above the job's packet size */
+    bool              seq_over;          /* seq >= the job's max_seqs */
+    bit<8>            pairs_low;         /* routed registers 0-7 with a pair (ConflictCheck) */
+    bit<8>            pairs_left;        /* the count less routed registers 8-15: a conflict if not pairs_low */
+    record_index_t    rec_index;         /* the record of (job, worker, copy, seq) */
+    bit<32>           progress_inc;      /* what this packet adds to its worker's progress */
+    cover_index_t     cover_index;
     bit<32>           seen;              /* round state hi before this packet */
     bit<32>           record_key;        /* round << 4: a record of this round is record_key | outcome */
     bit<32>           record_before;

@@ -74,39 +74,36 @@ control StartReadout(inout header_t hdr, in ingress_metadata_t ig_md, in bool fl
         hdr.ctl.row = 0;
         hdr.ctl.rows = ig_md.job.readout_rows;
         hdr.readout.setValid();
-        hdr.readout_values[0].setValid();
-        hdr.readout_values[1].setValid();
-        hdr.readout_values[2].setValid();
-        hdr.readout_values[3].setValid();
-        hdr.readout_values[4].setValid();
-        hdr.readout_values[5].setValid();
-        hdr.readout_values[6].setValid();
-        hdr.readout_values[7].setValid();
-        hdr.readout_values[8].setValid();
-        hdr.readout_values[9].setValid();
-        hdr.readout_values[10].setValid();
-        hdr.readout_values[11].setValid();
-        hdr.readout_values[12].setValid();
-        hdr.readout_values[13].setValid();
-        hdr.readout_values[14].setValid();
-        hdr.readout_values[15].setValid();
+        hdr.slot_value[0].setValid();
+        hdr.slot_value[1].setValid();
+        hdr.slot_value[2].setValid();
+        hdr.slot_value[3].setValid();
+        hdr.slot_value[4].setValid();
+        hdr.slot_value[5].setValid();
+        hdr.slot_value[6].setValid();
+        hdr.slot_value[7].setValid();
+        hdr.slot_value[8].setValid();
+        hdr.slot_value[9].setValid();
+        hdr.slot_value[10].setValid();
+        hdr.slot_value[11].setValid();
+        hdr.slot_value[12].setValid();
+        hdr.slot_value[13].setValid();
+        hdr.slot_value[14].setValid();
+        hdr.slot_value[15].setValid();
     }
 }
 
-/* One READOUT pass, ingress half: the entry every register reads, the worker
- * whose progress egress reads, the next row. */
+/* One READOUT pass, ingress half: the row and worker this pass reads, the
+ * next row. (What egress reads is in the bridge: fill_bridge in zebra.p4.) */
 control ReadoutRow(
     inout header_t hdr,
-    inout ingress_metadata_t ig_md,
+    in ingress_metadata_t ig_md,
     inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
 
     apply {
         hdr.readout.row = hdr.ctl.row;
         hdr.readout.worker = hdr.ctl.row;
         hdr.readout.progress = 0;
-        hdr.bridge.read_worker = (hdr.ctl.row < (bit<16>)ig_md.job.workers) ? 1w1 : 1w0;
-        hdr.bridge.ws_index = (ig_md.rs_index << WORKER_BITS) | (state_index_t)hdr.ctl.row[WORKER_BITS - 1:0];
-        hdr.bridge.last_row = (hdr.ctl.row + 1 >= hdr.ctl.rows) ? 1w1 : 1w0;
         hdr.ctl.row = hdr.ctl.row + 1;
         ig_tm_md.ucast_egress_port = ig_md.recirc_port;
     }

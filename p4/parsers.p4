@@ -47,6 +47,9 @@ parser IngressParser(
         ig_md.dense = false;
         ig_md.rank_too_big = false;
         ig_md.too_many = false;
+        ig_md.pass = pass_t.OTHER;
+        ig_md.job_id = 0;
+        ig_md.round = 0;
         transition select(ig_intr_md.resubmit_flag) {
             1 : parse_resubmit;
             0 : parse_port_metadata;
@@ -61,21 +64,56 @@ parser IngressParser(
         }
     }
 
+    /* What the pass is, its job and round: decided here, so that the
+     * ingress starts with its tables instead of a chain of conditions. */
     state parse_ctl {
         pkt.extract(hdr.ctl);
         ig_md.internal = true;
+        ig_md.job_id = hdr.ctl.job;
+        ig_md.round = hdr.ctl.round;
         transition select(hdr.ctl.kind) {
-            ctl_kind_t.FORWARD : parse_ethernet;
+            ctl_kind_t.FORWARD : parse_forward;
             ctl_kind_t.CONT    : parse_cont;
             ctl_kind_t.READOUT : parse_readout;
-            default            : accept;
+            ctl_kind_t.CLOSE   : parse_close;
+            ctl_kind_t.FLUSH   : parse_flush;
+            ctl_kind_t.RELEASE : parse_release;
+            default            : parse_bad_ctl;
         }
     }
 
-    /* A READOUT row: the values of the previous row are parsed so that this
-     * pass's replace them instead of trailing behind. */
+    /* FORWARD: a frame the CPU sends out, switched by its Ethernet header. */
+    state parse_forward {
+        pkt.extract(hdr.ethernet);
+        ig_md.pass = pass_t.FROM_CPU;
+        transition accept;
+    }
+
+    state parse_close {
+        ig_md.pass = pass_t.CLOSE;
+        transition accept;
+    }
+
+    state parse_flush {
+        ig_md.pass = pass_t.FLUSH;
+        transition accept;
+    }
+
+    state parse_release {
+        ig_md.pass = pass_t.RELEASE;
+        transition accept;
+    }
+
+    state parse_bad_ctl {
+        ig_md.pass = pass_t.BAD;
+        transition accept;
+    }
+
+    /* A READOUT row: the values of the previous row are parsed into the
+     * slots the registers read into, so that this pass's replace them. */
     state parse_readout {
         pkt.extract(hdr.readout);
+        ig_md.pass = pass_t.READOUT;
         pairs_left.set((bit<8>)REGISTERS);
         transition readout_next;
     }
@@ -88,7 +126,7 @@ parser IngressParser(
     }
 
     state readout_take {
-        pkt.extract(hdr.readout_values.next);
+        pkt.extract(hdr.slot_value.next);
         pairs_left.decrement(1);
         transition readout_next;
     }
@@ -102,6 +140,9 @@ parser IngressParser(
         pkt.extract(hdr.udp);
         pkt.extract(hdr.zebra);
         pkt.extract(hdr.hot);
+        ig_md.pass = pass_t.CONT;
+        ig_md.job_id = hdr.zebra.job;
+        ig_md.round = hdr.hot.round;
         pairs_left.set(8w1);
         transition route_next;
     }
@@ -132,32 +173,42 @@ parser IngressParser(
 
     state parse_zebra {
         pkt.extract(hdr.zebra);
+        ig_md.job_id = hdr.zebra.job;
         transition select(hdr.zebra.magic, hdr.zebra.version, hdr.zebra.type) {
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.HOT)           : parse_hot;
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.HOT_DENSE)     : parse_hot_dense;
-            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.AGGREGATE_ACK) : accept;
-            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.REGISTER)      : accept;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.AGGREGATE_ACK) : parse_to_cpu;
+            (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.REGISTER)      : parse_to_cpu;
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.UPDATE)        : parse_update;
             (ZEBRA_MAGIC, ZEBRA_VERSION, zebra_type_t.UPDATE_ACK)    : parse_update_ack;
             default                                                  : zebra_bad;
         }
     }
 
+    /* REGISTER, AGGREGATE_ACK: for the switch CPU. */
+    state parse_to_cpu {
+        ig_md.pass = pass_t.TO_CPU;
+        transition accept;
+    }
+
     /* ---- UPDATE and UPDATE_ACK (replicate.p4): passed on unchanged ---- */
 
     state parse_update {
         pkt.extract(hdr.update);
+        ig_md.pass = pass_t.UPDATE;
         ig_md.peer_worker = hdr.update.target;
         transition accept;
     }
 
     state parse_update_ack {
         pkt.extract(hdr.update_ack);
+        ig_md.pass = pass_t.UPDATE_ACK;
         transition accept;
     }
 
     state zebra_bad {
         ig_md.zebra_bad = true;
+        ig_md.pass = pass_t.BAD;
         transition accept;
     }
 
@@ -165,6 +216,8 @@ parser IngressParser(
 
     state parse_hot {
         pkt.extract(hdr.hot);
+        ig_md.pass = pass_t.FAST;
+        ig_md.round = hdr.hot.round;
         ig_md.peer_worker = hdr.hot.worker;
         transition select(hdr.hot.flags, hdr.hot.count) {
             (0 &&& HOT_FLAGS_RESERVED, 0 .. PAIRS_PER_PASS)                             : route_all;
@@ -257,6 +310,8 @@ parser IngressParser(
 
     state parse_hot_dense {
         pkt.extract(hdr.hot);
+        ig_md.pass = pass_t.FAST;
+        ig_md.round = hdr.hot.round;
         ig_md.peer_worker = hdr.hot.worker;
         pkt.extract(hdr.dense);
         ig_md.dense = true;
@@ -318,6 +373,9 @@ parser IngressParser(
         pkt.extract(hdr.udp);
         pkt.extract(hdr.zebra);
         pkt.extract(hdr.hot);
+        ig_md.pass = pass_t.CHECK;
+        ig_md.job_id = hdr.zebra.job;
+        ig_md.round = hdr.hot.round;
         ig_md.peer_worker = hdr.hot.worker;
         pairs_left.set(hdr.hot.count);
         transition by_position_next;
@@ -361,15 +419,44 @@ control IngressDeparser(
             worker_digest.pack({hdr.zebra.job, hdr.hot.worker, ig_md.learn_port,
                                 hdr.ethernet.src_addr, hdr.ipv4.src_addr, hdr.udp.src_port});
         }
-        /* The routed copies (slot_index, slot_value) are never emitted: their
-         * pairs are in the registers now (or, for a CONT pass, the first one
-         * is and the rest were never parsed). */
+        /* The routed slots travel behind the bridge to the accumulators in
+         * egress, as they were parsed (no copy); valid only when bridged. */
         pkt.emit(hdr.bridge);
-        pkt.emit(hdr.egress_slots);
+        pkt.emit(hdr.slot_index[0]);
+        pkt.emit(hdr.slot_value[0]);
+        pkt.emit(hdr.slot_index[1]);
+        pkt.emit(hdr.slot_value[1]);
+        pkt.emit(hdr.slot_index[2]);
+        pkt.emit(hdr.slot_value[2]);
+        pkt.emit(hdr.slot_index[3]);
+        pkt.emit(hdr.slot_value[3]);
+        pkt.emit(hdr.slot_index[4]);
+        pkt.emit(hdr.slot_value[4]);
+        pkt.emit(hdr.slot_index[5]);
+        pkt.emit(hdr.slot_value[5]);
+        pkt.emit(hdr.slot_index[6]);
+        pkt.emit(hdr.slot_value[6]);
+        pkt.emit(hdr.slot_index[7]);
+        pkt.emit(hdr.slot_value[7]);
+        pkt.emit(hdr.slot_index[8]);
+        pkt.emit(hdr.slot_value[8]);
+        pkt.emit(hdr.slot_index[9]);
+        pkt.emit(hdr.slot_value[9]);
+        pkt.emit(hdr.slot_index[10]);
+        pkt.emit(hdr.slot_value[10]);
+        pkt.emit(hdr.slot_index[11]);
+        pkt.emit(hdr.slot_value[11]);
+        pkt.emit(hdr.slot_index[12]);
+        pkt.emit(hdr.slot_value[12]);
+        pkt.emit(hdr.slot_index[13]);
+        pkt.emit(hdr.slot_value[13]);
+        pkt.emit(hdr.slot_index[14]);
+        pkt.emit(hdr.slot_value[14]);
+        pkt.emit(hdr.slot_index[15]);
+        pkt.emit(hdr.slot_value[15]);
         pkt.emit(hdr.replica);
         pkt.emit(hdr.ctl);
         pkt.emit(hdr.readout);
-        pkt.emit(hdr.readout_values);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
@@ -393,8 +480,6 @@ parser EgressParser(
     out header_t hdr,
     out egress_metadata_t eg_md,
     out egress_intrinsic_metadata_t eg_intr_md) {
-
-    ParserCounter() values_left;
 
     state start {
         pkt.extract(eg_intr_md);
@@ -420,21 +505,48 @@ parser EgressParser(
 
     state parse_bridge {
         pkt.extract(hdr.bridge);
-        values_left.set((bit<8>)EGRESS_REGISTERS);
-        transition slots_next;
-    }
-
-    state slots_next {
-        transition select(values_left.is_zero()) {
-            true  : bridged;
-            false : slots_take;
+        transition select(hdr.bridge.slots) {
+            1       : parse_slots;
+            default : bridged;
         }
     }
 
-    state slots_take {
-        pkt.extract(hdr.egress_slots.next);
-        values_left.decrement(1);
-        transition slots_next;
+    /* Every register's slot, in order (the bridge's masks say which hold a
+     * pair or a value). */
+    state parse_slots {
+        pkt.extract(hdr.slot_index[0]);
+        pkt.extract(hdr.slot_value[0]);
+        pkt.extract(hdr.slot_index[1]);
+        pkt.extract(hdr.slot_value[1]);
+        pkt.extract(hdr.slot_index[2]);
+        pkt.extract(hdr.slot_value[2]);
+        pkt.extract(hdr.slot_index[3]);
+        pkt.extract(hdr.slot_value[3]);
+        pkt.extract(hdr.slot_index[4]);
+        pkt.extract(hdr.slot_value[4]);
+        pkt.extract(hdr.slot_index[5]);
+        pkt.extract(hdr.slot_value[5]);
+        pkt.extract(hdr.slot_index[6]);
+        pkt.extract(hdr.slot_value[6]);
+        pkt.extract(hdr.slot_index[7]);
+        pkt.extract(hdr.slot_value[7]);
+        pkt.extract(hdr.slot_index[8]);
+        pkt.extract(hdr.slot_value[8]);
+        pkt.extract(hdr.slot_index[9]);
+        pkt.extract(hdr.slot_value[9]);
+        pkt.extract(hdr.slot_index[10]);
+        pkt.extract(hdr.slot_value[10]);
+        pkt.extract(hdr.slot_index[11]);
+        pkt.extract(hdr.slot_value[11]);
+        pkt.extract(hdr.slot_index[12]);
+        pkt.extract(hdr.slot_value[12]);
+        pkt.extract(hdr.slot_index[13]);
+        pkt.extract(hdr.slot_value[13]);
+        pkt.extract(hdr.slot_index[14]);
+        pkt.extract(hdr.slot_value[14]);
+        pkt.extract(hdr.slot_index[15]);
+        pkt.extract(hdr.slot_value[15]);
+        transition bridged;
     }
 
     state bridged {
@@ -462,24 +574,11 @@ parser EgressParser(
         transition accept;
     }
 
+    /* A READOUT row: the values came as slots (every register reads). */
     state parse_readout {
         pkt.extract(hdr.ctl);
         pkt.extract(hdr.readout);
-        values_left.set((bit<8>)REGISTERS);
-        transition readout_next;
-    }
-
-    state readout_next {
-        transition select(values_left.is_zero()) {
-            true  : accept;
-            false : readout_take;
-        }
-    }
-
-    state readout_take {
-        pkt.extract(hdr.readout_values.next);
-        values_left.decrement(1);
-        transition readout_next;
+        transition accept;
     }
 }
 
@@ -512,7 +611,7 @@ control EgressDeparser(
         }
         pkt.emit(hdr.ctl);
         pkt.emit(hdr.readout);
-        pkt.emit(hdr.readout_values);
+        pkt.emit(hdr.slot_value);
         pkt.emit(hdr.ethernet);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);

@@ -30,54 +30,36 @@
 #include "types.p4"
 #include "headers.p4"
 
-/* Registers with a pair, counted a byte at a time (the controller fills the
- * four 256-entry tables with the bit counts, the same for every job), against
- * the pairs the packet announced. */
-control ConflictCheck(in bit<32> routed, in bit<8> count, out bool conflict) {
-    bit<8> c0;
-    bit<8> c1;
-    bit<8> c2;
-    bit<8> c3;
-
-    action count0(bit<8> n) { c0 = n; }
-    action count1(bit<8> n) { c1 = n; }
-    action count2(bit<8> n) { c2 = n; }
-    action count3(bit<8> n) { c3 = n; }
+/* Registers with a pair against the pairs the packet announced, a byte at a
+ * time: the low byte's bit count, and the pairs left for the high byte (the
+ * count less its bit count), both from tables the controller fills the same
+ * for every job. A conflict is the two differing (the ingress compares them
+ * where it needs to: a comparison, no sum). */
+control ConflictCheck(in bit<32> routed, in bit<8> count, out bit<8> low, out bit<8> left) {
+    action count_low(bit<8> n) { low = n; }
+    action pairs_left(bit<8> n) { left = n; }
 
     table popcount0 {
         key = { routed[7:0] : exact; }
-        actions = { count0; }
-        default_action = count0(0);
+        actions = { count_low; }
+        default_action = count_low(0);
         size = 256;
     }
 
+    /* (high byte, count) -> count - its bit count; 255 if negative. */
     table popcount1 {
-        key = { routed[15:8] : exact; }
-        actions = { count1; }
-        default_action = count1(0);
-        size = 256;
-    }
-
-    table popcount2 {
-        key = { routed[23:16] : exact; }
-        actions = { count2; }
-        default_action = count2(0);
-        size = 256;
-    }
-
-    table popcount3 {
-        key = { routed[31:24] : exact; }
-        actions = { count3; }
-        default_action = count3(0);
-        size = 256;
+        key = {
+            routed[15:8] : exact;
+            count        : exact;
+        }
+        actions = { pairs_left; }
+        default_action = pairs_left(255);
+        size = 256 * (PAIRS_PER_PASS + 1);
     }
 
     apply {
         popcount0.apply();
         popcount1.apply();
-        popcount2.apply();
-        popcount3.apply();
-        conflict = ((c0 + c1) + (c2 + c3)) != count;
     }
 }
 

@@ -21,15 +21,16 @@
 
 enum bit<3> round_op_t {
     NONE    = 0,
-    ADMIT   = 1,
+    HOT     = 1,    /* admit, or peek if it may not open its round (a resend, before the first) */
     CLOSE   = 2,
-    RELEASE = 3,
-    PEEK    = 4     /* a HOT packet that may not open its round (Unopened) */
+    RELEASE = 3
 }
 
 /* One entry per (job, copy); see types.p4 for the encoding. */
 control RoundState(
     in round_op_t op,
+    in bool resend,
+    in bool before_first,
     in state_index_t index,
     in bit<32> round,
     out bit<32> before) {
@@ -99,9 +100,13 @@ control RoundState(
         before = 0;
     }
 
+    /* A HOT packet that may not open its round, a resend or one of a round
+     * before the first this switch opened (FirstOpened), only reads. */
     table dispatch {
         key = {
-            op : exact;
+            op           : exact;
+            resend       : ternary;
+            before_first : ternary;
         }
         actions = {
             do_admit;
@@ -111,13 +116,13 @@ control RoundState(
             do_nothing;
         }
         const entries = {
-            round_op_t.NONE    : do_nothing();
-            round_op_t.ADMIT   : do_admit();
-            round_op_t.PEEK    : do_peek();
-            round_op_t.CLOSE   : do_close();
-            round_op_t.RELEASE : do_release();
+            (round_op_t.HOT, false, false) : do_admit();
+            (round_op_t.HOT, _, _)         : do_peek();
+            (round_op_t.CLOSE, _, _)       : do_close();
+            (round_op_t.RELEASE, _, _)     : do_release();
         }
-        size = 5;
+        const default_action = do_nothing;
+        size = 8;
     }
 
     apply {
@@ -132,36 +137,58 @@ control RoundState(
  * round -> the packet opened its round, added, unless it was a resend, which
  * opens nothing (Unopened: an earlier incarnation of the switch may have
  * held the round); an older round open or draining -> WindowFull; anything
- * else (its round closed, a newer round) -> Late. */
+ * else (its round closed, a newer round) -> Late.
+ *
+ * One subtraction and one ternary table: before - round, with rounds and
+ * held rounds below 2^ROUND_BITS, is (flag bits) + (held - round), so its top
+ * two bits and its sign tell every case: open (no flag) 0 -> held == round,
+ * bit 31 -> older; free (bit 30) top bits 00 -> older; draining (bit 31) top
+ * bits 01 -> older. The outcome is also what the record keeps (key | outcome). */
 control AdmissionOutcome(
     in bit<32> before,
     in bit<32> round,
     in bool before_first,
     in bool resend,
-    out fallback_reason_t outcome) {
-    bit<32> held;
+    in bit<32> record_key,
+    out fallback_reason_t outcome,
+    out bit<32> record,
+    out bool write) {
+    bit<32> diff;
+
+    /* WindowFull is not written: it means "not now" (worker_check.p4). */
+    action is(fallback_reason_t r, bool w) {
+        outcome = r;
+        record = record_key | (bit<32>)(bit<8>)r;
+        write = w;
+    }
+
+    table decide {
+        key = {
+            before_first       : exact;
+            resend             : ternary;
+            before[31:30]      : ternary;
+            diff               : ternary;
+        }
+        actions = {
+            is;
+        }
+        const entries = {
+            (true, _, _, _)                                  : is(fallback_reason_t.UNOPENED, true);
+            (false, true, 1, 0 &&& 0xC0000000)               : is(fallback_reason_t.UNOPENED, true);
+            (false, false, 1, 0 &&& 0xC0000000)              : is(fallback_reason_t.ADDED, true);
+            (false, _, 1, _)                                 : is(fallback_reason_t.LATE, true);
+            (false, _, 0, 0)                                 : is(fallback_reason_t.ADDED, true);
+            (false, _, 0, 0x80000000 &&& 0x80000000)         : is(fallback_reason_t.WINDOW_FULL, false);
+            (false, _, 0, _)                                 : is(fallback_reason_t.LATE, true);
+            (false, _, 2, 0x40000000 &&& 0xC0000000)         : is(fallback_reason_t.WINDOW_FULL, false);
+            (false, _, _, _)                                 : is(fallback_reason_t.LATE, true);
+        }
+        size = 16;
+    }
 
     apply {
-        held = before & ~ROUND_FLAGS;
-        if (before_first) {
-            outcome = fallback_reason_t.UNOPENED;
-        } else if ((before & ROUND_FREE) != 0) {
-            if (held < round) {
-                if (resend) {
-                    outcome = fallback_reason_t.UNOPENED;
-                } else {
-                    outcome = fallback_reason_t.ADDED;
-                }
-            } else {
-                outcome = fallback_reason_t.LATE;
-            }
-        } else if (held == round && (before & ROUND_DRAINING) == 0) {
-            outcome = fallback_reason_t.ADDED;
-        } else if (held < round) {
-            outcome = fallback_reason_t.WINDOW_FULL;
-        } else {
-            outcome = fallback_reason_t.LATE;
-        }
+        diff = before - round;
+        decide.apply();
     }
 }
 
@@ -174,30 +201,32 @@ control FirstOpened(
     in job_index_t index,
     in bit<32> round,
     in bool resend,
-    out bit<32> first) {
+    out bool before_first) {
 
     Register<bit<32>, job_index_t>(MAX_JOBS, 0) firsts;
 
-    RegisterAction<bit<32>, job_index_t, bit<32>>(firsts) note = {
-        void apply(inout bit<32> s, out bit<32> f) {
+    /* Whether the packet's round is before the job's first (none yet: no),
+     * answered by the stateful ALU's two conditions (s == 0, round < s). */
+    RegisterAction<bit<32>, job_index_t, bool>(firsts) note = {
+        void apply(inout bit<32> s, out bool before) {
+            before = s != 0 && round < s;
             if (s == 0) {
                 s = round;
             }
-            f = s;
         }
     };
 
-    RegisterAction<bit<32>, job_index_t, bit<32>>(firsts) read = {
-        void apply(inout bit<32> s, out bit<32> f) {
-            f = s;
+    RegisterAction<bit<32>, job_index_t, bool>(firsts) read = {
+        void apply(inout bit<32> s, out bool before) {
+            before = s != 0 && round < s;
         }
     };
 
     apply {
         if (resend) {
-            first = read.execute(index);
+            before_first = read.execute(index);
         } else {
-            first = note.execute(index);
+            before_first = note.execute(index);
         }
     }
 }

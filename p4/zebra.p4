@@ -59,8 +59,6 @@ control Ingress(
 #ifdef ZEBRA_LNS
     LnsValues() lns_values;
 #endif
-    IngressAccumulators() accumulators;
-    BridgeEgressSlots() bridge_egress_slots;
     StartContinuation() start_continuation;
     NextContinuation() next_continuation;
     DropPositionalPairs() drop_positional_pairs;
@@ -70,265 +68,286 @@ control Ingress(
 
     Counter<bit<64>, bit<8>>(STATS, CounterType_t.PACKETS) stats;
 
-    pass_t pass;
-    bit<16> job_id;
-    bool with_worker;
-    round_op_t round_op;
-    fallback_reason_t admission;
     bool resend;
     bool before_first;
-    bit<32> first;
+    round_op_t round_op;
+    fallback_reason_t admission;
     bit<32> record;
-    bit<32> unbias;
+    bool write_record;
     acc_index_t same_entry_index;
     bool same;
     bool closed;
+    bit<1> read_worker;
+    bit<1> respond;
+    bit<1> finish;
+    bit<1> last_row;
 
     action drop() {
         ig_dprsr_md.drop_ctl = 1;
     }
 
     /* What egress needs: the answer to build, the worker's progress and
-     * coverage to update, the egress registers' inputs. */
-    action fill_bridge(bit<1> respond, bit<1> finish) {
+     * coverage to update, what the registers do and where the routed slots
+     * (which follow the bridge) are. */
+    action fill_bridge() {
         hdr.bridge.setValid();
         hdr.bridge.kind = ctl_kind_t.BRIDGED;
         hdr.bridge.reason = (bit<8>)ig_md.reason;
         hdr.bridge.respond = respond;
         hdr.bridge.dup = ig_md.dup;
         hdr.bridge.finish = finish;
-        hdr.bridge.read_worker = 0;
-        hdr.bridge.last_row = 0;
+        hdr.bridge.read_worker = read_worker;
+        hdr.bridge.last_row = last_row;
         hdr.bridge.to_cpu = 0;
         hdr.bridge.acc_op = ig_md.acc_op;
+        hdr.bridge.same = (bit<1>)same;
+        hdr.bridge.reserved = 0;
         hdr.bridge.workers = ig_md.job.workers;
         hdr.bridge.round = ig_md.round;
         hdr.bridge.done_index = ig_md.rs_index;
         hdr.bridge.ws_index = ig_md.ws_index;
-        hdr.bridge.cover_index = ig_md.cover_base + (cover_index_t)(hdr.hot.seq >> 5);
-        hdr.bridge.same = (bit<1>)same;
-        hdr.bridge.reserved = 0;
+        hdr.bridge.cover_index = ig_md.cover_index;
         hdr.bridge.entry = same_entry_index;
+        hdr.bridge.progress_inc = ig_md.progress_inc;
+        hdr.bridge.index_mask = ig_md.routed_mask[15:0];
+        hdr.bridge.value_mask = ig_md.value_mask;
+        hdr.bridge.slots = 1;
+        hdr.slot_index[0].setValid();
+        hdr.slot_value[0].setValid();
+        hdr.slot_index[1].setValid();
+        hdr.slot_value[1].setValid();
+        hdr.slot_index[2].setValid();
+        hdr.slot_value[2].setValid();
+        hdr.slot_index[3].setValid();
+        hdr.slot_value[3].setValid();
+        hdr.slot_index[4].setValid();
+        hdr.slot_value[4].setValid();
+        hdr.slot_index[5].setValid();
+        hdr.slot_value[5].setValid();
+        hdr.slot_index[6].setValid();
+        hdr.slot_value[6].setValid();
+        hdr.slot_index[7].setValid();
+        hdr.slot_value[7].setValid();
+        hdr.slot_index[8].setValid();
+        hdr.slot_value[8].setValid();
+        hdr.slot_index[9].setValid();
+        hdr.slot_value[9].setValid();
+        hdr.slot_index[10].setValid();
+        hdr.slot_value[10].setValid();
+        hdr.slot_index[11].setValid();
+        hdr.slot_value[11].setValid();
+        hdr.slot_index[12].setValid();
+        hdr.slot_value[12].setValid();
+        hdr.slot_index[13].setValid();
+        hdr.slot_value[13].setValid();
+        hdr.slot_index[14].setValid();
+        hdr.slot_value[14].setValid();
+        hdr.slot_index[15].setValid();
+        hdr.slot_value[15].setValid();
     }
 
     apply {
+        /* 1. Stage 0: the pass is the parser's (ig_md.pass), so the tables
+         * keyed on parsed fields start at once. Nothing below changes state
+         * for a datagram not addressed to the switch (for_switch). */
         switch_ports.apply(ig_md);
+        switch_address.apply(hdr, ig_md.for_switch);
 
         ig_md.stat = (bit<8>)stat_t.PACKETS;
         ig_md.verdict = verdict_t.DROP;
-        ig_md.reason = fallback_reason_t.ADDED;
         ig_md.acc_op = acc_op_t.NONE;
         ig_md.dup = 0;
-        ig_md.conflict = false;
+        ig_md.pairs_low = 0;
+        ig_md.pairs_left = 0;
         ig_md.malformed = false;
         ig_md.dense_misaligned = false;
-        ig_md.out_of_range = 0;
+        ig_md.dense_beyond = false;
+        ig_md.too_long = false;
+        ig_md.seq_over = false;
         ig_md.job_known = false;
-        ig_md.record_key = 0;
+        ig_md.record_key = ig_md.round << 4;
         ig_md.record_before = 0;
+        ig_md.reason = fallback_reason_t.ADDED;
         record = 0;
-        round_op = round_op_t.NONE;
+        write_record = false;
         admission = fallback_reason_t.ADDED;
+        before_first = false;
         closed = false;
-        with_worker = false;
-        job_id = 0;
+        read_worker = 0;
+        last_row = 0;
+        respond = 0;
+        finish = 0;
+        resend = (hdr.hot.flags & HOT_FLAG_RETX) != 0;
 
-        /* 1. What this pass is. */
-        pass = pass_t.OTHER;
-        if (hdr.ctl.isValid()) {
-            if (hdr.ctl.kind == ctl_kind_t.FORWARD) {
-                pass = pass_t.FROM_CPU;
-            } else if (hdr.ctl.kind == ctl_kind_t.CONT) {
-                pass = pass_t.CONT;
-            } else if (hdr.ctl.kind == ctl_kind_t.READOUT) {
-                pass = pass_t.READOUT;
-            } else if (hdr.ctl.kind == ctl_kind_t.CLOSE) {
-                pass = pass_t.CLOSE;
-            } else if (hdr.ctl.kind == ctl_kind_t.FLUSH) {
-                pass = pass_t.FLUSH;
-            } else if (hdr.ctl.kind == ctl_kind_t.RELEASE) {
-                pass = pass_t.RELEASE;
-            } else {
-                pass = pass_t.BAD;
-            }
-        } else if (hdr.zebra.isValid()) {
-            switch_address.apply(hdr, ig_md.for_switch);
-            if (!ig_md.for_switch) {
-                pass = pass_t.OTHER;
-            } else if (ig_md.zebra_bad) {
-                pass = pass_t.BAD;
-            } else if (hdr.hot.isValid()) {
-                if (ig_md.resubmit.isValid()) {
-                    pass = pass_t.CHECK;
-                } else {
-                    pass = pass_t.FAST;
-                }
-            } else if (hdr.update.isValid()) {
-                pass = pass_t.UPDATE;
-            } else if (hdr.update_ack.isValid()) {
-                pass = pass_t.UPDATE_ACK;
-            } else {
-                pass = pass_t.TO_CPU;
-            }
+        /* 2. The job (and worker). */
+        job_check.apply(hdr, ig_md, ig_md.job_id);
+        /* A READOUT row (a CLOSE reads row 0 of readout_rows): the worker
+         * whose progress egress reads, and whether it is the last row. */
+        if (ig_md.pass == pass_t.READOUT) {
+            ig_md.ws_index = (ig_md.rs_index << WORKER_BITS) | (state_index_t)hdr.ctl.row[WORKER_BITS - 1:0];
+            read_worker = (hdr.ctl.row < (bit<16>)ig_md.job.workers) ? 1w1 : 1w0;
+            last_row = (hdr.ctl.row + 1 >= hdr.ctl.rows) ? 1w1 : 1w0;
+        } else if (ig_md.pass == pass_t.CLOSE) {
+            ig_md.ws_index = ig_md.rs_index << WORKER_BITS;
+            read_worker = 1;
+            last_row = (ig_md.job.readout_rows <= 1) ? 1w1 : 1w0;
         }
-
-        /* 2. Its job (and worker). */
-        if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT) {
-            ig_md.round = hdr.hot.round;
-            job_id = hdr.zebra.job;
-            with_worker = true;
-        } else if (pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
-            ig_md.round = 0;
-            job_id = hdr.zebra.job;
+        if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
+            ig_md.progress_inc = (((bit<32>)hdr.hot.seq + 1) << 16) + 1;
         } else {
-            ig_md.round = hdr.ctl.round;
-            job_id = hdr.ctl.job;
+            ig_md.progress_inc = 1;
         }
-        if (pass == pass_t.FAST || pass == pass_t.CHECK || pass == pass_t.CONT
-                || pass == pass_t.READOUT || pass == pass_t.CLOSE
-                || pass == pass_t.FLUSH || pass == pass_t.RELEASE
-                || pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
-            job_check.apply(hdr, ig_md, job_id, with_worker);
-        }
+        ig_md.cover_index = ig_md.cover_base + (cover_index_t)(hdr.hot.seq >> 5);
+        ig_md.rec_index = ig_md.rec_base + (record_index_t)hdr.hot.seq;
 
         /* 3. Ranks to register entries, the range check, conflicts. */
-        if (pass == pass_t.FAST && !ig_md.dense) {
+        if (ig_md.pass == pass_t.FAST && !ig_md.dense) {
             bias_routed.apply(hdr, ig_md.job.rank_bias);
-        } else if (pass == pass_t.CHECK) {
+        } else if (ig_md.pass == pass_t.CHECK) {
             bias_positional.apply(hdr, ig_md.job.rank_bias);
+        } else if (ig_md.pass == pass_t.CONT) {
+            bias_routed.apply(hdr, ig_md.job.rank_bias);
         }
-        if ((pass == pass_t.FAST && !ig_md.dense) || pass == pass_t.CHECK) {
-            range_check.apply(hdr, ig_md, pass == pass_t.CHECK);
-        }
-        if ((pass == pass_t.FAST && !ig_md.dense) || pass == pass_t.CONT) {
-            if (pass == pass_t.FAST) {
-                unbias = ig_md.job.rank_bias;
-            } else {
-                unbias = 0;
-            }
-            index_routed.apply(hdr, unbias, ig_md.row_base);
-        } else if (pass == pass_t.CHECK) {
+        range_check.apply(hdr, ig_md, ig_md.pass == pass_t.CHECK);
+        if ((ig_md.pass == pass_t.FAST && !ig_md.dense) || ig_md.pass == pass_t.CONT) {
+            index_routed.apply(hdr, ig_md.job.rank_bias, ig_md.row_base);
+        } else if (ig_md.pass == pass_t.CHECK) {
             unbias_positional.apply(hdr, ig_md.job.rank_bias);
         }
-        if (pass == pass_t.FAST && !ig_md.dense) {
-            conflict_check.apply(ig_md.routed_mask, hdr.hot.count, ig_md.conflict);
+        if (ig_md.pass == pass_t.FAST && !ig_md.dense) {
+            conflict_check.apply(ig_md.routed_mask, hdr.hot.count, ig_md.pairs_low, ig_md.pairs_left);
         }
-        if (pass == pass_t.FAST && ig_md.dense) {
+        if (ig_md.pass == pass_t.FAST && ig_md.dense) {
             dense_check.apply(hdr, ig_md);
         }
+
         /* A dense block, a READOUT row: every register at one entry. */
         same = false;
         same_entry_index = 0;
-        if (pass == pass_t.FAST && ig_md.dense) {
+        if (ig_md.pass == pass_t.FAST && ig_md.dense) {
             same = true;
             same_entry_index = ig_md.dense_entry;
-        } else if (pass == pass_t.READOUT || pass == pass_t.CLOSE) {
+        } else if (ig_md.pass == pass_t.READOUT || ig_md.pass == pass_t.CLOSE) {
             same = true;
             same_entry_index = ig_md.row_base + hdr.ctl.row;
         }
 
-        /* 4. The checks that need no state. */
-        if (pass == pass_t.FAST || pass == pass_t.CHECK) {
+        /* 4. The checks that need no state: one table. */
+        if (ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) {
             validate.apply(hdr, ig_md);
         }
 
         /* 5. The round state: admit a HOT packet (peek only, for one that may
          * not open its round: Unopened), close, release. */
-        resend = (hdr.hot.flags & HOT_FLAG_RETX) != 0;
-        before_first = false;
-        if ((pass == pass_t.FAST || pass == pass_t.CHECK) && !ig_md.malformed
-                && !ig_md.conflict && ig_md.reason == fallback_reason_t.ADDED) {
-            first_opened.apply(ig_md.job.index, ig_md.round, resend, first);
-            before_first = first != 0 && ig_md.round < first;
-            if (resend || before_first) {
-                round_op = round_op_t.PEEK;
-            } else {
-                round_op = round_op_t.ADMIT;
-            }
-        } else if ((pass == pass_t.CLOSE || pass == pass_t.FLUSH) && ig_md.job_known) {
+        round_op = round_op_t.NONE;
+        if ((ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) && ig_md.for_switch && !ig_md.malformed
+                && ig_md.pairs_low == ig_md.pairs_left && ig_md.reason == fallback_reason_t.ADDED) {
+            first_opened.apply(ig_md.job.index, ig_md.round, resend, before_first);
+            round_op = round_op_t.HOT;
+        } else if ((ig_md.pass == pass_t.CLOSE || ig_md.pass == pass_t.FLUSH) && ig_md.job_known) {
             round_op = round_op_t.CLOSE;
-        } else if (pass == pass_t.RELEASE && ig_md.job_known) {
+        } else if (ig_md.pass == pass_t.RELEASE && ig_md.job_known) {
             round_op = round_op_t.RELEASE;
         }
-        round_state.apply(round_op, ig_md.rs_index, ig_md.round, ig_md.seen);
+        round_state.apply(round_op, resend, before_first, ig_md.rs_index, ig_md.round,
+                          ig_md.seen);
         closed = round_op == round_op_t.CLOSE && ig_md.seen == ig_md.round;
 
         /* 6. The record: first time, retransmission, or stale copy. */
-        if (round_op == round_op_t.ADMIT || round_op == round_op_t.PEEK) {
-            admission_outcome.apply(ig_md.seen, ig_md.round, before_first, resend, admission);
-            ig_md.record_key = ig_md.round << 4;
-            record = ig_md.record_key | (bit<32>)(bit<8>)admission;
+        if (round_op == round_op_t.HOT) {
+            admission_outcome.apply(ig_md.seen, ig_md.round, before_first, resend,
+                                    ig_md.record_key, admission, record, write_record);
         }
-        seen_records.apply(ig_md.rec_base + (record_index_t)hdr.hot.seq, ig_md.record_key, record,
-                           round_op == round_op_t.ADMIT || round_op == round_op_t.PEEK,
-                           admission != fallback_reason_t.WINDOW_FULL, ig_md.record_before);
+        seen_records.apply(ig_md.rec_index, ig_md.record_key, record, round_op == round_op_t.HOT, write_record,
+                           ig_md.record_before);
 
-        /* 7. The verdict on a HOT packet. */
-        if (pass == pass_t.FAST || pass == pass_t.CHECK) {
+        /* 7. The verdict on a HOT packet, and what the registers (in egress)
+         * do: exactly one action each. */
+        if (ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) {
             if (ig_md.malformed) {
                 ig_md.verdict = verdict_t.DROP;
                 ig_md.stat = (bit<8>)stat_t.BAD;
-            } else if (ig_md.conflict) {
+            } else if (ig_md.pairs_low != ig_md.pairs_left) {
                 ig_md.verdict = verdict_t.RESUBMIT;
                 ig_md.stat = (bit<8>)stat_t.RESUBMITS;
             } else if (ig_md.reason != fallback_reason_t.ADDED) {
                 ig_md.verdict = verdict_t.ANSWER;
+                respond = 1;
                 ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)ig_md.reason;
-            } else if (ig_md.record_before >= ig_md.record_key
-                       && ig_md.record_before <= (ig_md.record_key | 15)) {
+            } else if (ig_md.record_before == 0) {
+                if (admission != fallback_reason_t.ADDED) {
+                    ig_md.verdict = verdict_t.ANSWER;
+                    respond = 1;
+                    ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)admission;
+                    ig_md.reason = admission;
+                } else if (ig_md.pass == pass_t.CHECK) {
+                    ig_md.verdict = verdict_t.CONTINUE;
+                    ig_md.stat = (bit<8>)stat_t.RECIRCULATIONS;
+                } else {
+                    ig_md.verdict = verdict_t.ADD;
+                    respond = 1;
+                    finish = 1;
+                    ig_md.stat = (bit<8>)stat_t.ADDED;
+                    ig_md.acc_op = acc_op_t.ADD;
+                }
+            } else if (ig_md.record_before[31:4] == ig_md.round[27:0]) {
                 ig_md.verdict = verdict_t.ANSWER;
-                ig_md.reason = (fallback_reason_t)(4w0 ++ ig_md.record_before[3:0]);
+                respond = 1;
                 ig_md.dup = 1;
                 ig_md.stat = (bit<8>)stat_t.DUPLICATES;
-            } else if (ig_md.record_before > (ig_md.record_key | 15)) {
+                ig_md.reason = (fallback_reason_t)(4w0 ++ ig_md.record_before[3:0]);
+            } else {
                 ig_md.verdict = verdict_t.DROP;
                 ig_md.stat = (bit<8>)stat_t.STALE;
-            } else if (admission != fallback_reason_t.ADDED) {
-                ig_md.verdict = verdict_t.ANSWER;
-                ig_md.reason = admission;
-                ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)admission;
-            } else if (pass == pass_t.CHECK) {
-                ig_md.verdict = verdict_t.CONTINUE;
-                ig_md.stat = (bit<8>)stat_t.RECIRCULATIONS;
-            } else {
-                ig_md.verdict = verdict_t.ADD;
-                ig_md.stat = (bit<8>)stat_t.ADDED;
             }
-        }
-
-        /* 8. The registers: exactly one action each. */
-        if ((pass == pass_t.FAST && ig_md.verdict == verdict_t.ADD) || pass == pass_t.CONT) {
+        } else if (ig_md.pass == pass_t.CONT) {
             ig_md.acc_op = acc_op_t.ADD;
-        } else if (pass == pass_t.READOUT || (pass == pass_t.CLOSE && closed)) {
+            if (hdr.hot.count == 1) {
+                respond = 1;
+                finish = 1;
+            }
+            next_continuation.apply(hdr, ig_md, ig_tm_md);
+        } else if (ig_md.pass == pass_t.READOUT || closed) {
             ig_md.acc_op = acc_op_t.READ;
+            if (ig_md.pass == pass_t.CLOSE) {
+                ig_md.stat = (bit<8>)stat_t.ROUNDS_COMPLETE;
+            } else {
+                ig_md.stat = (bit<8>)stat_t.READOUT_PASSES;
+            }
+        } else if (ig_md.pass == pass_t.FLUSH) {
+            ig_md.stat = (bit<8>)stat_t.FROM_CPU;
+        } else if (ig_md.pass == pass_t.RELEASE) {
+            ig_md.stat = (bit<8>)stat_t.RELEASES;
+        } else if (ig_md.pass == pass_t.TO_CPU) {
+            ig_md.stat = (bit<8>)stat_t.TO_CPU;
+        } else if (ig_md.pass == pass_t.BAD) {
+            ig_md.stat = (bit<8>)stat_t.BAD;
         }
-        if (pass == pass_t.CLOSE && closed) {
+        if (ig_md.pass == pass_t.CLOSE && closed) {
             start_readout.apply(hdr, ig_md, false);
         }
 #ifdef ZEBRA_LNS
-        if (ig_md.acc_op == acc_op_t.ADD) {
+        if (ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CONT) {
             lns_values.apply(hdr, ig_md.job.lns_profile, ig_md.job.lns_saturate);
         }
 #endif
-        accumulators.apply(hdr, ig_md.acc_op, ig_md.round, same, same_entry_index);
 
-        /* 9. Where the packet goes. UPDATE and UPDATE_ACK: to the workers or
-         * the server (replicate.p4); a HOT packet: whether its worker moved. */
-        if (pass == pass_t.FAST || pass == pass_t.CHECK
-                || pass == pass_t.UPDATE || pass == pass_t.UPDATE_ACK) {
-            update_route.apply(hdr, ig_md, ig_intr_md, ig_dprsr_md, ig_tm_md, pass);
+        /* 8. Where the packet goes, one pass at a time. UPDATE and UPDATE_ACK:
+         * to the workers or the server (replicate.p4); a HOT packet: whether
+         * its worker moved. */
+        if ((ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) || ig_md.pass == pass_t.UPDATE || ig_md.pass == pass_t.UPDATE_ACK) {
+            update_route.apply(hdr, ig_md, ig_intr_md, ig_dprsr_md, ig_tm_md, ig_md.pass);
         }
-        if (pass == pass_t.FAST || pass == pass_t.CHECK) {
+        if (ig_md.pass == pass_t.OTHER || ig_md.pass == pass_t.FROM_CPU || (!ig_md.internal && !ig_md.for_switch)) {
+            if (ig_md.pass == pass_t.FROM_CPU) {
+                hdr.ctl.setInvalid();
+            }
+            forward.apply(hdr, ig_md, ig_dprsr_md, ig_tm_md);
+        } else if (ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) {
             if (ig_md.verdict == verdict_t.ANSWER || ig_md.verdict == verdict_t.ADD) {
-                fill_bridge(1, (bit<1>)(ig_md.verdict == verdict_t.ADD));
-                if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
-                    hdr.bridge.progress_inc = (((bit<32>)hdr.hot.seq + 1) << 16) + 1;
-                } else {
-                    hdr.bridge.progress_inc = 1;
-                }
-                bridge_egress_slots.apply(hdr);
+                fill_bridge();
                 ig_tm_md.ucast_egress_port = ig_intr_md.ingress_port;
-                if (pass == pass_t.CHECK) {
+                if (ig_md.pass == pass_t.CHECK) {
                     drop_positional_pairs.apply(hdr);
                 }
             } else if (ig_md.verdict == verdict_t.RESUBMIT) {
@@ -348,51 +367,23 @@ control Ingress(
                         || ig_md.verdict == verdict_t.CONTINUE)) {
                 ig_dprsr_md.digest_type = DIGEST_WORKER;
             }
-        } else if (pass == pass_t.CONT) {
-            next_continuation.apply(hdr, ig_md, ig_tm_md);
-            fill_bridge((bit<1>)(ig_md.verdict == verdict_t.ADD), (bit<1>)(ig_md.verdict == verdict_t.ADD));
-            if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
-                hdr.bridge.progress_inc = (((bit<32>)hdr.hot.seq + 1) << 16) + 1;
-            } else {
-                hdr.bridge.progress_inc = 1;
-            }
-            bridge_egress_slots.apply(hdr);
-        } else if (pass == pass_t.READOUT || (pass == pass_t.CLOSE && closed)) {
-            fill_bridge(0, 0);
-            bridge_egress_slots.apply(hdr);
+        } else if (ig_md.pass == pass_t.CONT) {
+            fill_bridge();
+        } else if (ig_md.pass == pass_t.READOUT || closed) {
+            fill_bridge();
             readout_row.apply(hdr, ig_md, ig_tm_md);
-            if (pass == pass_t.CLOSE) {
-                ig_md.stat = (bit<8>)stat_t.ROUNDS_COMPLETE;
-            } else {
-                ig_md.stat = (bit<8>)stat_t.READOUT_PASSES;
-            }
-        } else if (pass == pass_t.FLUSH) {
+        } else if (ig_md.pass == pass_t.FLUSH) {
             if (closed) {
                 hdr.ctl.flags = CTL_FLAG_CLOSED;
                 ig_md.stat = (bit<8>)stat_t.ROUNDS_FLUSHED;
             } else {
                 hdr.ctl.flags = 0;
-                ig_md.stat = (bit<8>)stat_t.FROM_CPU;
             }
-        } else if (pass == pass_t.RELEASE) {
-            drop();
-            ig_md.stat = (bit<8>)stat_t.RELEASES;
-        } else if (pass == pass_t.FROM_CPU) {
-            hdr.ctl.setInvalid();
-        } else if (pass == pass_t.TO_CPU) {
-            ig_md.stat = (bit<8>)stat_t.TO_CPU;
-        } else if (pass == pass_t.CLOSE) {
-            drop();
-        } else if (pass == pass_t.BAD) {
-            drop();
-            ig_md.stat = (bit<8>)stat_t.BAD;
-        }
-
-        if (pass == pass_t.TO_CPU || pass == pass_t.FLUSH) {
             to_cpu.apply(hdr, ig_md, ig_tm_md);
-        }
-        if (pass == pass_t.OTHER || pass == pass_t.FROM_CPU) {
-            forward.apply(hdr, ig_md, ig_dprsr_md, ig_tm_md);
+        } else if (ig_md.pass == pass_t.TO_CPU) {
+            to_cpu.apply(hdr, ig_md, ig_tm_md);
+        } else if (ig_md.pass != pass_t.UPDATE && ig_md.pass != pass_t.UPDATE_ACK) {
+            drop();
         }
 
         stats.count(ig_md.stat);
@@ -408,7 +399,8 @@ control Egress(
     inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
 
     MirrorSessions() mirror_sessions;
-    EgressAccumulators() accumulators;
+    Accumulators() accumulators;
+    DropSlots() drop_slots;
     WorkerProgress() worker_progress;
     CoverBit() cover_bit;
     Coverage() coverage;
@@ -433,6 +425,9 @@ control Egress(
             stat = (bit<8>)stat_t.PACKETS;
 
             accumulators.apply(hdr);
+            if (hdr.bridge.acc_op != acc_op_t.READ) {
+                drop_slots.apply(hdr);
+            }
 
             if (hdr.bridge.finish == 1) {
                 progress_op = acc_op_t.ADD;

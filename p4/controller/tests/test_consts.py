@@ -60,7 +60,7 @@ class AgainstP4(unittest.TestCase):
     def test_configuration(self):
         p4 = p4_consts()
         for name in [
-            "REGISTERS", "REGISTER_BITS", "INGRESS_REGISTERS", "REGISTER_ENTRIES", "SLOT_BITS", "PAIRS_PER_PASS",
+            "REGISTERS", "REGISTER_BITS", "REGISTER_ENTRIES", "SLOT_BITS", "PAIRS_PER_PASS",
             "MAX_WORKERS", "WORKER_BITS", "MAX_COPIES", "COPY_BITS", "MAX_JOBS", "RECORD_ENTRIES", "COVER_ENTRIES",
             "ROUND_BITS", "STATS", "MAX_SERVERS", "UPDATE_SERVER_ENTRIES", "UPDATE_WORKER_ENTRIES",
         ]:

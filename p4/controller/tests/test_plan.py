@@ -70,12 +70,16 @@ class SampleJob(unittest.TestCase):
         )
 
     def test_popcounts(self):
-        for i, table in enumerate(P.POPCOUNT):
-            entries = self.b.entries(table)
-            self.assertEqual(len(entries), 256)
-            for key, action, d in entries:
-                (value,) = key.values()
-                self.assertEqual((action, d["n"]), (f"count{i}", bin(value).count("1")))
+        low, high = P.POPCOUNT
+        entries = self.b.entries(low)
+        self.assertEqual(len(entries), 256)
+        for key, action, d in entries:
+            self.assertEqual((action, d["n"]), ("count_low", bin(key["routed[7:0]"]).count("1")))
+        left = {(k["routed[15:8]"], k["count"]): d["n"] for k, a, d in self.b.entries(high)}
+        self.assertEqual(left[(0b1011, 5)], 2, "5 pairs, 3 routed to registers 8-15: 2 left for 0-7")
+        self.assertNotIn((0xFF, 7), left, "more registers than pairs: no entry (the default, 255)")
+        for (n, count), v in left.items():
+            self.assertEqual(v + bin(n).count("1"), count)
 
     def test_round_state_starts_free(self):
         for c in range(consts.P4_MAX_COPIES):

@@ -175,11 +175,15 @@ class Recirculate(Control):
     tables = tuple(P.POPCOUNT)
 
     def switch_entries(self, plan):
-        out = []
-        for i, table in enumerate(P.POPCOUNT):
-            field = f"routed[{8 * i + 7}:{8 * i}]"
-            for n in range(256):
-                out.append((table, {field: n}, f"count{i}", {"n": bin(n).count("1")}))
+        """The low byte's bit count; for the high byte and each count a pass
+        holds, the count less the byte's bit count (a conflict: the two differ)."""
+        low, high = P.POPCOUNT
+        out = [(low, {"routed[7:0]": n}, "count_low", {"n": bin(n).count("1")}) for n in range(256)]
+        for n in range(256):
+            for count in range(consts.P4_PAIRS_PER_PASS + 1):
+                left = count - bin(n).count("1")
+                if left >= 0:
+                    out.append((high, {"routed[15:8]": n, "count": count}, "pairs_left", {"n": left}))
         return out
 
 

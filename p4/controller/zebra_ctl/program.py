@@ -9,8 +9,8 @@ R = consts.P4_REGISTERS
 
 
 def gress(register):
-    """Ingress or Egress: which half of the pipeline holds accumulator `register`."""
-    return "Ingress" if register < consts.P4_INGRESS_REGISTERS else "Egress"
+    """Which half of the pipeline holds accumulator `register`: egress, all of them."""
+    return "Egress"
 
 
 # Tables.
@@ -20,7 +20,7 @@ WORKERS = "pipe.Ingress.job_check.workers"
 ADDRESSES = "pipe.Ingress.switch_address.addresses"
 PORTS = "pipe.Ingress.switch_ports.ports"
 SESSIONS = "pipe.Egress.mirror_sessions.sessions"
-POPCOUNT = [f"pipe.Ingress.conflict_check.popcount{i}" for i in range(4)]
+POPCOUNT = [f"pipe.Ingress.conflict_check.popcount{i}" for i in range(2)]
 L2 = "pipe.Ingress.forward.l2"
 UPDATE_WORKERS = "pipe.Ingress.update_route.workers"
 UPDATE_SERVERS = "pipe.Ingress.update_route.servers"

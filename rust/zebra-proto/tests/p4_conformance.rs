@@ -754,7 +754,6 @@ fn geometry() {
     config.registers = r as u16;
     assert_eq!(config.validate(), Ok(()), "a Config with R = REGISTERS");
     assert_eq!(1u128 << p4.konst("REGISTER_BITS"), r, "REGISTER_BITS");
-    assert!(p4.konst("INGRESS_REGISTERS") <= r);
 
     let entries = p4.konst("REGISTER_ENTRIES");
     assert!(
@@ -850,12 +849,6 @@ fn pairs_per_packet_at_the_default_packet_size() {
     expect("pairs", "zebra_pair_h", p4.konst("PAIRS_PER_PASS"));
     expect("slot_index", "zebra_index_h", p4.konst("REGISTERS"));
     expect("slot_value", "zebra_value_h", p4.konst("REGISTERS"));
-    expect("readout_values", "zebra_value_h", p4.konst("REGISTERS"));
-    expect(
-        "egress_slots",
-        "zebra_egress_slot_h",
-        p4.konst("REGISTERS") - p4.konst("INGRESS_REGISTERS"),
-    );
 }
 
 #[test]
@@ -908,35 +901,34 @@ fn the_parser_reads_ports_from_value_sets() {
 }
 
 #[test]
-fn one_accumulator_per_register_split_between_ingress_and_egress() {
+fn one_accumulator_per_register_all_in_egress() {
     let p4 = program();
     let text = strip_comments(&fs::read_to_string(p4_dir().join("accumulate.p4")).unwrap());
-    let body = |control: &str| -> String {
-        let start = text
-            .find(&format!("control {control}("))
-            .unwrap_or_else(|| panic!("accumulate.p4: no control {control}"));
-        let end = text[start..]
-            .find("\n}\n")
-            .map_or(text.len(), |e| start + e);
-        text[start..end].to_string()
-    };
-    let instances = |control: &str| -> Vec<u128> {
-        body(control)
-            .split("Accumulator() acc")
-            .skip(1)
-            .map(|rest| rest[..2].parse().expect("accNN"))
-            .collect()
-    };
-    let registers = p4.konst("REGISTERS");
-    let ingress = p4.konst("INGRESS_REGISTERS");
+    let start = text
+        .find("control Accumulators(")
+        .expect("accumulate.p4: no control Accumulators");
+    let end = text[start..]
+        .find("\n}\n")
+        .map_or(text.len(), |e| start + e);
+    let instances: Vec<u128> = text[start..end]
+        .split("Accumulator() acc")
+        .skip(1)
+        .map(|rest| rest[..2].parse().expect("accNN"))
+        .collect();
     assert_eq!(
-        instances("IngressAccumulators"),
-        (0..ingress).collect::<Vec<_>>(),
-        "registers 0..INGRESS_REGISTERS in ingress"
+        instances,
+        (0..p4.konst("REGISTERS")).collect::<Vec<_>>(),
+        "registers 0..REGISTERS"
     );
+    let zebra = strip_comments(&fs::read_to_string(p4_dir().join("zebra.p4")).unwrap());
+    let egress = zebra.find("control Egress(").expect("zebra.p4: no Egress");
+    let at = zebra
+        .find("Accumulators() accumulators;")
+        .expect("zebra.p4: Accumulators not instantiated");
+    assert!(at > egress, "the accumulators are in Egress");
     assert_eq!(
-        instances("EgressAccumulators"),
-        (ingress..registers).collect::<Vec<_>>(),
-        "the others in egress"
+        zebra.matches("Accumulators() accumulators;").count(),
+        1,
+        "one set of accumulators"
     );
 }
