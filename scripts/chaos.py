@@ -61,19 +61,28 @@ class Suite:
                                 "--servers", "2", "--keys", "64", "--val-len", "32"], stdout=f, check=True)
         return self.keys
 
-    def zebra(self, logdir, keys, loss="0", conf=HOT_CONF):
-        """pslaunch options of Zebra with the switch (the suites' on+switch)."""
+    def zebra(self, logdir, keys, loss="0", conf=HOT_CONF, standby=False):
+        """pslaunch options of Zebra with the switch (the suites' on+switch); with `standby`,
+        a second switch, service `standby`, the same command at its own address, named by
+        ZEBRA_SWITCH_STANDBY (unless --no-standby)."""
         a = self.args
-        return ["--preload", a.shim, "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}",
+        switch = (f"{a.zebra} switch --config {conf} --listen {{ip:NAME}}:{{port:NAME}} "
+                  f"--workers {{workers}} --servers {{servers}} --hot-keys {keys} --loss {loss}")
+        opts = ["--preload", a.shim, "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}",
                 "--env", f"ZEBRA_HOT_KEYS={keys}", "--env", f"ZEBRA_HOT_CONFIG={conf}",
                 "--env", f"ZEBRA_HOT_LOSS={loss}", "--env", f"ZEBRA_STATS={logdir}/stats/%p",
-                "--service", f"switch={a.zebra} switch --config {conf} --listen {{ip:switch}}:{{port:switch}} "
-                f"--workers {{workers}} --servers {{servers}} --hot-keys {keys} --loss {loss}"]
+                "--service", "switch=" + switch.replace("NAME", "switch")]
+        if standby:
+            opts += ["--service", "standby=" + switch.replace("NAME", "standby")]
+            if not a.no_standby:
+                opts += ["--env", "ZEBRA_SWITCH_STANDBY={ip:standby}:{port:standby}"]
+        return opts
 
-    def exact_sums_job(self, logdir, rounds, workers=4, zebra=True, loss="0", extra=(), conf=HOT_CONF):
+    def exact_sums_job(self, logdir, rounds, workers=4, zebra=True, loss="0", extra=(), conf=HOT_CONF,
+                       standby=False):
         net = ["--net", "netns", "--subnet", self.args.subnet, "--servers", "2", "--workers", str(workers),
                "--timeout", str(self.args.timeout)]
-        opts = self.zebra(logdir, self.exact_sums_keys(), loss, conf) if zebra else []
+        opts = self.zebra(logdir, self.exact_sums_keys(), loss, conf, standby) if zebra else []
         return Job(net + opts + ["--", self.args.pslite_bin + "/exact_sums", *EXACT_SUMS_HOT, f"--rounds={rounds}",
                                  *extra], logdir)
 
@@ -166,13 +175,65 @@ class Suite:
         job.run(inject)
         self.check_restart(name, job)
 
-    def settle_conf(self, name):
+    def settle_conf(self, name, more=""):
         """hot.conf with a shorter settle_timeout_ms: a push whose hot part died with the
         switch is delivered (and reported) after 8 s instead of 30."""
         path = os.path.join(self.args.logdir, name + ".conf")
         with open(HOT_CONF) as f, open(path, "w") as out:
-            out.write(f.read() + "settle_timeout_ms = 8000\n")
+            out.write(f.read() + "settle_timeout_ms = 8000\n" + more)
         return path
+
+    def switch_failover(self, name):
+        """A standby switch (ZEBRA_SWITCH_STANDBY, a second `zebra switch` with the job's
+        settings): SIGKILL to the primary in the middle of the job, for good. Checked: each
+        server moved its job to the standby once (failover_ms 2000 without an answer to its
+        REGISTER), the standby had added nothing before the kill and aggregated the later
+        rounds, the sums are exact and nothing was forced or lost."""
+        logdir = self.logdir(name)
+        conf = self.settle_conf(name, "failover_ms = 2000\n")
+        job = self.exact_sums_job(logdir, rounds=100, conf=conf, standby=True)
+        seen = {}
+
+        def inject(job):
+            yield from job.until_switch_added(60000)
+            job.ask_switch_stats()
+            job.signal("standby", signal.SIGUSR1)
+            yield 0.3
+            seen["standby"] = chaoslib.switch_stats(job.service_log("standby"))
+            job.kill_service("switch")
+            job.note(f"SIGKILL to the primary switch at {job.now():.1f} s (it had added {fmt(job.switch_pairs())} "
+                     f"pairs; the standby {fmt(seen['standby'].get('pairs', 0))}); no switch started again")
+
+        job.run(inject)
+        self.check_failover(name, job, seen.get("standby", {}))
+
+    def check_failover(self, name, job, standby_at_kill):
+        """After the primary was killed: the job finished exact, nothing forced or lost, each
+        server moved its job once, and the standby aggregated rounds after the kill."""
+        problems, checked = self.exact(job)
+        hot_problems, _ = chaoslib.hot_ok(job.logdir, require_pairs=False)
+        if problems and job.failure and "exited with code 1" in job.failure:
+            job.failure = None  # exact_sums' workers exit 1 on wrong values: checked here
+        counters = chaoslib.server_counters(job.logdir, ("forced", "lost_values", "switch_moves"))
+        after = chaoslib.switch_stats(job.service_log("standby"))
+        rest = []
+        if "pairs" not in standby_at_kill:
+            rest.append("the standby's statistics at the kill were not read")
+        elif standby_at_kill["pairs"]:
+            rest.append(f"the standby had added {standby_at_kill['pairs']} pairs before the kill")
+        if not after.get("pairs") or not after.get("completed"):
+            rest.append(f"the standby aggregated nothing after the kill ({after.get('pairs', 0)} pairs, "
+                        f"{after.get('completed', 0)} rounds completed)")
+        if counters["switch_moves"] != 2:
+            rest.append(f"the servers moved their jobs {counters['switch_moves']} times, not once each (2)")
+        checked.append(f"the standby: {fmt(standby_at_kill.get('pairs', 0))} pairs at the kill, then "
+                       f"{fmt(after.get('pairs', 0))} pairs added, {fmt(after.get('completed', 0))} rounds "
+                       f"completed, {after.get('flushed', 0)} flushed; {after.get('registrations', 0)} server "
+                       f"registrations")
+        checked.append(f"the servers' own account: {counters['switch_moves']} moves to the standby, "
+                       f"{counters['forced']} pushes delivered unsettled (forced), {counters['lost_values']} "
+                       "values lost")
+        self.report(name, job, problems + hot_problems + rest, checked)
 
     def check_restart(self, name, job):
         """After a switch was killed and started again: the job finished (its workers exit
@@ -338,6 +399,7 @@ SCENARIOS = [
     ("switch-stop-long", Suite.switch_stop_long),
     ("switch-kill", Suite.switch_kill),
     ("switch-kill-open-round", Suite.switch_kill_open_round),
+    ("switch-failover", Suite.switch_failover),
     ("hot-loss", Suite.hot_loss),
     ("mxnet-hot-loss", Suite.mxnet_hot_loss),
     ("server-link-cut", Suite.server_link_cut),
@@ -357,6 +419,9 @@ def main():
     p.add_argument("--pslite-bin", default=os.path.join(ROOT, ".build/byteps-pslite/tests"))
     p.add_argument("--subnet", default="10.97.0.0/24")
     p.add_argument("--timeout", type=float, default=120, help="seconds before a job is killed (default 120)")
+    p.add_argument("--no-standby", action="store_true",
+                   help="switch-failover: start the standby but do not name it (ZEBRA_SWITCH_STANDBY unset): "
+                   "the scenario must FAIL, which shows its checks can")
     p.add_argument("--worker-kill-window", type=float, default=10,
                    help="worker-kill: seconds the other processes are watched after the kill (default 10)")
     args = p.parse_args()

@@ -101,7 +101,11 @@ class Job(pslaunch.Job):
         pslaunch.run_ip(["ip", "-n", self.net.ns(name), "link", "set", "eth0", state])
 
     def switch_log(self):
-        return [log for n, _, log, _ in self.procs if n == "switch"][-1]
+        return self.service_log("switch")
+
+    def service_log(self, name):
+        """The log of service `name` (its latest start)."""
+        return [log for n, _, log, _ in self.procs if n == name][-1]
 
     def ask_switch_stats(self):
         """Asks the running switch for its statistics (SIGUSR1)."""
@@ -308,9 +312,10 @@ def send_errors(logdir):
                for v in re.findall(r"send_errors: (\d+)", read(path)))
 
 
-def server_counters(logdir):
-    """The servers' forced deliveries and lost values (ZEBRA_STATS, ServerAgentStats)."""
-    out = {"forced": 0, "lost_values": 0}
+def server_counters(logdir, keys=("forced", "lost_values")):
+    """The servers' forced deliveries and lost values, or other counters of theirs
+    (ZEBRA_STATS, ServerAgentStats), summed."""
+    out = {k: 0 for k in keys}
     for path in glob.glob(os.path.join(logdir, "stats", "*")):
         for line in read(path).splitlines():
             if "ServerAgentStats" in line:
