@@ -102,10 +102,10 @@ control Accumulator(
     }
 }
 
-/* Routed pairs (parsers.p4): rank + rank_bias has bit 31 set iff the rank is
+/* Routed pairs (parsers.p4): rank + rank_bias has bit 15 set iff the rank is
  * not below the job's hot keys (out of range); worker_check.p4 gathers those
- * bits. Ranks are below 2^21 (the parser checked), so nothing overflows. */
-control BiasRoutedRanks(inout header_t hdr, in bit<32> bias) {
+ * bits. Ranks are below 2^15 (the parser checked), so nothing overflows. */
+control BiasRoutedRanks(inout header_t hdr, in bit<16> bias) {
     apply {
         hdr.slot_index[0].index = hdr.slot_index[0].index + bias;
         hdr.slot_index[1].index = hdr.slot_index[1].index + bias;
@@ -128,30 +128,30 @@ control BiasRoutedRanks(inout header_t hdr, in bit<32> bias) {
 
 /* ... and back: the rank, then its register entry:
  * ((rank + bias - bias) >> REGISTER_BITS) + copy * slots + region base. */
-control IndexRoutedRanks(inout header_t hdr, in bit<32> bias, in acc_index_t row_base) {
+control IndexRoutedRanks(inout header_t hdr, in bit<16> bias, in acc_index_t row_base) {
     apply {
-        hdr.slot_index[0].index = ((hdr.slot_index[0].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[1].index = ((hdr.slot_index[1].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[2].index = ((hdr.slot_index[2].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[3].index = ((hdr.slot_index[3].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[4].index = ((hdr.slot_index[4].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[5].index = ((hdr.slot_index[5].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[6].index = ((hdr.slot_index[6].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[7].index = ((hdr.slot_index[7].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[8].index = ((hdr.slot_index[8].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[9].index = ((hdr.slot_index[9].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[10].index = ((hdr.slot_index[10].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[11].index = ((hdr.slot_index[11].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[12].index = ((hdr.slot_index[12].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[13].index = ((hdr.slot_index[13].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[14].index = ((hdr.slot_index[14].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
-        hdr.slot_index[15].index = ((hdr.slot_index[15].index - bias) >> REGISTER_BITS) + (bit<32>)row_base;
+        hdr.slot_index[0].index = ((hdr.slot_index[0].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[1].index = ((hdr.slot_index[1].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[2].index = ((hdr.slot_index[2].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[3].index = ((hdr.slot_index[3].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[4].index = ((hdr.slot_index[4].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[5].index = ((hdr.slot_index[5].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[6].index = ((hdr.slot_index[6].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[7].index = ((hdr.slot_index[7].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[8].index = ((hdr.slot_index[8].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[9].index = ((hdr.slot_index[9].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[10].index = ((hdr.slot_index[10].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[11].index = ((hdr.slot_index[11].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[12].index = ((hdr.slot_index[12].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[13].index = ((hdr.slot_index[13].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[14].index = ((hdr.slot_index[14].index - bias) >> REGISTER_BITS) + row_base;
+        hdr.slot_index[15].index = ((hdr.slot_index[15].index - bias) >> REGISTER_BITS) + row_base;
     }
 }
 
 /* Positional pairs of a resubmitted packet (CHECK pass): the same range test
  * on each position, undone right after so the pairs go on unchanged. */
-control BiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
+control BiasPositionalRanks(inout header_t hdr, in bit<16> bias) {
     apply {
         hdr.pairs[0].index = hdr.pairs[0].index + bias;
         hdr.pairs[1].index = hdr.pairs[1].index + bias;
@@ -177,7 +177,7 @@ control BiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
     }
 }
 
-control UnbiasPositionalRanks(inout header_t hdr, in bit<32> bias) {
+control UnbiasPositionalRanks(inout header_t hdr, in bit<16> bias) {
     apply {
         hdr.pairs[0].index = hdr.pairs[0].index - bias;
         hdr.pairs[1].index = hdr.pairs[1].index - bias;
@@ -226,22 +226,22 @@ control Accumulators(inout header_t hdr) {
     Accumulator() acc15;
 
     apply {
-        acc00.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[0:0] == 1, hdr.bridge.same == 1, hdr.slot_index[0].index[15:0], hdr.bridge.entry, hdr.slot_value[0].value, hdr.bridge.round, hdr.slot_value[0].value);
-        acc01.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[1:1] == 1, hdr.bridge.same == 1, hdr.slot_index[1].index[15:0], hdr.bridge.entry, hdr.slot_value[1].value, hdr.bridge.round, hdr.slot_value[1].value);
-        acc02.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[2:2] == 1, hdr.bridge.same == 1, hdr.slot_index[2].index[15:0], hdr.bridge.entry, hdr.slot_value[2].value, hdr.bridge.round, hdr.slot_value[2].value);
-        acc03.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[3:3] == 1, hdr.bridge.same == 1, hdr.slot_index[3].index[15:0], hdr.bridge.entry, hdr.slot_value[3].value, hdr.bridge.round, hdr.slot_value[3].value);
-        acc04.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[4:4] == 1, hdr.bridge.same == 1, hdr.slot_index[4].index[15:0], hdr.bridge.entry, hdr.slot_value[4].value, hdr.bridge.round, hdr.slot_value[4].value);
-        acc05.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[5:5] == 1, hdr.bridge.same == 1, hdr.slot_index[5].index[15:0], hdr.bridge.entry, hdr.slot_value[5].value, hdr.bridge.round, hdr.slot_value[5].value);
-        acc06.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[6:6] == 1, hdr.bridge.same == 1, hdr.slot_index[6].index[15:0], hdr.bridge.entry, hdr.slot_value[6].value, hdr.bridge.round, hdr.slot_value[6].value);
-        acc07.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[7:7] == 1, hdr.bridge.same == 1, hdr.slot_index[7].index[15:0], hdr.bridge.entry, hdr.slot_value[7].value, hdr.bridge.round, hdr.slot_value[7].value);
-        acc08.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[8:8] == 1, hdr.bridge.same == 1, hdr.slot_index[8].index[15:0], hdr.bridge.entry, hdr.slot_value[8].value, hdr.bridge.round, hdr.slot_value[8].value);
-        acc09.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[9:9] == 1, hdr.bridge.same == 1, hdr.slot_index[9].index[15:0], hdr.bridge.entry, hdr.slot_value[9].value, hdr.bridge.round, hdr.slot_value[9].value);
-        acc10.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[10:10] == 1, hdr.bridge.same == 1, hdr.slot_index[10].index[15:0], hdr.bridge.entry, hdr.slot_value[10].value, hdr.bridge.round, hdr.slot_value[10].value);
-        acc11.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[11:11] == 1, hdr.bridge.same == 1, hdr.slot_index[11].index[15:0], hdr.bridge.entry, hdr.slot_value[11].value, hdr.bridge.round, hdr.slot_value[11].value);
-        acc12.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[12:12] == 1, hdr.bridge.same == 1, hdr.slot_index[12].index[15:0], hdr.bridge.entry, hdr.slot_value[12].value, hdr.bridge.round, hdr.slot_value[12].value);
-        acc13.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[13:13] == 1, hdr.bridge.same == 1, hdr.slot_index[13].index[15:0], hdr.bridge.entry, hdr.slot_value[13].value, hdr.bridge.round, hdr.slot_value[13].value);
-        acc14.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[14:14] == 1, hdr.bridge.same == 1, hdr.slot_index[14].index[15:0], hdr.bridge.entry, hdr.slot_value[14].value, hdr.bridge.round, hdr.slot_value[14].value);
-        acc15.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[15:15] == 1, hdr.bridge.same == 1, hdr.slot_index[15].index[15:0], hdr.bridge.entry, hdr.slot_value[15].value, hdr.bridge.round, hdr.slot_value[15].value);
+        acc00.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[0:0] == 1, hdr.bridge.same == 1, hdr.slot_index[0].index, hdr.bridge.entry, hdr.slot_value[0].value, hdr.bridge.round, hdr.slot_value[0].value);
+        acc01.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[1:1] == 1, hdr.bridge.same == 1, hdr.slot_index[1].index, hdr.bridge.entry, hdr.slot_value[1].value, hdr.bridge.round, hdr.slot_value[1].value);
+        acc02.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[2:2] == 1, hdr.bridge.same == 1, hdr.slot_index[2].index, hdr.bridge.entry, hdr.slot_value[2].value, hdr.bridge.round, hdr.slot_value[2].value);
+        acc03.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[3:3] == 1, hdr.bridge.same == 1, hdr.slot_index[3].index, hdr.bridge.entry, hdr.slot_value[3].value, hdr.bridge.round, hdr.slot_value[3].value);
+        acc04.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[4:4] == 1, hdr.bridge.same == 1, hdr.slot_index[4].index, hdr.bridge.entry, hdr.slot_value[4].value, hdr.bridge.round, hdr.slot_value[4].value);
+        acc05.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[5:5] == 1, hdr.bridge.same == 1, hdr.slot_index[5].index, hdr.bridge.entry, hdr.slot_value[5].value, hdr.bridge.round, hdr.slot_value[5].value);
+        acc06.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[6:6] == 1, hdr.bridge.same == 1, hdr.slot_index[6].index, hdr.bridge.entry, hdr.slot_value[6].value, hdr.bridge.round, hdr.slot_value[6].value);
+        acc07.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[7:7] == 1, hdr.bridge.same == 1, hdr.slot_index[7].index, hdr.bridge.entry, hdr.slot_value[7].value, hdr.bridge.round, hdr.slot_value[7].value);
+        acc08.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[8:8] == 1, hdr.bridge.same == 1, hdr.slot_index[8].index, hdr.bridge.entry, hdr.slot_value[8].value, hdr.bridge.round, hdr.slot_value[8].value);
+        acc09.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[9:9] == 1, hdr.bridge.same == 1, hdr.slot_index[9].index, hdr.bridge.entry, hdr.slot_value[9].value, hdr.bridge.round, hdr.slot_value[9].value);
+        acc10.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[10:10] == 1, hdr.bridge.same == 1, hdr.slot_index[10].index, hdr.bridge.entry, hdr.slot_value[10].value, hdr.bridge.round, hdr.slot_value[10].value);
+        acc11.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[11:11] == 1, hdr.bridge.same == 1, hdr.slot_index[11].index, hdr.bridge.entry, hdr.slot_value[11].value, hdr.bridge.round, hdr.slot_value[11].value);
+        acc12.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[12:12] == 1, hdr.bridge.same == 1, hdr.slot_index[12].index, hdr.bridge.entry, hdr.slot_value[12].value, hdr.bridge.round, hdr.slot_value[12].value);
+        acc13.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[13:13] == 1, hdr.bridge.same == 1, hdr.slot_index[13].index, hdr.bridge.entry, hdr.slot_value[13].value, hdr.bridge.round, hdr.slot_value[13].value);
+        acc14.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[14:14] == 1, hdr.bridge.same == 1, hdr.slot_index[14].index, hdr.bridge.entry, hdr.slot_value[14].value, hdr.bridge.round, hdr.slot_value[14].value);
+        acc15.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[15:15] == 1, hdr.bridge.same == 1, hdr.slot_index[15].index, hdr.bridge.entry, hdr.slot_value[15].value, hdr.bridge.round, hdr.slot_value[15].value);
     }
 }
 

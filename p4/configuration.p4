@@ -30,10 +30,13 @@ const int REGISTER_BITS = 4;
  * whose copies x slots does not fit. */
 const int REGISTER_ENTRIES = 16384;
 
-/* Width of a slot number: ranks below 2^(SLOT_BITS + REGISTER_BITS) can be
- * in a region; the parser sends larger ones to the out-of-range path. Holds
- * any slot below consts::MAX_REGISTER_ENTRIES. */
-const int SLOT_BITS = 16;
+/* Width of a slot number: ranks below 2^(SLOT_BITS + REGISTER_BITS) = 2^15
+ * can be in a region; the parser sends larger ones to the out-of-range path,
+ * and the controller refuses a job of more hot keys. A rank then fits the low
+ * 16 bits of its index with one bit to spare, so the range check and the
+ * register entry are 16-bit (the routed index is half the PHV of a 32-bit one;
+ * docs/P4.md, "Resources"). */
+const int SLOT_BITS = 11;
 
 /* Sparse pairs one pipeline pass handles: what the paper's 192-byte packet
  * carries, (consts::DEFAULT_PACKET_SIZE - HOT_HEADER_LEN) / PAIR_LEN. The

@@ -67,9 +67,12 @@ header zebra_dense_h {
     bit<32> base;
 }
 
-/* HOT bytes 20..: one (hot index, value) pair. */
+/* HOT bytes 20..: one (hot index, value) pair. The index (a big-endian u32)
+ * in two halves: the parser requires the high one 0, the checks read the low
+ * one (configuration.p4, SLOT_BITS). */
 header zebra_pair_h {
-    bit<32> index;
+    bit<16> index_hi;
+    bit<16> index;
     value_t value;
 }
 
@@ -77,7 +80,7 @@ header zebra_pair_h {
  * the routed pairs of one pass (slot_index[k], slot_value[k] belong to
  * register k), and the values of a READOUT row. */
 header zebra_index_h {
-    bit<32> index;
+    bit<16> index;         /* the rank's low 16 bits (the parser skips the high 16, which are 0) */
 }
 
 header zebra_value_h {
@@ -253,7 +256,7 @@ struct job_md_t {
     job_index_t   index;
     bit<8>        workers;
     bit<32>       hot_keys;
-    bit<32>       rank_bias;     /* 2^31 - hot_keys: rank + rank_bias has bit 31 set iff rank >= hot_keys */
+    bit<16>       rank_bias;     /* 2^15 - hot_keys: rank + rank_bias has bit 15 set iff rank >= hot_keys */
     bit<16>       max_udp_len;   /* 8 + packet_size */
     bit<16>       max_seqs;
     bit<1>        fixed;         /* FIXED flag the job's packets carry */

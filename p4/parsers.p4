@@ -23,7 +23,7 @@
 
 /* A rank routes to register k when its bits above SLOT_BITS + REGISTER_BITS
  * are zero and its low REGISTER_BITS are k. */
-const bit<32> RANK_ROUTE_MASK = 0xFFF0000F;
+const bit<32> RANK_ROUTE_MASK = 0xFFFF800F;
 
 parser IngressParser(
     packet_in pkt,
@@ -289,22 +289,22 @@ parser IngressParser(
         transition skip_next;
     }
 
-    state route_00 { pkt.extract(hdr.slot_index[0]);  pkt.extract(hdr.slot_value[0]);  pairs_left.decrement(1); transition route_next; }
-    state route_01 { pkt.extract(hdr.slot_index[1]);  pkt.extract(hdr.slot_value[1]);  pairs_left.decrement(1); transition route_next; }
-    state route_02 { pkt.extract(hdr.slot_index[2]);  pkt.extract(hdr.slot_value[2]);  pairs_left.decrement(1); transition route_next; }
-    state route_03 { pkt.extract(hdr.slot_index[3]);  pkt.extract(hdr.slot_value[3]);  pairs_left.decrement(1); transition route_next; }
-    state route_04 { pkt.extract(hdr.slot_index[4]);  pkt.extract(hdr.slot_value[4]);  pairs_left.decrement(1); transition route_next; }
-    state route_05 { pkt.extract(hdr.slot_index[5]);  pkt.extract(hdr.slot_value[5]);  pairs_left.decrement(1); transition route_next; }
-    state route_06 { pkt.extract(hdr.slot_index[6]);  pkt.extract(hdr.slot_value[6]);  pairs_left.decrement(1); transition route_next; }
-    state route_07 { pkt.extract(hdr.slot_index[7]);  pkt.extract(hdr.slot_value[7]);  pairs_left.decrement(1); transition route_next; }
-    state route_08 { pkt.extract(hdr.slot_index[8]);  pkt.extract(hdr.slot_value[8]);  pairs_left.decrement(1); transition route_next; }
-    state route_09 { pkt.extract(hdr.slot_index[9]);  pkt.extract(hdr.slot_value[9]);  pairs_left.decrement(1); transition route_next; }
-    state route_10 { pkt.extract(hdr.slot_index[10]); pkt.extract(hdr.slot_value[10]); pairs_left.decrement(1); transition route_next; }
-    state route_11 { pkt.extract(hdr.slot_index[11]); pkt.extract(hdr.slot_value[11]); pairs_left.decrement(1); transition route_next; }
-    state route_12 { pkt.extract(hdr.slot_index[12]); pkt.extract(hdr.slot_value[12]); pairs_left.decrement(1); transition route_next; }
-    state route_13 { pkt.extract(hdr.slot_index[13]); pkt.extract(hdr.slot_value[13]); pairs_left.decrement(1); transition route_next; }
-    state route_14 { pkt.extract(hdr.slot_index[14]); pkt.extract(hdr.slot_value[14]); pairs_left.decrement(1); transition route_next; }
-    state route_15 { pkt.extract(hdr.slot_index[15]); pkt.extract(hdr.slot_value[15]); pairs_left.decrement(1); transition route_next; }
+    state route_00 { pkt.advance(16); pkt.extract(hdr.slot_index[0]);  pkt.extract(hdr.slot_value[0]);  pairs_left.decrement(1); transition route_next; }
+    state route_01 { pkt.advance(16); pkt.extract(hdr.slot_index[1]);  pkt.extract(hdr.slot_value[1]);  pairs_left.decrement(1); transition route_next; }
+    state route_02 { pkt.advance(16); pkt.extract(hdr.slot_index[2]);  pkt.extract(hdr.slot_value[2]);  pairs_left.decrement(1); transition route_next; }
+    state route_03 { pkt.advance(16); pkt.extract(hdr.slot_index[3]);  pkt.extract(hdr.slot_value[3]);  pairs_left.decrement(1); transition route_next; }
+    state route_04 { pkt.advance(16); pkt.extract(hdr.slot_index[4]);  pkt.extract(hdr.slot_value[4]);  pairs_left.decrement(1); transition route_next; }
+    state route_05 { pkt.advance(16); pkt.extract(hdr.slot_index[5]);  pkt.extract(hdr.slot_value[5]);  pairs_left.decrement(1); transition route_next; }
+    state route_06 { pkt.advance(16); pkt.extract(hdr.slot_index[6]);  pkt.extract(hdr.slot_value[6]);  pairs_left.decrement(1); transition route_next; }
+    state route_07 { pkt.advance(16); pkt.extract(hdr.slot_index[7]);  pkt.extract(hdr.slot_value[7]);  pairs_left.decrement(1); transition route_next; }
+    state route_08 { pkt.advance(16); pkt.extract(hdr.slot_index[8]);  pkt.extract(hdr.slot_value[8]);  pairs_left.decrement(1); transition route_next; }
+    state route_09 { pkt.advance(16); pkt.extract(hdr.slot_index[9]);  pkt.extract(hdr.slot_value[9]);  pairs_left.decrement(1); transition route_next; }
+    state route_10 { pkt.advance(16); pkt.extract(hdr.slot_index[10]); pkt.extract(hdr.slot_value[10]); pairs_left.decrement(1); transition route_next; }
+    state route_11 { pkt.advance(16); pkt.extract(hdr.slot_index[11]); pkt.extract(hdr.slot_value[11]); pairs_left.decrement(1); transition route_next; }
+    state route_12 { pkt.advance(16); pkt.extract(hdr.slot_index[12]); pkt.extract(hdr.slot_value[12]); pairs_left.decrement(1); transition route_next; }
+    state route_13 { pkt.advance(16); pkt.extract(hdr.slot_index[13]); pkt.extract(hdr.slot_value[13]); pairs_left.decrement(1); transition route_next; }
+    state route_14 { pkt.advance(16); pkt.extract(hdr.slot_index[14]); pkt.extract(hdr.slot_value[14]); pairs_left.decrement(1); transition route_next; }
+    state route_15 { pkt.advance(16); pkt.extract(hdr.slot_index[15]); pkt.extract(hdr.slot_value[15]); pairs_left.decrement(1); transition route_next; }
 
     /* ---- HOT_DENSE: value i of a block aligned to R lives in register i ---- */
 
@@ -390,7 +390,7 @@ parser IngressParser(
 
     state by_position_pick {
         transition select(pkt.lookahead<bit<32>>()) {
-            0x00000000 &&& 0xFFE00000 : by_position_take;
+            0x00000000 &&& 0xFFFF8000 : by_position_take;
             default                   : rank_too_big;
         }
     }

@@ -42,7 +42,7 @@ control JobCheck(
         ig_md.job.index = index;
         ig_md.job.workers = workers;
         ig_md.job.hot_keys = hot_keys;
-        ig_md.job.rank_bias = 32w0x80000000 - hot_keys;
+        ig_md.job.rank_bias = 16w0x8000 - hot_keys[15:0];
         ig_md.job.max_udp_len = max_udp_len;
         ig_md.job.max_seqs = max_seqs;
         ig_md.job.fixed = fixed;
@@ -157,7 +157,7 @@ control SwitchAddress(in header_t hdr, out bool mine) {
     }
 }
 
-/* Out-of-range ranks: bit 31 of every biased rank (accumulate.p4), gathered
+/* Out-of-range ranks: bit 15 of every biased rank (accumulate.p4), gathered
  * into one word by an identity hash, and the pairs that are there; Validate's
  * table matches the two words. */
 control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_position) {
@@ -171,14 +171,14 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
         if (by_position) {
             ig_md.out_flags = position_flags.get({
                 11w0,
-                hdr.pairs[20].index[31:31], hdr.pairs[19].index[31:31],
-                hdr.pairs[18].index[31:31], hdr.pairs[17].index[31:31], hdr.pairs[16].index[31:31],
-                hdr.pairs[15].index[31:31], hdr.pairs[14].index[31:31], hdr.pairs[13].index[31:31],
-                hdr.pairs[12].index[31:31], hdr.pairs[11].index[31:31], hdr.pairs[10].index[31:31],
-                hdr.pairs[9].index[31:31],  hdr.pairs[8].index[31:31],  hdr.pairs[7].index[31:31],
-                hdr.pairs[6].index[31:31],  hdr.pairs[5].index[31:31],  hdr.pairs[4].index[31:31],
-                hdr.pairs[3].index[31:31],  hdr.pairs[2].index[31:31],  hdr.pairs[1].index[31:31],
-                hdr.pairs[0].index[31:31]});
+                hdr.pairs[20].index[15:15], hdr.pairs[19].index[15:15],
+                hdr.pairs[18].index[15:15], hdr.pairs[17].index[15:15], hdr.pairs[16].index[15:15],
+                hdr.pairs[15].index[15:15], hdr.pairs[14].index[15:15], hdr.pairs[13].index[15:15],
+                hdr.pairs[12].index[15:15], hdr.pairs[11].index[15:15], hdr.pairs[10].index[15:15],
+                hdr.pairs[9].index[15:15],  hdr.pairs[8].index[15:15],  hdr.pairs[7].index[15:15],
+                hdr.pairs[6].index[15:15],  hdr.pairs[5].index[15:15],  hdr.pairs[4].index[15:15],
+                hdr.pairs[3].index[15:15],  hdr.pairs[2].index[15:15],  hdr.pairs[1].index[15:15],
+                hdr.pairs[0].index[15:15]});
             ig_md.routed_mask = position_present.get({
                 11w0,
                 (bit<1>)hdr.pairs[20].isValid(), (bit<1>)hdr.pairs[19].isValid(),
@@ -191,12 +191,12 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
                 (bit<1>)hdr.pairs[0].isValid()});
         } else {
             ig_md.out_flags = routed_flags.get({
-                16w0, hdr.slot_index[15].index[31:31], hdr.slot_index[14].index[31:31], hdr.slot_index[13].index[31:31],
-                hdr.slot_index[12].index[31:31], hdr.slot_index[11].index[31:31], hdr.slot_index[10].index[31:31],
-                hdr.slot_index[9].index[31:31], hdr.slot_index[8].index[31:31], hdr.slot_index[7].index[31:31],
-                hdr.slot_index[6].index[31:31], hdr.slot_index[5].index[31:31], hdr.slot_index[4].index[31:31],
-                hdr.slot_index[3].index[31:31], hdr.slot_index[2].index[31:31], hdr.slot_index[1].index[31:31],
-                hdr.slot_index[0].index[31:31]});
+                16w0, hdr.slot_index[15].index[15:15], hdr.slot_index[14].index[15:15], hdr.slot_index[13].index[15:15],
+                hdr.slot_index[12].index[15:15], hdr.slot_index[11].index[15:15], hdr.slot_index[10].index[15:15],
+                hdr.slot_index[9].index[15:15], hdr.slot_index[8].index[15:15], hdr.slot_index[7].index[15:15],
+                hdr.slot_index[6].index[15:15], hdr.slot_index[5].index[15:15], hdr.slot_index[4].index[15:15],
+                hdr.slot_index[3].index[15:15], hdr.slot_index[2].index[15:15], hdr.slot_index[1].index[15:15],
+                hdr.slot_index[0].index[15:15]});
             ig_md.routed_mask = routed_present.get({
                 16w0, (bit<1>)hdr.slot_index[15].isValid(), (bit<1>)hdr.slot_index[14].isValid(), (bit<1>)hdr.slot_index[13].isValid(),
                 (bit<1>)hdr.slot_index[12].isValid(), (bit<1>)hdr.slot_index[11].isValid(), (bit<1>)hdr.slot_index[10].isValid(),
@@ -225,7 +225,7 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
     /* A RETX of a job the switch does not have: a switch started again that
      * has not admitted the job yet; an earlier incarnation may have added it
      * (Unopened). A rank out of range: one routed (or, in a CHECK pass,
-     * positional) pair whose biased rank has bit 31 set. */
+     * positional) pair whose biased rank has bit 15 set. */
     table reasons {
         key = {
             ig_md.job_known        : exact;

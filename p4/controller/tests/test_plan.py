@@ -153,6 +153,7 @@ class Refusals(unittest.TestCase):
             ({"workers": 32, "max_seqs": 4096, "copies": 2}, "keeps 131072 records (RECORD_ENTRIES)"),
             ({"switch": "0.0.0.0:9950"}, "needs the switch's own IPv4 address"),
             ({"servers": 65}, "update acknowledgements to 64 servers a job (MAX_SERVERS)"),
+            ({"hot_key_count": 32769, "slots": 4096}, "32769 hot keys in one job: the P4 program ranks at most 32768 a job"),
         ]
         for overrides, want in cases:
             self.assertIn(want, self.problems(sample(**overrides)), overrides)

@@ -124,6 +124,12 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
                 f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
                 f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
             )
+        most = 1 << (consts.P4_SLOT_BITS + consts.P4_REGISTER_BITS)
+        if job.hot_keys > most:
+            add(
+                f"{job.hot_keys} hot keys in one job: the P4 program ranks at most {most} a job "
+                "(SLOT_BITS + REGISTER_BITS); use fewer hot keys or more PS-lite servers"
+            )
         if job.layout != "heat":
             add("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
         if build == "fixed" and not job.is_fixed():
