@@ -188,10 +188,9 @@ header zebra_readout_h {
 }
 
 /* Ingress -> egress. Byte aligned, kind first, so the egress parser tells it
- * from a mirrored copy (whose zebra_ctl_h.kind is below BRIDGED). The routed
- * slots follow it as they were parsed (slot_index[k] then slot_value[k], for
- * each k whose bit is set in index_mask / value_mask): every accumulator is
- * in egress (docs/P4.md, "Stages"). */
+ * from a mirrored copy (whose zebra_ctl_h.kind is below BRIDGED). All R
+ * routed slots follow it (slot_index[k] then slot_value[k]; value_mask says
+ * which hold a value): every accumulator is in egress (docs/P4.md, "Stages"). */
 header zebra_bridge_h {
     ctl_kind_t    kind;          /* BRIDGED */
     bit<8>        reason;        /* fallback_reason_t of the answer */
@@ -211,9 +210,7 @@ header zebra_bridge_h {
     state_index_t ws_index;      /* progress of (job, copy, worker) */
     cover_index_t cover_index;   /* the coverage word of the packet's seq (egress finds its bit) */
     acc_index_t   entry;
-    bit<32>       progress_inc;
-    bit<16>       index_mask;    /* bit k: slot_index[k] holds a routed pair's entry */
-    bit<16>       value_mask;    /* bit k: slot_value[k] holds a value */
+    bit<16>       value_mask;    /* bit k: slot_value[k] holds a value (and slot_index[k], if routed, its entry) */
 }
 
 /* Ingress -> egress for an UPDATE or UPDATE_ACK (replicate.p4). Kind first,
@@ -233,6 +230,7 @@ header zebra_resubmit_h {
 }
 
 struct header_t {
+    zebra_resubmit_h                       resubmit;     /* resubmit data: never in the packet */
     zebra_bridge_h                         bridge;
     zebra_replica_h                        replica;
     zebra_ctl_h                            ctl;
@@ -255,15 +253,14 @@ struct header_t {
 struct job_md_t {
     job_index_t   index;
     bit<8>        workers;
-    bit<32>       hot_keys;
     bit<16>       rank_bias;     /* 2^15 - hot_keys: rank + rank_bias has bit 15 set iff rank >= hot_keys */
+    bit<16>       dense_bias;    /* rank_bias - 1: a block's end + dense_bias has bit 15 set iff end > hot_keys */
     bit<16>       max_udp_len;   /* 8 + packet_size */
     bit<16>       max_seqs;
     bit<1>        fixed;         /* FIXED flag the job's packets carry */
     copy_t        copy_mask;     /* copies - 1 */
     acc_index_t   region_base;   /* first slot of the job's region in each copy */
     bit<16>       readout_rows;  /* max(region slots, workers) */
-    state_index_t state_base;    /* job index * MAX_COPIES */
     bit<8>        lns_profile;   /* ZEBRA_LNS: which scale's tables */
     bit<8>        lns_saturate;  /* ZEBRA_LNS: the profile's saturation exponent (158 - F) */
     bit<16>       servers;       /* servers of the job (UPDATE, UPDATE_ACK) */
@@ -291,7 +288,6 @@ struct worker_digest_t {
 }
 
 struct ingress_metadata_t {
-    zebra_resubmit_h  resubmit;
     pass_t            pass;              /* what this pass is: set by the parser */
     bit<16>           job_id;            /* the job a packet names (parser) */
     job_md_t          job;
@@ -308,22 +304,18 @@ struct ingress_metadata_t {
     bit<32>           round;
     copy_t            copy;
     acc_index_t       row_base;          /* copy * slots + region base */
-    acc_index_t       dense_entry;       /* the entry of every value of a dense block */
     state_index_t     rs_index;          /* round state and completion counter of (job, copy) */
-    record_index_t    rec_base;          /* records of (job, worker, copy) */
+    record_index_t    rec_index;         /* records of (job, worker, copy), then + seq: this packet's */
     state_index_t     ws_index;          /* progress of (job, copy, worker) */
-    cover_index_t     cover_base;        /* coverage words of (job, worker, copy) */
+    cover_index_t     cover_index;       /* coverage words of (job, worker, copy), then + seq / 32: this packet's */
     bit<32>           routed_mask;       /* bit k: register k (or position k) has a pair this pass */
     bit<32>           out_flags;         /* bit k: the biased rank of register (or position) k has bit 31 set */
     bit<16>           value_mask;        /* bit k: slot_value[k] is valid */
-    bool              dense_beyond;      /* a dense block ends past the job's hot keys */
+    bit<16>           dense_end;         /* a dense block's end + dense_bias: bit 15 set iff it ends past the job's hot keys */
     bool              too_long;          /* UDP length above the job's packet size */
     bool              seq_over;          /* seq >= the job's max_seqs */
     bit<8>            pairs_low;         /* routed registers 0-7 with a pair (ConflictCheck) */
     bit<8>            pairs_left;        /* the count less routed registers 8-15: a conflict if not pairs_low */
-    record_index_t    rec_index;         /* the record of (job, worker, copy, seq) */
-    bit<32>           progress_inc;      /* what this packet adds to its worker's progress */
-    cover_index_t     cover_index;
     bit<32>           seen;              /* round state hi before this packet */
     bit<32>           record_key;        /* round << 4: a record of this round is record_key | outcome */
     bit<32>           record_before;
@@ -340,6 +332,7 @@ struct ingress_metadata_t {
 }
 
 struct egress_metadata_t {
+    bit<32>     progress_inc;       /* what this packet adds to its worker's progress */
     bit<32>     progress;           /* worker progress after this packet: (total << 16) | added */
     bit<32>     done;               /* workers complete after this packet */
     MirrorId_t  cpu_session;

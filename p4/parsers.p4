@@ -367,7 +367,7 @@ parser IngressParser(
      * takes the place of the port metadata. */
 
     state parse_resubmit {
-        pkt.extract(ig_md.resubmit);
+        pkt.extract(hdr.resubmit);
         pkt.extract(hdr.ethernet);
         pkt.extract(hdr.ipv4);
         pkt.extract(hdr.udp);
@@ -413,7 +413,7 @@ control IngressDeparser(
 
     apply {
         if (ig_dprsr_md.resubmit_type == (bit<3>)RESUBMIT_CHECK) {
-            resubmit.emit(ig_md.resubmit);
+            resubmit.emit(hdr.resubmit);
         }
         if (ig_dprsr_md.digest_type == DIGEST_WORKER) {
             worker_digest.pack({hdr.zebra.job, hdr.hot.worker, ig_md.learn_port,

@@ -140,54 +140,48 @@ control RoundState(
  * else (its round closed, a newer round) -> Late.
  *
  * One subtraction and one ternary table: before - round, with rounds and
- * held rounds below 2^ROUND_BITS, is (flag bits) + (held - round), so its top
- * two bits and its sign tell every case: open (no flag) 0 -> held == round,
- * bit 31 -> older; free (bit 30) top bits 00 -> older; draining (bit 31) top
- * bits 01 -> older. The outcome is also what the record keeps (key | outcome). */
+ * held rounds below 2^ROUND_BITS, is the flag bits + (held - round), so its
+ * top four bits tell every case: open (no flag) 0 -> held == round, 1111 ->
+ * older, 0000 -> newer; free (bit 30) 0011 -> older, 0100 -> not; draining
+ * (bit 31) 0111 -> older, 1000 -> not. The subtraction is in place. The record
+ * keeps (round << 4) | outcome. */
 control AdmissionOutcome(
-    in bit<32> before,
+    inout bit<32> before,
     in bit<32> round,
     in bool before_first,
     in bool resend,
-    in bit<32> record_key,
     out fallback_reason_t outcome,
-    out bit<32> record,
     out bool write) {
-    bit<32> diff;
 
     /* WindowFull is not written: it means "not now" (worker_check.p4). */
     action is(fallback_reason_t r, bool w) {
         outcome = r;
-        record = record_key | (bit<32>)(bit<8>)r;
         write = w;
     }
 
     table decide {
         key = {
-            before_first       : exact;
-            resend             : ternary;
-            before[31:30]      : ternary;
-            diff               : ternary;
+            before_first : exact;
+            resend       : ternary;
+            before       : ternary;
         }
         actions = {
             is;
         }
         const entries = {
-            (true, _, _, _)                                  : is(fallback_reason_t.UNOPENED, true);
-            (false, true, 1, 0 &&& 0xC0000000)               : is(fallback_reason_t.UNOPENED, true);
-            (false, false, 1, 0 &&& 0xC0000000)              : is(fallback_reason_t.ADDED, true);
-            (false, _, 1, _)                                 : is(fallback_reason_t.LATE, true);
-            (false, _, 0, 0)                                 : is(fallback_reason_t.ADDED, true);
-            (false, _, 0, 0x80000000 &&& 0x80000000)         : is(fallback_reason_t.WINDOW_FULL, false);
-            (false, _, 0, _)                                 : is(fallback_reason_t.LATE, true);
-            (false, _, 2, 0x40000000 &&& 0xC0000000)         : is(fallback_reason_t.WINDOW_FULL, false);
-            (false, _, _, _)                                 : is(fallback_reason_t.LATE, true);
+            (true, _, _)                              : is(fallback_reason_t.UNOPENED, true);
+            (false, _, 0)                             : is(fallback_reason_t.ADDED, true);
+            (false, true, 0x30000000 &&& 0xF0000000)  : is(fallback_reason_t.UNOPENED, true);
+            (false, false, 0x30000000 &&& 0xF0000000) : is(fallback_reason_t.ADDED, true);
+            (false, _, 0xF0000000 &&& 0xF0000000)     : is(fallback_reason_t.WINDOW_FULL, false);
+            (false, _, 0x70000000 &&& 0xF0000000)     : is(fallback_reason_t.WINDOW_FULL, false);
+            (false, _, _)                             : is(fallback_reason_t.LATE, true);
         }
-        size = 16;
+        size = 8;
     }
 
     apply {
-        diff = before - round;
+        before = before - round;
         decide.apply();
     }
 }

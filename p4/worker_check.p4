@@ -41,15 +41,14 @@ control JobCheck(
         ig_md.job_known = true;
         ig_md.job.index = index;
         ig_md.job.workers = workers;
-        ig_md.job.hot_keys = hot_keys;
         ig_md.job.rank_bias = 16w0x8000 - hot_keys[15:0];
+        ig_md.job.dense_bias = 16w0x7FFF - hot_keys[15:0];
         ig_md.job.max_udp_len = max_udp_len;
         ig_md.job.max_seqs = max_seqs;
         ig_md.job.fixed = fixed;
         ig_md.job.copy_mask = copy_mask;
         ig_md.job.region_base = region_base;
         ig_md.job.readout_rows = readout_rows;
-        ig_md.job.state_base = (state_index_t)index << COPY_BITS;
         ig_md.job.lns_profile = lns_profile;
         ig_md.job.lns_saturate = lns_saturate;
         ig_md.job.servers = servers;
@@ -90,8 +89,8 @@ control JobCheck(
 
     action set_worker(record_index_t rec_base, cover_index_t cover_base) {
         ig_md.worker_known = true;
-        ig_md.rec_base = rec_base;
-        ig_md.cover_base = cover_base;
+        ig_md.rec_index = rec_base;
+        ig_md.cover_index = cover_base;
     }
 
     action unknown_worker() {
@@ -119,7 +118,7 @@ control JobCheck(
         jobs.apply();
         if (ig_md.job_known) {
             ig_md.copy = ig_md.round[COPY_BITS - 1:0] & ig_md.job.copy_mask;
-            ig_md.rs_index = ig_md.job.state_base | (state_index_t)ig_md.copy;
+            ig_md.rs_index = ((state_index_t)ig_md.job.index << COPY_BITS) | (state_index_t)ig_md.copy;
             copy_offsets.apply();
             workers.apply();
             ig_md.ws_index = (ig_md.rs_index << WORKER_BITS) | (state_index_t)hdr.hot.worker[WORKER_BITS - 1:0];
@@ -216,7 +215,6 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
  * datagrams (length other than the header implies, round 0) are dropped
  * unanswered, as zebra-proto drops what its parser refuses. */
 control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
-    bit<16> implied_len;
 
     action reason_is(fallback_reason_t r) {
         ig_md.reason = r;
@@ -238,7 +236,8 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
             ig_md.dense_misaligned : ternary;
             ig_md.seq_over         : ternary;
             ig_md.rank_too_big     : ternary;
-            ig_md.dense_beyond     : ternary;
+            ig_md.dense_end        : ternary;
+            hdr.dense.base         : ternary;
             ig_md.dense            : ternary;
             ig_md.out_flags        : ternary;
             ig_md.routed_mask      : ternary;
@@ -247,199 +246,225 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
             reason_is;
         }
         const entries = {
-            (false, HOT_FLAG_RETX &&& HOT_FLAG_RETX, _, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.UNOPENED);
-            (false, _, _, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.UNKNOWN_JOB);
-            (true, _, false, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_WORKER);
-            (true, HOT_FLAG_FIXED &&& HOT_FLAG_FIXED, _, 0, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, 0 &&& HOT_FLAG_FIXED, _, 1, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, true, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, true, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, _, 32w1 << 28 &&& 32w1 << 28, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, _, 32w1 << 29 &&& 32w1 << 29, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, _, 32w1 << 30 &&& 32w1 << 30, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, _, 32w1 << 31 &&& 32w1 << 31, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, _, _, true, _, _, _, true, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
-            (true, _, _, _, _, _, _, _, true, _, _, _, _, _) : reason_is(fallback_reason_t.SEQ_OVERFLOW);
-            (true, _, _, _, _, _, _, _, _, true, _, _, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, true, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 0 &&& 32w1 << 0, 32w1 << 0 &&& 32w1 << 0) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 1 &&& 32w1 << 1, 32w1 << 1 &&& 32w1 << 1) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 2 &&& 32w1 << 2, 32w1 << 2 &&& 32w1 << 2) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 3 &&& 32w1 << 3, 32w1 << 3 &&& 32w1 << 3) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 4 &&& 32w1 << 4, 32w1 << 4 &&& 32w1 << 4) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 5 &&& 32w1 << 5, 32w1 << 5 &&& 32w1 << 5) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 6 &&& 32w1 << 6, 32w1 << 6 &&& 32w1 << 6) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 7 &&& 32w1 << 7, 32w1 << 7 &&& 32w1 << 7) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 8 &&& 32w1 << 8, 32w1 << 8 &&& 32w1 << 8) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 9 &&& 32w1 << 9, 32w1 << 9 &&& 32w1 << 9) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 10 &&& 32w1 << 10, 32w1 << 10 &&& 32w1 << 10) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 11 &&& 32w1 << 11, 32w1 << 11 &&& 32w1 << 11) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 12 &&& 32w1 << 12, 32w1 << 12 &&& 32w1 << 12) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 13 &&& 32w1 << 13, 32w1 << 13 &&& 32w1 << 13) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 14 &&& 32w1 << 14, 32w1 << 14 &&& 32w1 << 14) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 15 &&& 32w1 << 15, 32w1 << 15 &&& 32w1 << 15) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 16 &&& 32w1 << 16, 32w1 << 16 &&& 32w1 << 16) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 17 &&& 32w1 << 17, 32w1 << 17 &&& 32w1 << 17) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 18 &&& 32w1 << 18, 32w1 << 18 &&& 32w1 << 18) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 19 &&& 32w1 << 19, 32w1 << 19 &&& 32w1 << 19) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 20 &&& 32w1 << 20, 32w1 << 20 &&& 32w1 << 20) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (false, HOT_FLAG_RETX &&& HOT_FLAG_RETX, _, _, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.UNOPENED);
+            (false, _, _, _, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.UNKNOWN_JOB);
+            (true, _, false, _, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_WORKER);
+            (true, HOT_FLAG_FIXED &&& HOT_FLAG_FIXED, _, 0, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, 0 &&& HOT_FLAG_FIXED, _, 1, _, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, true, _, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, true, _, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, _, 32w1 << 28 &&& 32w1 << 28, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, _, 32w1 << 29 &&& 32w1 << 29, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, _, 32w1 << 30 &&& 32w1 << 30, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, _, 32w1 << 31 &&& 32w1 << 31, _, _, _, _, _, _, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, _, _, true, _, _, _, _, true, _, _) : reason_is(fallback_reason_t.BAD_FORMAT);
+            (true, _, _, _, _, _, _, _, true, _, _, _, _, _, _) : reason_is(fallback_reason_t.SEQ_OVERFLOW);
+            (true, _, _, _, _, _, _, _, _, true, _, _, _, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 15 &&& 32w1 << 15, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 16 &&& 32w1 << 16, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 17 &&& 32w1 << 17, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 18 &&& 32w1 << 18, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 19 &&& 32w1 << 19, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 20 &&& 32w1 << 20, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 21 &&& 32w1 << 21, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 22 &&& 32w1 << 22, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 23 &&& 32w1 << 23, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 24 &&& 32w1 << 24, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 25 &&& 32w1 << 25, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 26 &&& 32w1 << 26, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 27 &&& 32w1 << 27, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 28 &&& 32w1 << 28, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 29 &&& 32w1 << 29, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 30 &&& 32w1 << 30, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 31 &&& 32w1 << 31, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, 0x8000 &&& 0x8000, _, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 0 &&& 32w1 << 0, 32w1 << 0 &&& 32w1 << 0) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 1 &&& 32w1 << 1, 32w1 << 1 &&& 32w1 << 1) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 2 &&& 32w1 << 2, 32w1 << 2 &&& 32w1 << 2) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 3 &&& 32w1 << 3, 32w1 << 3 &&& 32w1 << 3) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 4 &&& 32w1 << 4, 32w1 << 4 &&& 32w1 << 4) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 5 &&& 32w1 << 5, 32w1 << 5 &&& 32w1 << 5) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 6 &&& 32w1 << 6, 32w1 << 6 &&& 32w1 << 6) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 7 &&& 32w1 << 7, 32w1 << 7 &&& 32w1 << 7) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 8 &&& 32w1 << 8, 32w1 << 8 &&& 32w1 << 8) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 9 &&& 32w1 << 9, 32w1 << 9 &&& 32w1 << 9) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 10 &&& 32w1 << 10, 32w1 << 10 &&& 32w1 << 10) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 11 &&& 32w1 << 11, 32w1 << 11 &&& 32w1 << 11) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 12 &&& 32w1 << 12, 32w1 << 12 &&& 32w1 << 12) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 13 &&& 32w1 << 13, 32w1 << 13 &&& 32w1 << 13) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 14 &&& 32w1 << 14, 32w1 << 14 &&& 32w1 << 14) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 15 &&& 32w1 << 15, 32w1 << 15 &&& 32w1 << 15) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 16 &&& 32w1 << 16, 32w1 << 16 &&& 32w1 << 16) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 17 &&& 32w1 << 17, 32w1 << 17 &&& 32w1 << 17) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 18 &&& 32w1 << 18, 32w1 << 18 &&& 32w1 << 18) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 19 &&& 32w1 << 19, 32w1 << 19 &&& 32w1 << 19) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 20 &&& 32w1 << 20, 32w1 << 20 &&& 32w1 << 20) : reason_is(fallback_reason_t.OUT_OF_RANGE);
         }
         const default_action = reason_is(fallback_reason_t.ADDED);
-        size = 64;
+        size = 80;
     }
 
-    action implied(bit<16> n) {
-        implied_len = n;
+    action length_ok() {
+        ig_md.malformed = false;
     }
 
-    /* The UDP length a count of pairs (or dense values) implies. */
+    action length_wrong() {
+        ig_md.malformed = true;
+    }
+
+    /* The UDP length a count of pairs (or dense values) implies: any other is
+     * malformed. */
     table lengths {
         key = {
-            hdr.hot.count : exact;
-            ig_md.dense   : exact;
+            hdr.hot.count  : exact;
+            ig_md.dense    : exact;
+            hdr.udp.length : exact;
         }
         actions = {
-            implied;
+            length_ok;
+            @defaultonly length_wrong;
         }
         const entries = {
-            (0, false) : implied(8 + HOT_HEADER_LEN + 0);
-            (1, false) : implied(8 + HOT_HEADER_LEN + 8);
-            (2, false) : implied(8 + HOT_HEADER_LEN + 16);
-            (3, false) : implied(8 + HOT_HEADER_LEN + 24);
-            (4, false) : implied(8 + HOT_HEADER_LEN + 32);
-            (5, false) : implied(8 + HOT_HEADER_LEN + 40);
-            (6, false) : implied(8 + HOT_HEADER_LEN + 48);
-            (7, false) : implied(8 + HOT_HEADER_LEN + 56);
-            (8, false) : implied(8 + HOT_HEADER_LEN + 64);
-            (9, false) : implied(8 + HOT_HEADER_LEN + 72);
-            (10, false) : implied(8 + HOT_HEADER_LEN + 80);
-            (11, false) : implied(8 + HOT_HEADER_LEN + 88);
-            (12, false) : implied(8 + HOT_HEADER_LEN + 96);
-            (13, false) : implied(8 + HOT_HEADER_LEN + 104);
-            (14, false) : implied(8 + HOT_HEADER_LEN + 112);
-            (15, false) : implied(8 + HOT_HEADER_LEN + 120);
-            (16, false) : implied(8 + HOT_HEADER_LEN + 128);
-            (17, false) : implied(8 + HOT_HEADER_LEN + 136);
-            (18, false) : implied(8 + HOT_HEADER_LEN + 144);
-            (19, false) : implied(8 + HOT_HEADER_LEN + 152);
-            (20, false) : implied(8 + HOT_HEADER_LEN + 160);
-            (21, false) : implied(8 + HOT_HEADER_LEN + 168);
-            (22, false) : implied(8 + HOT_HEADER_LEN + 176);
-            (23, false) : implied(8 + HOT_HEADER_LEN + 184);
-            (24, false) : implied(8 + HOT_HEADER_LEN + 192);
-            (25, false) : implied(8 + HOT_HEADER_LEN + 200);
-            (26, false) : implied(8 + HOT_HEADER_LEN + 208);
-            (27, false) : implied(8 + HOT_HEADER_LEN + 216);
-            (28, false) : implied(8 + HOT_HEADER_LEN + 224);
-            (29, false) : implied(8 + HOT_HEADER_LEN + 232);
-            (30, false) : implied(8 + HOT_HEADER_LEN + 240);
-            (31, false) : implied(8 + HOT_HEADER_LEN + 248);
-            (32, false) : implied(8 + HOT_HEADER_LEN + 256);
-            (33, false) : implied(8 + HOT_HEADER_LEN + 264);
-            (34, false) : implied(8 + HOT_HEADER_LEN + 272);
-            (35, false) : implied(8 + HOT_HEADER_LEN + 280);
-            (36, false) : implied(8 + HOT_HEADER_LEN + 288);
-            (37, false) : implied(8 + HOT_HEADER_LEN + 296);
-            (38, false) : implied(8 + HOT_HEADER_LEN + 304);
-            (39, false) : implied(8 + HOT_HEADER_LEN + 312);
-            (40, false) : implied(8 + HOT_HEADER_LEN + 320);
-            (41, false) : implied(8 + HOT_HEADER_LEN + 328);
-            (42, false) : implied(8 + HOT_HEADER_LEN + 336);
-            (43, false) : implied(8 + HOT_HEADER_LEN + 344);
-            (44, false) : implied(8 + HOT_HEADER_LEN + 352);
-            (45, false) : implied(8 + HOT_HEADER_LEN + 360);
-            (46, false) : implied(8 + HOT_HEADER_LEN + 368);
-            (47, false) : implied(8 + HOT_HEADER_LEN + 376);
-            (48, false) : implied(8 + HOT_HEADER_LEN + 384);
-            (49, false) : implied(8 + HOT_HEADER_LEN + 392);
-            (50, false) : implied(8 + HOT_HEADER_LEN + 400);
-            (51, false) : implied(8 + HOT_HEADER_LEN + 408);
-            (52, false) : implied(8 + HOT_HEADER_LEN + 416);
-            (53, false) : implied(8 + HOT_HEADER_LEN + 424);
-            (54, false) : implied(8 + HOT_HEADER_LEN + 432);
-            (55, false) : implied(8 + HOT_HEADER_LEN + 440);
-            (56, false) : implied(8 + HOT_HEADER_LEN + 448);
-            (57, false) : implied(8 + HOT_HEADER_LEN + 456);
-            (58, false) : implied(8 + HOT_HEADER_LEN + 464);
-            (59, false) : implied(8 + HOT_HEADER_LEN + 472);
-            (60, false) : implied(8 + HOT_HEADER_LEN + 480);
-            (61, false) : implied(8 + HOT_HEADER_LEN + 488);
-            (62, false) : implied(8 + HOT_HEADER_LEN + 496);
-            (63, false) : implied(8 + HOT_HEADER_LEN + 504);
-            (64, false) : implied(8 + HOT_HEADER_LEN + 512);
-            (0, true) : implied(8 + HOT_DENSE_HEADER_LEN + 0);
-            (1, true) : implied(8 + HOT_DENSE_HEADER_LEN + 4);
-            (2, true) : implied(8 + HOT_DENSE_HEADER_LEN + 8);
-            (3, true) : implied(8 + HOT_DENSE_HEADER_LEN + 12);
-            (4, true) : implied(8 + HOT_DENSE_HEADER_LEN + 16);
-            (5, true) : implied(8 + HOT_DENSE_HEADER_LEN + 20);
-            (6, true) : implied(8 + HOT_DENSE_HEADER_LEN + 24);
-            (7, true) : implied(8 + HOT_DENSE_HEADER_LEN + 28);
-            (8, true) : implied(8 + HOT_DENSE_HEADER_LEN + 32);
-            (9, true) : implied(8 + HOT_DENSE_HEADER_LEN + 36);
-            (10, true) : implied(8 + HOT_DENSE_HEADER_LEN + 40);
-            (11, true) : implied(8 + HOT_DENSE_HEADER_LEN + 44);
-            (12, true) : implied(8 + HOT_DENSE_HEADER_LEN + 48);
-            (13, true) : implied(8 + HOT_DENSE_HEADER_LEN + 52);
-            (14, true) : implied(8 + HOT_DENSE_HEADER_LEN + 56);
-            (15, true) : implied(8 + HOT_DENSE_HEADER_LEN + 60);
-            (16, true) : implied(8 + HOT_DENSE_HEADER_LEN + 64);
-            (17, true) : implied(8 + HOT_DENSE_HEADER_LEN + 68);
-            (18, true) : implied(8 + HOT_DENSE_HEADER_LEN + 72);
-            (19, true) : implied(8 + HOT_DENSE_HEADER_LEN + 76);
-            (20, true) : implied(8 + HOT_DENSE_HEADER_LEN + 80);
-            (21, true) : implied(8 + HOT_DENSE_HEADER_LEN + 84);
-            (22, true) : implied(8 + HOT_DENSE_HEADER_LEN + 88);
-            (23, true) : implied(8 + HOT_DENSE_HEADER_LEN + 92);
-            (24, true) : implied(8 + HOT_DENSE_HEADER_LEN + 96);
-            (25, true) : implied(8 + HOT_DENSE_HEADER_LEN + 100);
-            (26, true) : implied(8 + HOT_DENSE_HEADER_LEN + 104);
-            (27, true) : implied(8 + HOT_DENSE_HEADER_LEN + 108);
-            (28, true) : implied(8 + HOT_DENSE_HEADER_LEN + 112);
-            (29, true) : implied(8 + HOT_DENSE_HEADER_LEN + 116);
-            (30, true) : implied(8 + HOT_DENSE_HEADER_LEN + 120);
-            (31, true) : implied(8 + HOT_DENSE_HEADER_LEN + 124);
-            (32, true) : implied(8 + HOT_DENSE_HEADER_LEN + 128);
-            (33, true) : implied(8 + HOT_DENSE_HEADER_LEN + 132);
-            (34, true) : implied(8 + HOT_DENSE_HEADER_LEN + 136);
-            (35, true) : implied(8 + HOT_DENSE_HEADER_LEN + 140);
-            (36, true) : implied(8 + HOT_DENSE_HEADER_LEN + 144);
-            (37, true) : implied(8 + HOT_DENSE_HEADER_LEN + 148);
-            (38, true) : implied(8 + HOT_DENSE_HEADER_LEN + 152);
-            (39, true) : implied(8 + HOT_DENSE_HEADER_LEN + 156);
-            (40, true) : implied(8 + HOT_DENSE_HEADER_LEN + 160);
-            (41, true) : implied(8 + HOT_DENSE_HEADER_LEN + 164);
-            (42, true) : implied(8 + HOT_DENSE_HEADER_LEN + 168);
-            (43, true) : implied(8 + HOT_DENSE_HEADER_LEN + 172);
-            (44, true) : implied(8 + HOT_DENSE_HEADER_LEN + 176);
-            (45, true) : implied(8 + HOT_DENSE_HEADER_LEN + 180);
-            (46, true) : implied(8 + HOT_DENSE_HEADER_LEN + 184);
-            (47, true) : implied(8 + HOT_DENSE_HEADER_LEN + 188);
-            (48, true) : implied(8 + HOT_DENSE_HEADER_LEN + 192);
-            (49, true) : implied(8 + HOT_DENSE_HEADER_LEN + 196);
-            (50, true) : implied(8 + HOT_DENSE_HEADER_LEN + 200);
-            (51, true) : implied(8 + HOT_DENSE_HEADER_LEN + 204);
-            (52, true) : implied(8 + HOT_DENSE_HEADER_LEN + 208);
-            (53, true) : implied(8 + HOT_DENSE_HEADER_LEN + 212);
-            (54, true) : implied(8 + HOT_DENSE_HEADER_LEN + 216);
-            (55, true) : implied(8 + HOT_DENSE_HEADER_LEN + 220);
-            (56, true) : implied(8 + HOT_DENSE_HEADER_LEN + 224);
-            (57, true) : implied(8 + HOT_DENSE_HEADER_LEN + 228);
-            (58, true) : implied(8 + HOT_DENSE_HEADER_LEN + 232);
-            (59, true) : implied(8 + HOT_DENSE_HEADER_LEN + 236);
-            (60, true) : implied(8 + HOT_DENSE_HEADER_LEN + 240);
-            (61, true) : implied(8 + HOT_DENSE_HEADER_LEN + 244);
-            (62, true) : implied(8 + HOT_DENSE_HEADER_LEN + 248);
-            (63, true) : implied(8 + HOT_DENSE_HEADER_LEN + 252);
-            (64, true) : implied(8 + HOT_DENSE_HEADER_LEN + 256);
+            (0, false, 8 + HOT_HEADER_LEN + 0) : length_ok();
+            (1, false, 8 + HOT_HEADER_LEN + 8) : length_ok();
+            (2, false, 8 + HOT_HEADER_LEN + 16) : length_ok();
+            (3, false, 8 + HOT_HEADER_LEN + 24) : length_ok();
+            (4, false, 8 + HOT_HEADER_LEN + 32) : length_ok();
+            (5, false, 8 + HOT_HEADER_LEN + 40) : length_ok();
+            (6, false, 8 + HOT_HEADER_LEN + 48) : length_ok();
+            (7, false, 8 + HOT_HEADER_LEN + 56) : length_ok();
+            (8, false, 8 + HOT_HEADER_LEN + 64) : length_ok();
+            (9, false, 8 + HOT_HEADER_LEN + 72) : length_ok();
+            (10, false, 8 + HOT_HEADER_LEN + 80) : length_ok();
+            (11, false, 8 + HOT_HEADER_LEN + 88) : length_ok();
+            (12, false, 8 + HOT_HEADER_LEN + 96) : length_ok();
+            (13, false, 8 + HOT_HEADER_LEN + 104) : length_ok();
+            (14, false, 8 + HOT_HEADER_LEN + 112) : length_ok();
+            (15, false, 8 + HOT_HEADER_LEN + 120) : length_ok();
+            (16, false, 8 + HOT_HEADER_LEN + 128) : length_ok();
+            (17, false, 8 + HOT_HEADER_LEN + 136) : length_ok();
+            (18, false, 8 + HOT_HEADER_LEN + 144) : length_ok();
+            (19, false, 8 + HOT_HEADER_LEN + 152) : length_ok();
+            (20, false, 8 + HOT_HEADER_LEN + 160) : length_ok();
+            (21, false, 8 + HOT_HEADER_LEN + 168) : length_ok();
+            (22, false, 8 + HOT_HEADER_LEN + 176) : length_ok();
+            (23, false, 8 + HOT_HEADER_LEN + 184) : length_ok();
+            (24, false, 8 + HOT_HEADER_LEN + 192) : length_ok();
+            (25, false, 8 + HOT_HEADER_LEN + 200) : length_ok();
+            (26, false, 8 + HOT_HEADER_LEN + 208) : length_ok();
+            (27, false, 8 + HOT_HEADER_LEN + 216) : length_ok();
+            (28, false, 8 + HOT_HEADER_LEN + 224) : length_ok();
+            (29, false, 8 + HOT_HEADER_LEN + 232) : length_ok();
+            (30, false, 8 + HOT_HEADER_LEN + 240) : length_ok();
+            (31, false, 8 + HOT_HEADER_LEN + 248) : length_ok();
+            (32, false, 8 + HOT_HEADER_LEN + 256) : length_ok();
+            (33, false, 8 + HOT_HEADER_LEN + 264) : length_ok();
+            (34, false, 8 + HOT_HEADER_LEN + 272) : length_ok();
+            (35, false, 8 + HOT_HEADER_LEN + 280) : length_ok();
+            (36, false, 8 + HOT_HEADER_LEN + 288) : length_ok();
+            (37, false, 8 + HOT_HEADER_LEN + 296) : length_ok();
+            (38, false, 8 + HOT_HEADER_LEN + 304) : length_ok();
+            (39, false, 8 + HOT_HEADER_LEN + 312) : length_ok();
+            (40, false, 8 + HOT_HEADER_LEN + 320) : length_ok();
+            (41, false, 8 + HOT_HEADER_LEN + 328) : length_ok();
+            (42, false, 8 + HOT_HEADER_LEN + 336) : length_ok();
+            (43, false, 8 + HOT_HEADER_LEN + 344) : length_ok();
+            (44, false, 8 + HOT_HEADER_LEN + 352) : length_ok();
+            (45, false, 8 + HOT_HEADER_LEN + 360) : length_ok();
+            (46, false, 8 + HOT_HEADER_LEN + 368) : length_ok();
+            (47, false, 8 + HOT_HEADER_LEN + 376) : length_ok();
+            (48, false, 8 + HOT_HEADER_LEN + 384) : length_ok();
+            (49, false, 8 + HOT_HEADER_LEN + 392) : length_ok();
+            (50, false, 8 + HOT_HEADER_LEN + 400) : length_ok();
+            (51, false, 8 + HOT_HEADER_LEN + 408) : length_ok();
+            (52, false, 8 + HOT_HEADER_LEN + 416) : length_ok();
+            (53, false, 8 + HOT_HEADER_LEN + 424) : length_ok();
+            (54, false, 8 + HOT_HEADER_LEN + 432) : length_ok();
+            (55, false, 8 + HOT_HEADER_LEN + 440) : length_ok();
+            (56, false, 8 + HOT_HEADER_LEN + 448) : length_ok();
+            (57, false, 8 + HOT_HEADER_LEN + 456) : length_ok();
+            (58, false, 8 + HOT_HEADER_LEN + 464) : length_ok();
+            (59, false, 8 + HOT_HEADER_LEN + 472) : length_ok();
+            (60, false, 8 + HOT_HEADER_LEN + 480) : length_ok();
+            (61, false, 8 + HOT_HEADER_LEN + 488) : length_ok();
+            (62, false, 8 + HOT_HEADER_LEN + 496) : length_ok();
+            (63, false, 8 + HOT_HEADER_LEN + 504) : length_ok();
+            (64, false, 8 + HOT_HEADER_LEN + 512) : length_ok();
+            (0, true, 8 + HOT_DENSE_HEADER_LEN + 0) : length_ok();
+            (1, true, 8 + HOT_DENSE_HEADER_LEN + 4) : length_ok();
+            (2, true, 8 + HOT_DENSE_HEADER_LEN + 8) : length_ok();
+            (3, true, 8 + HOT_DENSE_HEADER_LEN + 12) : length_ok();
+            (4, true, 8 + HOT_DENSE_HEADER_LEN + 16) : length_ok();
+            (5, true, 8 + HOT_DENSE_HEADER_LEN + 20) : length_ok();
+            (6, true, 8 + HOT_DENSE_HEADER_LEN + 24) : length_ok();
+            (7, true, 8 + HOT_DENSE_HEADER_LEN + 28) : length_ok();
+            (8, true, 8 + HOT_DENSE_HEADER_LEN + 32) : length_ok();
+            (9, true, 8 + HOT_DENSE_HEADER_LEN + 36) : length_ok();
+            (10, true, 8 + HOT_DENSE_HEADER_LEN + 40) : length_ok();
+            (11, true, 8 + HOT_DENSE_HEADER_LEN + 44) : length_ok();
+            (12, true, 8 + HOT_DENSE_HEADER_LEN + 48) : length_ok();
+            (13, true, 8 + HOT_DENSE_HEADER_LEN + 52) : length_ok();
+            (14, true, 8 + HOT_DENSE_HEADER_LEN + 56) : length_ok();
+            (15, true, 8 + HOT_DENSE_HEADER_LEN + 60) : length_ok();
+            (16, true, 8 + HOT_DENSE_HEADER_LEN + 64) : length_ok();
+            (17, true, 8 + HOT_DENSE_HEADER_LEN + 68) : length_ok();
+            (18, true, 8 + HOT_DENSE_HEADER_LEN + 72) : length_ok();
+            (19, true, 8 + HOT_DENSE_HEADER_LEN + 76) : length_ok();
+            (20, true, 8 + HOT_DENSE_HEADER_LEN + 80) : length_ok();
+            (21, true, 8 + HOT_DENSE_HEADER_LEN + 84) : length_ok();
+            (22, true, 8 + HOT_DENSE_HEADER_LEN + 88) : length_ok();
+            (23, true, 8 + HOT_DENSE_HEADER_LEN + 92) : length_ok();
+            (24, true, 8 + HOT_DENSE_HEADER_LEN + 96) : length_ok();
+            (25, true, 8 + HOT_DENSE_HEADER_LEN + 100) : length_ok();
+            (26, true, 8 + HOT_DENSE_HEADER_LEN + 104) : length_ok();
+            (27, true, 8 + HOT_DENSE_HEADER_LEN + 108) : length_ok();
+            (28, true, 8 + HOT_DENSE_HEADER_LEN + 112) : length_ok();
+            (29, true, 8 + HOT_DENSE_HEADER_LEN + 116) : length_ok();
+            (30, true, 8 + HOT_DENSE_HEADER_LEN + 120) : length_ok();
+            (31, true, 8 + HOT_DENSE_HEADER_LEN + 124) : length_ok();
+            (32, true, 8 + HOT_DENSE_HEADER_LEN + 128) : length_ok();
+            (33, true, 8 + HOT_DENSE_HEADER_LEN + 132) : length_ok();
+            (34, true, 8 + HOT_DENSE_HEADER_LEN + 136) : length_ok();
+            (35, true, 8 + HOT_DENSE_HEADER_LEN + 140) : length_ok();
+            (36, true, 8 + HOT_DENSE_HEADER_LEN + 144) : length_ok();
+            (37, true, 8 + HOT_DENSE_HEADER_LEN + 148) : length_ok();
+            (38, true, 8 + HOT_DENSE_HEADER_LEN + 152) : length_ok();
+            (39, true, 8 + HOT_DENSE_HEADER_LEN + 156) : length_ok();
+            (40, true, 8 + HOT_DENSE_HEADER_LEN + 160) : length_ok();
+            (41, true, 8 + HOT_DENSE_HEADER_LEN + 164) : length_ok();
+            (42, true, 8 + HOT_DENSE_HEADER_LEN + 168) : length_ok();
+            (43, true, 8 + HOT_DENSE_HEADER_LEN + 172) : length_ok();
+            (44, true, 8 + HOT_DENSE_HEADER_LEN + 176) : length_ok();
+            (45, true, 8 + HOT_DENSE_HEADER_LEN + 180) : length_ok();
+            (46, true, 8 + HOT_DENSE_HEADER_LEN + 184) : length_ok();
+            (47, true, 8 + HOT_DENSE_HEADER_LEN + 188) : length_ok();
+            (48, true, 8 + HOT_DENSE_HEADER_LEN + 192) : length_ok();
+            (49, true, 8 + HOT_DENSE_HEADER_LEN + 196) : length_ok();
+            (50, true, 8 + HOT_DENSE_HEADER_LEN + 200) : length_ok();
+            (51, true, 8 + HOT_DENSE_HEADER_LEN + 204) : length_ok();
+            (52, true, 8 + HOT_DENSE_HEADER_LEN + 208) : length_ok();
+            (53, true, 8 + HOT_DENSE_HEADER_LEN + 212) : length_ok();
+            (54, true, 8 + HOT_DENSE_HEADER_LEN + 216) : length_ok();
+            (55, true, 8 + HOT_DENSE_HEADER_LEN + 220) : length_ok();
+            (56, true, 8 + HOT_DENSE_HEADER_LEN + 224) : length_ok();
+            (57, true, 8 + HOT_DENSE_HEADER_LEN + 228) : length_ok();
+            (58, true, 8 + HOT_DENSE_HEADER_LEN + 232) : length_ok();
+            (59, true, 8 + HOT_DENSE_HEADER_LEN + 236) : length_ok();
+            (60, true, 8 + HOT_DENSE_HEADER_LEN + 240) : length_ok();
+            (61, true, 8 + HOT_DENSE_HEADER_LEN + 244) : length_ok();
+            (62, true, 8 + HOT_DENSE_HEADER_LEN + 248) : length_ok();
+            (63, true, 8 + HOT_DENSE_HEADER_LEN + 252) : length_ok();
+            (64, true, 8 + HOT_DENSE_HEADER_LEN + 256) : length_ok();
         }
-        const default_action = implied(0);
+        const default_action = length_wrong;
         size = 2 * (MAX_PAIRS_PER_PACKET + 1);
     }
 
     apply {
         lengths.apply();
-        ig_md.malformed = hdr.udp.length != implied_len || hdr.hot.round == 0;
+        if (hdr.hot.round == 0) {
+            ig_md.malformed = true;
+        }
         ig_md.too_long = hdr.udp.length > ig_md.job.max_udp_len;
         ig_md.seq_over = hdr.hot.seq >= ig_md.job.max_seqs;
         reasons.apply();
@@ -449,14 +474,12 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
 /* A dense block must start at a multiple of R (every worker's does:
  * dense_values_per_packet is R for the packet sizes the controller accepts
  * with dense ranks) and end within the job's hot keys. */
-control DenseCheck(inout header_t hdr, inout ingress_metadata_t ig_md) {
-    bit<32> end;
-
+control DenseCheck(inout header_t hdr, inout ingress_metadata_t ig_md, out acc_index_t entry) {
     apply {
         ig_md.dense_misaligned = hdr.dense.base[REGISTER_BITS - 1:0] != 0;
-        end = hdr.dense.base + (bit<32>)hdr.hot.count;
-        ig_md.dense_beyond = hdr.dense.base[31:SLOT_BITS + REGISTER_BITS] != 0 || end > ig_md.job.hot_keys;
-        ig_md.dense_entry = ig_md.row_base + (acc_index_t)(hdr.dense.base >> REGISTER_BITS);
+        ig_md.dense_end = hdr.dense.base[15:0] + (bit<16>)hdr.hot.count;
+        ig_md.dense_end = ig_md.dense_end + ig_md.job.dense_bias;
+        entry = ig_md.row_base + (acc_index_t)(hdr.dense.base[15:0] >> REGISTER_BITS);
     }
 }
 
@@ -471,7 +494,7 @@ control DenseCheck(inout header_t hdr, inout ingress_metadata_t ig_md) {
 control SeenRecords(
     in record_index_t index,
     in bit<32> key,
-    in bit<32> record,
+    in fallback_reason_t outcome,
     in bool enabled,
     in bool write,
     out bit<32> before) {
@@ -482,7 +505,7 @@ control SeenRecords(
         void apply(inout bit<32> r, out bit<32> old) {
             if (r < key) {
                 old = 0;
-                r = record;
+                r = key | (bit<32>)(bit<8>)outcome;
             } else {
                 old = r;
             }

@@ -72,7 +72,6 @@ control Ingress(
     bool before_first;
     round_op_t round_op;
     fallback_reason_t admission;
-    bit<32> record;
     bool write_record;
     acc_index_t same_entry_index;
     bool same;
@@ -108,8 +107,6 @@ control Ingress(
         hdr.bridge.ws_index = ig_md.ws_index;
         hdr.bridge.cover_index = ig_md.cover_index;
         hdr.bridge.entry = same_entry_index;
-        hdr.bridge.progress_inc = ig_md.progress_inc;
-        hdr.bridge.index_mask = ig_md.routed_mask[15:0];
         hdr.bridge.value_mask = ig_md.value_mask;
         hdr.bridge.slots = 1;
         hdr.slot_index[0].setValid();
@@ -161,14 +158,14 @@ control Ingress(
         ig_md.pairs_left = 0;
         ig_md.malformed = false;
         ig_md.dense_misaligned = false;
-        ig_md.dense_beyond = false;
+        ig_md.dense_end = 0;
         ig_md.too_long = false;
         ig_md.seq_over = false;
         ig_md.job_known = false;
         ig_md.record_key = ig_md.round << 4;
         ig_md.record_before = 0;
         ig_md.reason = fallback_reason_t.ADDED;
-        record = 0;
+        same_entry_index = 0;
         write_record = false;
         admission = fallback_reason_t.ADDED;
         before_first = false;
@@ -192,13 +189,8 @@ control Ingress(
             read_worker = 1;
             last_row = (ig_md.job.readout_rows <= 1) ? 1w1 : 1w0;
         }
-        if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
-            ig_md.progress_inc = (((bit<32>)hdr.hot.seq + 1) << 16) + 1;
-        } else {
-            ig_md.progress_inc = 1;
-        }
-        ig_md.cover_index = ig_md.cover_base + (cover_index_t)(hdr.hot.seq >> 5);
-        ig_md.rec_index = ig_md.rec_base + (record_index_t)hdr.hot.seq;
+        ig_md.cover_index = ig_md.cover_index + (cover_index_t)(hdr.hot.seq >> 5);
+        ig_md.rec_index = ig_md.rec_index + (record_index_t)hdr.hot.seq;
 
         /* 3. Ranks to register entries, the range check, conflicts. */
         if (ig_md.pass == pass_t.FAST && !ig_md.dense) {
@@ -218,15 +210,14 @@ control Ingress(
             conflict_check.apply(ig_md.routed_mask, hdr.hot.count, ig_md.pairs_low, ig_md.pairs_left);
         }
         if (ig_md.pass == pass_t.FAST && ig_md.dense) {
-            dense_check.apply(hdr, ig_md);
+            dense_check.apply(hdr, ig_md, same_entry_index);
         }
 
-        /* A dense block, a READOUT row: every register at one entry. */
+        /* A dense block (its entry from DenseCheck), a READOUT row: every
+         * register at one entry. */
         same = false;
-        same_entry_index = 0;
         if (ig_md.pass == pass_t.FAST && ig_md.dense) {
             same = true;
-            same_entry_index = ig_md.dense_entry;
         } else if (ig_md.pass == pass_t.READOUT || ig_md.pass == pass_t.CLOSE) {
             same = true;
             same_entry_index = ig_md.row_base + hdr.ctl.row;
@@ -255,10 +246,9 @@ control Ingress(
 
         /* 6. The record: first time, retransmission, or stale copy. */
         if (round_op == round_op_t.HOT) {
-            admission_outcome.apply(ig_md.seen, ig_md.round, before_first, resend,
-                                    ig_md.record_key, admission, record, write_record);
+            admission_outcome.apply(ig_md.seen, ig_md.round, before_first, resend, admission, write_record);
         }
-        seen_records.apply(ig_md.rec_index, ig_md.record_key, record, round_op == round_op_t.HOT, write_record,
+        seen_records.apply(ig_md.rec_index, ig_md.record_key, admission, round_op == round_op_t.HOT, write_record,
                            ig_md.record_before);
 
         /* 7. The verdict on a HOT packet, and what the registers (in egress)
@@ -351,9 +341,8 @@ control Ingress(
                     drop_positional_pairs.apply(hdr);
                 }
             } else if (ig_md.verdict == verdict_t.RESUBMIT) {
-                ig_md.resubmit.setValid();
-                ig_md.resubmit.mode = RESUBMIT_CHECK;
-                ig_md.resubmit.reserved = 0;
+                hdr.resubmit.setValid();
+                hdr.resubmit.mode = RESUBMIT_CHECK;
                 ig_dprsr_md.resubmit_type = (bit<3>)RESUBMIT_CHECK;
             } else if (ig_md.verdict == verdict_t.CONTINUE) {
                 start_continuation.apply(hdr, ig_md, ig_intr_md, ig_tm_md);
@@ -429,6 +418,11 @@ control Egress(
                 drop_slots.apply(hdr);
             }
 
+            if ((hdr.hot.flags & HOT_FLAG_DONE) != 0) {
+                eg_md.progress_inc = (hdr.hot.seq ++ 16w0) + 32w0x00010001;     /* ((seq + 1) << 16) + 1 */
+            } else {
+                eg_md.progress_inc = 1;
+            }
             if (hdr.bridge.finish == 1) {
                 progress_op = acc_op_t.ADD;
             } else if (hdr.bridge.acc_op == acc_op_t.READ && hdr.bridge.read_worker == 1) {
@@ -437,7 +431,7 @@ control Egress(
                 progress_op = acc_op_t.NONE;
             }
             worker_progress.apply(progress_op, hdr.bridge.ws_index, hdr.bridge.round,
-                                  hdr.bridge.progress_inc, eg_md.progress);
+                                  eg_md.progress_inc, eg_md.progress);
             cover_mask = 0;
             if (hdr.bridge.finish == 1) {
                 cover_bit.apply(hdr.hot.seq, cover_mask);
