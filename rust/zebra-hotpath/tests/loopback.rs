@@ -673,3 +673,128 @@ fn a_switch_started_again_is_seen_by_its_epoch_and_what_it_held_is_sent_again() 
     assert_eq!(resent, u64::from(WORKERS));
     c.finish();
 }
+
+/// A standby switch (`ZEBRA_SWITCH_STANDBY`), real UDP: the primary killed
+/// with round 3 open at it (workers 0 and 1 added and acknowledged, worker
+/// 2's packets not sent yet); each server's link moves its job to the
+/// standby once the primary has left its REGISTER unanswered for
+/// `failover`, and reports it when the standby answers; the workers are
+/// told what the server agents tell them (the newest round aggregated, 2,
+/// and the oldest still needed, 3). A stranger's REGISTER and HOT packet at
+/// the standby change nothing. Every sum exact, rounds 4 on aggregated at
+/// the standby.
+#[test]
+fn a_standby_takes_the_job_over_when_the_primary_is_killed() {
+    use zebra_proto::wire::{HotBody, HotRepr};
+    use zebra_proto::SwitchChoice;
+    let rounds = 8;
+    let (plans, expected) = plan(23, rounds);
+    let standby = SwitchNode::start(SwitchNodeConfig::new(localhost(), config())).unwrap();
+    let primary = SwitchNode::start(SwitchNodeConfig::new(localhost(), config())).unwrap();
+    let (at, standby_at) = (primary.local_addr(), standby.local_addr());
+    let mut c = Cluster::around(Some(primary), |rank| {
+        let mut l = LinkConfig::new(config(), JOB, rank, at);
+        l.bind = localhost();
+        l.standby = Some(standby_at);
+        l.failover = Duration::from_millis(1500);
+        l
+    });
+    c.run(&plans, 2, "rounds 1 and 2 at the primary");
+    for (link, plan) in c.workers.iter().zip(&plans).take(2) {
+        link.push(3, plan[2].1.clone()).unwrap();
+    }
+    let t = Instant::now();
+    while !(0..2u16).all(|w| c.settled.contains_key(&(w, 3))) {
+        assert!(t.elapsed() < Duration::from_secs(5), "round 3 acknowledged");
+        c.pump();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let old = c.switch.take().unwrap().shutdown();
+    assert_eq!(old.open_rounds, 1, "killed with round 3 open");
+    assert_eq!(
+        standby.stats().switch.added_pairs,
+        0,
+        "the standby idle so far"
+    );
+    c.switch = Some(standby);
+    let t = Instant::now();
+    while c.restarts < u64::from(SERVERS) {
+        assert!(
+            t.elapsed() < Duration::from_secs(6),
+            "every server moves within failover plus a keep-alive"
+        );
+        c.pump();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let waited = t.elapsed();
+    for s in &c.servers {
+        let st = s.stats();
+        assert_eq!(
+            (st.switch_moves, st.on_standby, st.switch_restarts),
+            (1, true, 0)
+        );
+        assert!(st.registered, "the standby answered");
+    }
+    for w in &c.workers {
+        w.move_to(SwitchChoice::Standby, 2, 3);
+        assert!(w.stats().on_standby);
+    }
+
+    // A stranger at the standby: a REGISTER for server 0 and a HOT packet
+    // of worker 0, both refused for their address.
+    let switch = c.switch.as_ref().unwrap();
+    let before = switch.stats();
+    let stranger = UdpSocket::bind(localhost()).unwrap();
+    let forged = [
+        RegisterRepr {
+            job: JOB,
+            server: 0,
+            ack: false,
+            admit: None,
+            epoch: 0,
+            token: 0,
+        }
+        .to_bytes(),
+        HotRepr {
+            job: JOB,
+            worker: 0,
+            round: 4,
+            seq: 0,
+            retransmission: false,
+            done: true,
+            fixed: false,
+            token: 0,
+            body: HotBody::Sparse(vec![(0, 1000f32.to_bits())]),
+        }
+        .to_bytes(),
+    ];
+    // Worker 0 is pinned at the standby first (round 3 of worker 2 alone
+    // would leave it unpinned): the workers' next packets go there now.
+    c.workers[2].push(3, plans[2][2].1.clone()).unwrap();
+    c.run_from(&plans, 4, 5, "rounds 4 and 5 at the standby");
+    let switch = c.switch.as_ref().unwrap();
+    for f in &forged {
+        stranger.send_to(f, standby_at).unwrap();
+    }
+    let t = Instant::now();
+    while switch.stats().switch.refused_address < before.switch.refused_address + 2 {
+        assert!(t.elapsed() < Duration::from_secs(5), "the stranger refused");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    c.run_from(&plans, 6, rounds, "rounds 6 to 8 at the standby");
+    c.check(&expected, rounds, "failover");
+    let st = c.finish().unwrap();
+    eprintln!("moved after {waited:?}; the standby:\n{st}");
+    assert!(
+        st.switch.rounds_completed >= u64::from(rounds - 3),
+        "rounds 4 to 8 aggregated at the standby: {st}"
+    );
+    assert_eq!(
+        st.servers
+            .iter()
+            .filter(|s| s.2 == stranger.local_addr().unwrap())
+            .count(),
+        0,
+        "no server moved to the stranger"
+    );
+}
