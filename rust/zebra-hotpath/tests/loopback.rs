@@ -617,6 +617,26 @@ fn updates_reach_the_workers_heard_from_and_acks_the_server() {
         .contains("4 parts copied (5 datagrams to workers)"));
 }
 
+/// Round `round` from workers 0 and 1 only: added and acknowledged, open at
+/// the switch (worker 2's DONE missing) when it is killed (shut down).
+fn kill_with_a_round_open(c: &mut Cluster, plans: &common::Plan, round: u32) {
+    for (link, plan) in c.workers.iter().zip(plans).take(2) {
+        link.push(round, plan[round as usize - 1].1.clone())
+            .unwrap();
+    }
+    let t = Instant::now();
+    while !(0..2u16).all(|w| c.settled.contains_key(&(w, round))) {
+        assert!(
+            t.elapsed() < Duration::from_secs(5),
+            "round {round} acknowledged"
+        );
+        c.pump();
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    let old = c.switch.take().unwrap().shutdown();
+    assert_eq!(old.open_rounds, 1, "killed with round {round} open");
+}
+
 #[test]
 fn a_switch_started_again_is_seen_by_its_epoch_and_what_it_held_is_sent_again() {
     let rounds = 2;
@@ -624,19 +644,7 @@ fn a_switch_started_again_is_seen_by_its_epoch_and_what_it_held_is_sent_again() 
     let mut c = Cluster::start(true, None);
     c.run(&plans, 1, "round 1");
     let at = c.switch.as_ref().unwrap().local_addr();
-    // Round 2 from workers 0 and 1 only: added and acknowledged, open at the
-    // switch (worker 2's DONE missing) when it is killed.
-    for (link, plan) in c.workers.iter().zip(&plans).take(2) {
-        link.push(2, plan[1].1.clone()).unwrap();
-    }
-    let t = Instant::now();
-    while !(0..2u16).all(|w| c.settled.contains_key(&(w, 2))) {
-        assert!(t.elapsed() < Duration::from_secs(5), "round 2 acknowledged");
-        c.pump();
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let old = c.switch.take().unwrap().shutdown();
-    assert_eq!(old.open_rounds, 1, "killed with round 2 open");
+    kill_with_a_round_open(&mut c, &plans, 2);
     c.switch = Some(SwitchNode::start(SwitchNodeConfig::new(at, config())).unwrap());
     let t = Instant::now();
     while c.restarts < u64::from(SERVERS) {
@@ -700,17 +708,7 @@ fn a_standby_takes_the_job_over_when_the_primary_is_killed() {
         l
     });
     c.run(&plans, 2, "rounds 1 and 2 at the primary");
-    for (link, plan) in c.workers.iter().zip(&plans).take(2) {
-        link.push(3, plan[2].1.clone()).unwrap();
-    }
-    let t = Instant::now();
-    while !(0..2u16).all(|w| c.settled.contains_key(&(w, 3))) {
-        assert!(t.elapsed() < Duration::from_secs(5), "round 3 acknowledged");
-        c.pump();
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    let old = c.switch.take().unwrap().shutdown();
-    assert_eq!(old.open_rounds, 1, "killed with round 3 open");
+    kill_with_a_round_open(&mut c, &plans, 3);
     assert_eq!(
         standby.stats().switch.added_pairs,
         0,
