@@ -115,14 +115,6 @@ control BiasRoutedRanks(inout header_t hdr, in bit<16> bias) {
         hdr.slot_index[5].index = hdr.slot_index[5].index + bias;
         hdr.slot_index[6].index = hdr.slot_index[6].index + bias;
         hdr.slot_index[7].index = hdr.slot_index[7].index + bias;
-        hdr.slot_index[8].index = hdr.slot_index[8].index + bias;
-        hdr.slot_index[9].index = hdr.slot_index[9].index + bias;
-        hdr.slot_index[10].index = hdr.slot_index[10].index + bias;
-        hdr.slot_index[11].index = hdr.slot_index[11].index + bias;
-        hdr.slot_index[12].index = hdr.slot_index[12].index + bias;
-        hdr.slot_index[13].index = hdr.slot_index[13].index + bias;
-        hdr.slot_index[14].index = hdr.slot_index[14].index + bias;
-        hdr.slot_index[15].index = hdr.slot_index[15].index + bias;
     }
 }
 
@@ -138,14 +130,6 @@ control IndexRoutedRanks(inout header_t hdr, in bit<16> bias, in acc_index_t row
         hdr.slot_index[5].index = ((hdr.slot_index[5].index - bias) >> REGISTER_BITS) + row_base;
         hdr.slot_index[6].index = ((hdr.slot_index[6].index - bias) >> REGISTER_BITS) + row_base;
         hdr.slot_index[7].index = ((hdr.slot_index[7].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[8].index = ((hdr.slot_index[8].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[9].index = ((hdr.slot_index[9].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[10].index = ((hdr.slot_index[10].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[11].index = ((hdr.slot_index[11].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[12].index = ((hdr.slot_index[12].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[13].index = ((hdr.slot_index[13].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[14].index = ((hdr.slot_index[14].index - bias) >> REGISTER_BITS) + row_base;
-        hdr.slot_index[15].index = ((hdr.slot_index[15].index - bias) >> REGISTER_BITS) + row_base;
     }
 }
 
@@ -161,19 +145,6 @@ control BiasPositionalRanks(inout header_t hdr, in bit<16> bias) {
         hdr.pairs[5].index = hdr.pairs[5].index + bias;
         hdr.pairs[6].index = hdr.pairs[6].index + bias;
         hdr.pairs[7].index = hdr.pairs[7].index + bias;
-        hdr.pairs[8].index = hdr.pairs[8].index + bias;
-        hdr.pairs[9].index = hdr.pairs[9].index + bias;
-        hdr.pairs[10].index = hdr.pairs[10].index + bias;
-        hdr.pairs[11].index = hdr.pairs[11].index + bias;
-        hdr.pairs[12].index = hdr.pairs[12].index + bias;
-        hdr.pairs[13].index = hdr.pairs[13].index + bias;
-        hdr.pairs[14].index = hdr.pairs[14].index + bias;
-        hdr.pairs[15].index = hdr.pairs[15].index + bias;
-        hdr.pairs[16].index = hdr.pairs[16].index + bias;
-        hdr.pairs[17].index = hdr.pairs[17].index + bias;
-        hdr.pairs[18].index = hdr.pairs[18].index + bias;
-        hdr.pairs[19].index = hdr.pairs[19].index + bias;
-        hdr.pairs[20].index = hdr.pairs[20].index + bias;
     }
 }
 
@@ -187,19 +158,6 @@ control UnbiasPositionalRanks(inout header_t hdr, in bit<16> bias) {
         hdr.pairs[5].index = hdr.pairs[5].index - bias;
         hdr.pairs[6].index = hdr.pairs[6].index - bias;
         hdr.pairs[7].index = hdr.pairs[7].index - bias;
-        hdr.pairs[8].index = hdr.pairs[8].index - bias;
-        hdr.pairs[9].index = hdr.pairs[9].index - bias;
-        hdr.pairs[10].index = hdr.pairs[10].index - bias;
-        hdr.pairs[11].index = hdr.pairs[11].index - bias;
-        hdr.pairs[12].index = hdr.pairs[12].index - bias;
-        hdr.pairs[13].index = hdr.pairs[13].index - bias;
-        hdr.pairs[14].index = hdr.pairs[14].index - bias;
-        hdr.pairs[15].index = hdr.pairs[15].index - bias;
-        hdr.pairs[16].index = hdr.pairs[16].index - bias;
-        hdr.pairs[17].index = hdr.pairs[17].index - bias;
-        hdr.pairs[18].index = hdr.pairs[18].index - bias;
-        hdr.pairs[19].index = hdr.pairs[19].index - bias;
-        hdr.pairs[20].index = hdr.pairs[20].index - bias;
     }
 }
 
@@ -216,14 +174,6 @@ control Accumulators(inout header_t hdr) {
     Accumulator() acc05;
     Accumulator() acc06;
     Accumulator() acc07;
-    Accumulator() acc08;
-    Accumulator() acc09;
-    Accumulator() acc10;
-    Accumulator() acc11;
-    Accumulator() acc12;
-    Accumulator() acc13;
-    Accumulator() acc14;
-    Accumulator() acc15;
 
     apply {
         acc00.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[0:0] == 1, hdr.bridge.same == 1, hdr.slot_index[0].index, hdr.bridge.entry, hdr.slot_value[0].value, hdr.bridge.round, hdr.slot_value[0].value);
@@ -234,14 +184,6 @@ control Accumulators(inout header_t hdr) {
         acc05.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[5:5] == 1, hdr.bridge.same == 1, hdr.slot_index[5].index, hdr.bridge.entry, hdr.slot_value[5].value, hdr.bridge.round, hdr.slot_value[5].value);
         acc06.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[6:6] == 1, hdr.bridge.same == 1, hdr.slot_index[6].index, hdr.bridge.entry, hdr.slot_value[6].value, hdr.bridge.round, hdr.slot_value[6].value);
         acc07.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[7:7] == 1, hdr.bridge.same == 1, hdr.slot_index[7].index, hdr.bridge.entry, hdr.slot_value[7].value, hdr.bridge.round, hdr.slot_value[7].value);
-        acc08.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[8:8] == 1, hdr.bridge.same == 1, hdr.slot_index[8].index, hdr.bridge.entry, hdr.slot_value[8].value, hdr.bridge.round, hdr.slot_value[8].value);
-        acc09.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[9:9] == 1, hdr.bridge.same == 1, hdr.slot_index[9].index, hdr.bridge.entry, hdr.slot_value[9].value, hdr.bridge.round, hdr.slot_value[9].value);
-        acc10.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[10:10] == 1, hdr.bridge.same == 1, hdr.slot_index[10].index, hdr.bridge.entry, hdr.slot_value[10].value, hdr.bridge.round, hdr.slot_value[10].value);
-        acc11.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[11:11] == 1, hdr.bridge.same == 1, hdr.slot_index[11].index, hdr.bridge.entry, hdr.slot_value[11].value, hdr.bridge.round, hdr.slot_value[11].value);
-        acc12.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[12:12] == 1, hdr.bridge.same == 1, hdr.slot_index[12].index, hdr.bridge.entry, hdr.slot_value[12].value, hdr.bridge.round, hdr.slot_value[12].value);
-        acc13.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[13:13] == 1, hdr.bridge.same == 1, hdr.slot_index[13].index, hdr.bridge.entry, hdr.slot_value[13].value, hdr.bridge.round, hdr.slot_value[13].value);
-        acc14.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[14:14] == 1, hdr.bridge.same == 1, hdr.slot_index[14].index, hdr.bridge.entry, hdr.slot_value[14].value, hdr.bridge.round, hdr.slot_value[14].value);
-        acc15.apply(hdr.bridge.acc_op, hdr.bridge.value_mask[15:15] == 1, hdr.bridge.same == 1, hdr.slot_index[15].index, hdr.bridge.entry, hdr.slot_value[15].value, hdr.bridge.round, hdr.slot_value[15].value);
     }
 }
 
@@ -265,22 +207,6 @@ control DropSlots(inout header_t hdr) {
         hdr.slot_value[6].setInvalid();
         hdr.slot_index[7].setInvalid();
         hdr.slot_value[7].setInvalid();
-        hdr.slot_index[8].setInvalid();
-        hdr.slot_value[8].setInvalid();
-        hdr.slot_index[9].setInvalid();
-        hdr.slot_value[9].setInvalid();
-        hdr.slot_index[10].setInvalid();
-        hdr.slot_value[10].setInvalid();
-        hdr.slot_index[11].setInvalid();
-        hdr.slot_value[11].setInvalid();
-        hdr.slot_index[12].setInvalid();
-        hdr.slot_value[12].setInvalid();
-        hdr.slot_index[13].setInvalid();
-        hdr.slot_value[13].setInvalid();
-        hdr.slot_index[14].setInvalid();
-        hdr.slot_value[14].setInvalid();
-        hdr.slot_index[15].setInvalid();
-        hdr.slot_value[15].setInvalid();
     }
 }
 

@@ -18,11 +18,13 @@
  * (the paper's heat layout), so a power of two: the register is the rank's
  * low REGISTER_BITS and the slot the next SLOT_BITS. R is also a setting
  * (`registers`) every party reads, 32 by default (consts::DEFAULT_REGISTERS);
- * the controller requires `registers = REGISTERS` of a job it loads. 16, not
- * 32: every routed register costs PHV in both gresses (docs/P4.md,
- * "Resources"); at most consts::MAX_REGISTERS. */
-const int REGISTERS = 16;
-const int REGISTER_BITS = 4;
+ * the controller requires `registers = REGISTERS` of a job it loads. 8, not
+ * 32: every register's routed pair costs PHV in both gresses (its entry and
+ * value reach the accumulators in egress), and with 8 the program fits one
+ * Tofino 1 pipe by the resource model (docs/P4.md, "Resources"); at most
+ * consts::MAX_REGISTERS. */
+const int REGISTERS = 8;
+const int REGISTER_BITS = 3;
 
 /* Entries of one register array: copies x slots. Each entry is a 64-bit
  * (round tag, i32 sum) pair, so 16384 entries take 128 KiB, 8 SRAM blocks.
@@ -36,12 +38,13 @@ const int REGISTER_ENTRIES = 16384;
  * 16 bits of its index with one bit to spare, so the range check and the
  * register entry are 16-bit (the routed index is half the PHV of a 32-bit one;
  * docs/P4.md, "Resources"). */
-const int SLOT_BITS = 11;
+const int SLOT_BITS = 12;
 
-/* Sparse pairs one pipeline pass handles: what the paper's 192-byte packet
- * carries, (consts::DEFAULT_PACKET_SIZE - HOT_HEADER_LEN) / PAIR_LEN. The
- * controller refuses a packet_size that would put more pairs in a packet. */
-const int PAIRS_PER_PASS = 21;
+/* Sparse pairs one pipeline pass handles, and the most a resubmitted packet
+ * is parsed by position (recirculate.p4): R, what strict packing (the
+ * default) puts in a packet of any size. The controller refuses a packet_size
+ * that would put more pairs in a packet unless the packing is strict. */
+const int PAIRS_PER_PASS = 8;
 
 /* Most pairs a HOT packet may announce (consts::MAX_PAIRS_PER_PACKET): a
  * count above is a malformed datagram, dropped; a count between

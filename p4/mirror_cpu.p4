@@ -82,14 +82,6 @@ control StartReadout(inout header_t hdr, in ingress_metadata_t ig_md, in bool fl
         hdr.slot_value[5].setValid();
         hdr.slot_value[6].setValid();
         hdr.slot_value[7].setValid();
-        hdr.slot_value[8].setValid();
-        hdr.slot_value[9].setValid();
-        hdr.slot_value[10].setValid();
-        hdr.slot_value[11].setValid();
-        hdr.slot_value[12].setValid();
-        hdr.slot_value[13].setValid();
-        hdr.slot_value[14].setValid();
-        hdr.slot_value[15].setValid();
     }
 }
 

@@ -23,7 +23,7 @@
 
 /* A rank routes to register k when its bits above SLOT_BITS + REGISTER_BITS
  * are zero and its low REGISTER_BITS are k. */
-const bit<32> RANK_ROUTE_MASK = 0xFFFF800F;
+const bit<32> RANK_ROUTE_MASK = 0xFFFF8007;
 
 parser IngressParser(
     packet_in pkt,
@@ -270,14 +270,6 @@ parser IngressParser(
             0x00000005 &&& RANK_ROUTE_MASK : route_05;
             0x00000006 &&& RANK_ROUTE_MASK : route_06;
             0x00000007 &&& RANK_ROUTE_MASK : route_07;
-            0x00000008 &&& RANK_ROUTE_MASK : route_08;
-            0x00000009 &&& RANK_ROUTE_MASK : route_09;
-            0x0000000A &&& RANK_ROUTE_MASK : route_10;
-            0x0000000B &&& RANK_ROUTE_MASK : route_11;
-            0x0000000C &&& RANK_ROUTE_MASK : route_12;
-            0x0000000D &&& RANK_ROUTE_MASK : route_13;
-            0x0000000E &&& RANK_ROUTE_MASK : route_14;
-            0x0000000F &&& RANK_ROUTE_MASK : route_15;
             default                        : rank_too_big;
         }
     }
@@ -297,14 +289,6 @@ parser IngressParser(
     state route_05 { pkt.advance(16); pkt.extract(hdr.slot_index[5]);  pkt.extract(hdr.slot_value[5]);  pairs_left.decrement(1); transition route_next; }
     state route_06 { pkt.advance(16); pkt.extract(hdr.slot_index[6]);  pkt.extract(hdr.slot_value[6]);  pairs_left.decrement(1); transition route_next; }
     state route_07 { pkt.advance(16); pkt.extract(hdr.slot_index[7]);  pkt.extract(hdr.slot_value[7]);  pairs_left.decrement(1); transition route_next; }
-    state route_08 { pkt.advance(16); pkt.extract(hdr.slot_index[8]);  pkt.extract(hdr.slot_value[8]);  pairs_left.decrement(1); transition route_next; }
-    state route_09 { pkt.advance(16); pkt.extract(hdr.slot_index[9]);  pkt.extract(hdr.slot_value[9]);  pairs_left.decrement(1); transition route_next; }
-    state route_10 { pkt.advance(16); pkt.extract(hdr.slot_index[10]); pkt.extract(hdr.slot_value[10]); pairs_left.decrement(1); transition route_next; }
-    state route_11 { pkt.advance(16); pkt.extract(hdr.slot_index[11]); pkt.extract(hdr.slot_value[11]); pairs_left.decrement(1); transition route_next; }
-    state route_12 { pkt.advance(16); pkt.extract(hdr.slot_index[12]); pkt.extract(hdr.slot_value[12]); pairs_left.decrement(1); transition route_next; }
-    state route_13 { pkt.advance(16); pkt.extract(hdr.slot_index[13]); pkt.extract(hdr.slot_value[13]); pairs_left.decrement(1); transition route_next; }
-    state route_14 { pkt.advance(16); pkt.extract(hdr.slot_index[14]); pkt.extract(hdr.slot_value[14]); pairs_left.decrement(1); transition route_next; }
-    state route_15 { pkt.advance(16); pkt.extract(hdr.slot_index[15]); pkt.extract(hdr.slot_value[15]); pairs_left.decrement(1); transition route_next; }
 
     /* ---- HOT_DENSE: value i of a block aligned to R lives in register i ---- */
 
@@ -438,22 +422,6 @@ control IngressDeparser(
         pkt.emit(hdr.slot_value[6]);
         pkt.emit(hdr.slot_index[7]);
         pkt.emit(hdr.slot_value[7]);
-        pkt.emit(hdr.slot_index[8]);
-        pkt.emit(hdr.slot_value[8]);
-        pkt.emit(hdr.slot_index[9]);
-        pkt.emit(hdr.slot_value[9]);
-        pkt.emit(hdr.slot_index[10]);
-        pkt.emit(hdr.slot_value[10]);
-        pkt.emit(hdr.slot_index[11]);
-        pkt.emit(hdr.slot_value[11]);
-        pkt.emit(hdr.slot_index[12]);
-        pkt.emit(hdr.slot_value[12]);
-        pkt.emit(hdr.slot_index[13]);
-        pkt.emit(hdr.slot_value[13]);
-        pkt.emit(hdr.slot_index[14]);
-        pkt.emit(hdr.slot_value[14]);
-        pkt.emit(hdr.slot_index[15]);
-        pkt.emit(hdr.slot_value[15]);
         pkt.emit(hdr.replica);
         pkt.emit(hdr.ctl);
         pkt.emit(hdr.readout);
@@ -530,22 +498,6 @@ parser EgressParser(
         pkt.extract(hdr.slot_value[6]);
         pkt.extract(hdr.slot_index[7]);
         pkt.extract(hdr.slot_value[7]);
-        pkt.extract(hdr.slot_index[8]);
-        pkt.extract(hdr.slot_value[8]);
-        pkt.extract(hdr.slot_index[9]);
-        pkt.extract(hdr.slot_value[9]);
-        pkt.extract(hdr.slot_index[10]);
-        pkt.extract(hdr.slot_value[10]);
-        pkt.extract(hdr.slot_index[11]);
-        pkt.extract(hdr.slot_value[11]);
-        pkt.extract(hdr.slot_index[12]);
-        pkt.extract(hdr.slot_value[12]);
-        pkt.extract(hdr.slot_index[13]);
-        pkt.extract(hdr.slot_value[13]);
-        pkt.extract(hdr.slot_index[14]);
-        pkt.extract(hdr.slot_value[14]);
-        pkt.extract(hdr.slot_index[15]);
-        pkt.extract(hdr.slot_value[15]);
         transition bridged;
     }
 

@@ -120,19 +120,6 @@ control DropPositionalPairs(inout header_t hdr) {
         hdr.pairs[5].setInvalid();
         hdr.pairs[6].setInvalid();
         hdr.pairs[7].setInvalid();
-        hdr.pairs[8].setInvalid();
-        hdr.pairs[9].setInvalid();
-        hdr.pairs[10].setInvalid();
-        hdr.pairs[11].setInvalid();
-        hdr.pairs[12].setInvalid();
-        hdr.pairs[13].setInvalid();
-        hdr.pairs[14].setInvalid();
-        hdr.pairs[15].setInvalid();
-        hdr.pairs[16].setInvalid();
-        hdr.pairs[17].setInvalid();
-        hdr.pairs[18].setInvalid();
-        hdr.pairs[19].setInvalid();
-        hdr.pairs[20].setInvalid();
     }
 }
 

@@ -169,41 +169,16 @@ control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_p
     apply {
         if (by_position) {
             ig_md.out_flags = position_flags.get({
-                11w0,
-                hdr.pairs[20].index[15:15], hdr.pairs[19].index[15:15],
-                hdr.pairs[18].index[15:15], hdr.pairs[17].index[15:15], hdr.pairs[16].index[15:15],
-                hdr.pairs[15].index[15:15], hdr.pairs[14].index[15:15], hdr.pairs[13].index[15:15],
-                hdr.pairs[12].index[15:15], hdr.pairs[11].index[15:15], hdr.pairs[10].index[15:15],
-                hdr.pairs[9].index[15:15],  hdr.pairs[8].index[15:15],  hdr.pairs[7].index[15:15],
-                hdr.pairs[6].index[15:15],  hdr.pairs[5].index[15:15],  hdr.pairs[4].index[15:15],
-                hdr.pairs[3].index[15:15],  hdr.pairs[2].index[15:15],  hdr.pairs[1].index[15:15],
-                hdr.pairs[0].index[15:15]});
+                24w0, hdr.pairs[7].index[15:15], hdr.pairs[6].index[15:15], hdr.pairs[5].index[15:15], hdr.pairs[4].index[15:15], hdr.pairs[3].index[15:15], hdr.pairs[2].index[15:15], hdr.pairs[1].index[15:15], hdr.pairs[0].index[15:15]});
             ig_md.routed_mask = position_present.get({
-                11w0,
-                (bit<1>)hdr.pairs[20].isValid(), (bit<1>)hdr.pairs[19].isValid(),
-                (bit<1>)hdr.pairs[18].isValid(), (bit<1>)hdr.pairs[17].isValid(), (bit<1>)hdr.pairs[16].isValid(),
-                (bit<1>)hdr.pairs[15].isValid(), (bit<1>)hdr.pairs[14].isValid(), (bit<1>)hdr.pairs[13].isValid(),
-                (bit<1>)hdr.pairs[12].isValid(), (bit<1>)hdr.pairs[11].isValid(), (bit<1>)hdr.pairs[10].isValid(),
-                (bit<1>)hdr.pairs[9].isValid(),  (bit<1>)hdr.pairs[8].isValid(),  (bit<1>)hdr.pairs[7].isValid(),
-                (bit<1>)hdr.pairs[6].isValid(),  (bit<1>)hdr.pairs[5].isValid(),  (bit<1>)hdr.pairs[4].isValid(),
-                (bit<1>)hdr.pairs[3].isValid(),  (bit<1>)hdr.pairs[2].isValid(),  (bit<1>)hdr.pairs[1].isValid(),
-                (bit<1>)hdr.pairs[0].isValid()});
+                24w0, (bit<1>)hdr.pairs[7].isValid(), (bit<1>)hdr.pairs[6].isValid(), (bit<1>)hdr.pairs[5].isValid(), (bit<1>)hdr.pairs[4].isValid(), (bit<1>)hdr.pairs[3].isValid(), (bit<1>)hdr.pairs[2].isValid(), (bit<1>)hdr.pairs[1].isValid(), (bit<1>)hdr.pairs[0].isValid()});
         } else {
             ig_md.out_flags = routed_flags.get({
-                16w0, hdr.slot_index[15].index[15:15], hdr.slot_index[14].index[15:15], hdr.slot_index[13].index[15:15],
-                hdr.slot_index[12].index[15:15], hdr.slot_index[11].index[15:15], hdr.slot_index[10].index[15:15],
-                hdr.slot_index[9].index[15:15], hdr.slot_index[8].index[15:15], hdr.slot_index[7].index[15:15],
-                hdr.slot_index[6].index[15:15], hdr.slot_index[5].index[15:15], hdr.slot_index[4].index[15:15],
-                hdr.slot_index[3].index[15:15], hdr.slot_index[2].index[15:15], hdr.slot_index[1].index[15:15],
-                hdr.slot_index[0].index[15:15]});
+                24w0, hdr.slot_index[7].index[15:15], hdr.slot_index[6].index[15:15], hdr.slot_index[5].index[15:15], hdr.slot_index[4].index[15:15], hdr.slot_index[3].index[15:15], hdr.slot_index[2].index[15:15], hdr.slot_index[1].index[15:15], hdr.slot_index[0].index[15:15]});
             ig_md.routed_mask = routed_present.get({
-                16w0, (bit<1>)hdr.slot_index[15].isValid(), (bit<1>)hdr.slot_index[14].isValid(), (bit<1>)hdr.slot_index[13].isValid(),
-                (bit<1>)hdr.slot_index[12].isValid(), (bit<1>)hdr.slot_index[11].isValid(), (bit<1>)hdr.slot_index[10].isValid(),
-                (bit<1>)hdr.slot_index[9].isValid(), (bit<1>)hdr.slot_index[8].isValid(), (bit<1>)hdr.slot_index[7].isValid(),
-                (bit<1>)hdr.slot_index[6].isValid(), (bit<1>)hdr.slot_index[5].isValid(), (bit<1>)hdr.slot_index[4].isValid(),
-                (bit<1>)hdr.slot_index[3].isValid(), (bit<1>)hdr.slot_index[2].isValid(), (bit<1>)hdr.slot_index[1].isValid(),
-                (bit<1>)hdr.slot_index[0].isValid()});
-            ig_md.value_mask = values_present.get({(bit<1>)hdr.slot_value[15].isValid(), (bit<1>)hdr.slot_value[14].isValid(), (bit<1>)hdr.slot_value[13].isValid(), (bit<1>)hdr.slot_value[12].isValid(), (bit<1>)hdr.slot_value[11].isValid(), (bit<1>)hdr.slot_value[10].isValid(), (bit<1>)hdr.slot_value[9].isValid(), (bit<1>)hdr.slot_value[8].isValid(), (bit<1>)hdr.slot_value[7].isValid(), (bit<1>)hdr.slot_value[6].isValid(), (bit<1>)hdr.slot_value[5].isValid(), (bit<1>)hdr.slot_value[4].isValid(), (bit<1>)hdr.slot_value[3].isValid(), (bit<1>)hdr.slot_value[2].isValid(), (bit<1>)hdr.slot_value[1].isValid(), (bit<1>)hdr.slot_value[0].isValid()});
+                24w0, (bit<1>)hdr.slot_index[7].isValid(), (bit<1>)hdr.slot_index[6].isValid(), (bit<1>)hdr.slot_index[5].isValid(), (bit<1>)hdr.slot_index[4].isValid(), (bit<1>)hdr.slot_index[3].isValid(), (bit<1>)hdr.slot_index[2].isValid(), (bit<1>)hdr.slot_index[1].isValid(), (bit<1>)hdr.slot_index[0].isValid()});
+            ig_md.value_mask = values_present.get({
+                8w0, (bit<1>)hdr.slot_value[7].isValid(), (bit<1>)hdr.slot_value[6].isValid(), (bit<1>)hdr.slot_value[5].isValid(), (bit<1>)hdr.slot_value[4].isValid(), (bit<1>)hdr.slot_value[3].isValid(), (bit<1>)hdr.slot_value[2].isValid(), (bit<1>)hdr.slot_value[1].isValid(), (bit<1>)hdr.slot_value[0].isValid()});
         }
     }
 }
@@ -286,19 +261,6 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
             (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 5 &&& 32w1 << 5, 32w1 << 5 &&& 32w1 << 5) : reason_is(fallback_reason_t.OUT_OF_RANGE);
             (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 6 &&& 32w1 << 6, 32w1 << 6 &&& 32w1 << 6) : reason_is(fallback_reason_t.OUT_OF_RANGE);
             (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 7 &&& 32w1 << 7, 32w1 << 7 &&& 32w1 << 7) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 8 &&& 32w1 << 8, 32w1 << 8 &&& 32w1 << 8) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 9 &&& 32w1 << 9, 32w1 << 9 &&& 32w1 << 9) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 10 &&& 32w1 << 10, 32w1 << 10 &&& 32w1 << 10) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 11 &&& 32w1 << 11, 32w1 << 11 &&& 32w1 << 11) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 12 &&& 32w1 << 12, 32w1 << 12 &&& 32w1 << 12) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 13 &&& 32w1 << 13, 32w1 << 13 &&& 32w1 << 13) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 14 &&& 32w1 << 14, 32w1 << 14 &&& 32w1 << 14) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 15 &&& 32w1 << 15, 32w1 << 15 &&& 32w1 << 15) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 16 &&& 32w1 << 16, 32w1 << 16 &&& 32w1 << 16) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 17 &&& 32w1 << 17, 32w1 << 17 &&& 32w1 << 17) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 18 &&& 32w1 << 18, 32w1 << 18 &&& 32w1 << 18) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 19 &&& 32w1 << 19, 32w1 << 19 &&& 32w1 << 19) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 20 &&& 32w1 << 20, 32w1 << 20 &&& 32w1 << 20) : reason_is(fallback_reason_t.OUT_OF_RANGE);
         }
         const default_action = reason_is(fallback_reason_t.ADDED);
         size = 80;

@@ -125,22 +125,6 @@ control Ingress(
         hdr.slot_value[6].setValid();
         hdr.slot_index[7].setValid();
         hdr.slot_value[7].setValid();
-        hdr.slot_index[8].setValid();
-        hdr.slot_value[8].setValid();
-        hdr.slot_index[9].setValid();
-        hdr.slot_value[9].setValid();
-        hdr.slot_index[10].setValid();
-        hdr.slot_value[10].setValid();
-        hdr.slot_index[11].setValid();
-        hdr.slot_value[11].setValid();
-        hdr.slot_index[12].setValid();
-        hdr.slot_value[12].setValid();
-        hdr.slot_index[13].setValid();
-        hdr.slot_value[13].setValid();
-        hdr.slot_index[14].setValid();
-        hdr.slot_value[14].setValid();
-        hdr.slot_index[15].setValid();
-        hdr.slot_value[15].setValid();
     }
 
     apply {

@@ -99,8 +99,6 @@ control LnsToFixed(inout value_t value, in bit<8> profile, in bit<8> saturate_ex
 control LnsValues(inout header_t hdr, in bit<8> profile, in bit<8> saturate_exponent) {
     LnsToFixed() lns00; LnsToFixed() lns01; LnsToFixed() lns02; LnsToFixed() lns03;
     LnsToFixed() lns04; LnsToFixed() lns05; LnsToFixed() lns06; LnsToFixed() lns07;
-    LnsToFixed() lns08; LnsToFixed() lns09; LnsToFixed() lns10; LnsToFixed() lns11;
-    LnsToFixed() lns12; LnsToFixed() lns13; LnsToFixed() lns14; LnsToFixed() lns15;
 
     apply {
         if (hdr.slot_value[0].isValid())  { lns00.apply(hdr.slot_value[0].value,  profile, saturate_exponent); }
@@ -111,14 +109,6 @@ control LnsValues(inout header_t hdr, in bit<8> profile, in bit<8> saturate_expo
         if (hdr.slot_value[5].isValid())  { lns05.apply(hdr.slot_value[5].value,  profile, saturate_exponent); }
         if (hdr.slot_value[6].isValid())  { lns06.apply(hdr.slot_value[6].value,  profile, saturate_exponent); }
         if (hdr.slot_value[7].isValid())  { lns07.apply(hdr.slot_value[7].value,  profile, saturate_exponent); }
-        if (hdr.slot_value[8].isValid())  { lns08.apply(hdr.slot_value[8].value,  profile, saturate_exponent); }
-        if (hdr.slot_value[9].isValid())  { lns09.apply(hdr.slot_value[9].value,  profile, saturate_exponent); }
-        if (hdr.slot_value[10].isValid()) { lns10.apply(hdr.slot_value[10].value, profile, saturate_exponent); }
-        if (hdr.slot_value[11].isValid()) { lns11.apply(hdr.slot_value[11].value, profile, saturate_exponent); }
-        if (hdr.slot_value[12].isValid()) { lns12.apply(hdr.slot_value[12].value, profile, saturate_exponent); }
-        if (hdr.slot_value[13].isValid()) { lns13.apply(hdr.slot_value[13].value, profile, saturate_exponent); }
-        if (hdr.slot_value[14].isValid()) { lns14.apply(hdr.slot_value[14].value, profile, saturate_exponent); }
-        if (hdr.slot_value[15].isValid()) { lns15.apply(hdr.slot_value[15].value, profile, saturate_exponent); }
     }
 }
 

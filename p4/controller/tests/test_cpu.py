@@ -235,7 +235,7 @@ class Timers(unittest.TestCase):
         self.assertEqual(t.observe(22_500, 0, draining), [])
         (readout,) = t.observe(23_100, 0, draining)
         c = Ctl.unpack(readout.payload)
-        self.assertEqual((c.kind, c.flags, c.round, c.row, c.rows), (consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED, 4, 0, 63))
+        self.assertEqual((c.kind, c.flags, c.round, c.row, c.rows), (consts.CtlKind.READOUT, consts.CTL_FLAG_FLUSHED, 4, 0, 125))
         self.assertEqual(t.observe(30_000, 0, draining), [], "once")
         self.assertEqual(t.observe(30_001, 0, 4 | consts.ROUND_FREE), [])
 
@@ -414,10 +414,10 @@ class TwoServerJobs(unittest.TestCase):
         plans = self.c.plans
         self.assertEqual([(j, p.job.hot_keys, p.job.servers, p.job_index) for j, p in plans.items()],
                          [(7, 40, 1, 0), (8, 16, 1, 1)])
-        self.assertEqual([(p.region_base, p.region_slots) for p in plans.values()], [(0, 3), (3, 1)])
+        self.assertEqual([(p.region_base, p.region_slots) for p in plans.values()], [(0, 5), (5, 2)])
         self.assertEqual(plans[8].record_base, 4 * 2 * plans[7].proto.max_seqs)
         jobs = sorted((k["job_id"], d["index"], d["region_base"]) for k, _, d in self.b.entries(P.JOBS))
-        self.assertEqual(jobs, [(7, 0, 0), (8, 1, 3)])
+        self.assertEqual(jobs, [(7, 0, 0), (8, 1, 5)])
         self.assertEqual(len(self.b.entries(P.WORKERS)), 2 * 4 * 2)
         self.assertEqual(len(self.b.entries(P.COPY_OFFSETS)), 2, "switch-wide entries once")
         self.assertEqual(len(self.b.entries(P.ADDRESSES)), 1)

@@ -28,9 +28,9 @@ class SampleJob(unittest.TestCase):
 
     def test_geometry(self):
         p = self.plan
-        self.assertEqual((p.region_slots, p.readout_rows, p.copies), (63, 63, 2), "1000 keys over 16 registers")
-        self.assertEqual(p.rank_of(7, 62), 999)
-        self.assertIsNone(p.rank_of(8, 62), "rank 1000 is beyond the job")
+        self.assertEqual((p.region_slots, p.readout_rows, p.copies), (125, 125, 2), "1000 keys over 8 registers")
+        self.assertEqual(p.rank_of(7, 124), 999)
+        self.assertIsNone(p.rank_of(0, 125), "rank 1000 is beyond the job")
 
     def test_job_table(self):
         (key, action, d), = self.b.entries(P.JOBS)
@@ -38,7 +38,7 @@ class SampleJob(unittest.TestCase):
         self.assertEqual(action, "set_job")
         self.assertEqual(d, {
             "index": 0, "workers": 4, "hot_keys": 1000, "max_udp_len": 200, "max_seqs": 4096, "fixed": 1,
-            "copy_mask": 1, "region_base": 0, "readout_rows": 63, "lns_profile": 0, "lns_saturate": 0,
+            "copy_mask": 1, "region_base": 0, "readout_rows": 125, "lns_profile": 0, "lns_saturate": 0,
             "servers": 2, "max_update_len": 8 + 1472,
         })
 
@@ -110,14 +110,14 @@ class SampleJob(unittest.TestCase):
         self.assertEqual(c["ADDED"], (5, 0))
         self.assertEqual(c["FALLBACK_WINDOW_FULL"], (3, 0))
         self.assertEqual(c["ACKS"], (0, 4))
-        self.b.count(P.hits(5), 1, 2)            # register 5, row 1, copy 0: rank 21
+        self.b.count(P.hits(5), 1, 2)            # register 5, row 1, copy 0: rank 13
         self.b.count(P.hits(5), 0, 2)            # register 5, row 0, copy 0: rank 5
         self.b.count(P.hits(5), 1024, 1)         # register 5, row 0, copy 1: rank 5
-        self.b.count(P.hits(14), 62, 7)          # register 14, row 62: rank 1006, beyond the job
+        self.b.count(P.hits(0), 125, 7)          # register 0, row 125: rank 1000, beyond the job
         hits = self.c.hot_key_hits()
         self.assertEqual(len(hits), 1000)
         self.assertEqual(hits[5], 3)
-        self.assertEqual(hits[16 + 5], 2, "entry 1 of register 5 is row 1: rank 21")
+        self.assertEqual(hits[8 + 5], 2, "entry 1 of register 5 is row 1: rank 13")
         self.assertEqual(sum(hits), 5)
 
 
@@ -143,17 +143,16 @@ class Refusals(unittest.TestCase):
 
     def test_each_p4_limit_is_named(self):
         cases = [
-            ({"registers": 32}, "registers = 32: the P4 program has 16 register arrays"),
+            ({"registers": 32}, "registers = 32: the P4 program has 8 register arrays"),
             ({"copies": 3}, "copies = 3: the P4 program takes 1, 2 or 4"),
             ({"copies": 4, "slots": 8192}, "the P4 registers have 16384 entries"),
-            ({"packet_size": 256}, "at most 195 bytes (PAIRS_PER_PASS)"),
-            ({"dense_ranks": 64, "packet_size": 80}, "needs packet_size >= 88"),
+            ({"packet_size": 256, "packing": "fill"}, "packet_size = 256 with packing = fill: a pass of the P4 program holds 8 pairs, so at most 91 bytes"),
             ({"layout": "random:1"}, "the P4 program places ranks by the heat layout only"),
             ({"number": "f32"}, "Tofino has no float adder"),
             ({"workers": 32, "max_seqs": 4096, "copies": 2}, "keeps 131072 records (RECORD_ENTRIES)"),
             ({"switch": "0.0.0.0:9950"}, "needs the switch's own IPv4 address"),
             ({"servers": 65}, "update acknowledgements to 64 servers a job (MAX_SERVERS)"),
-            ({"hot_key_count": 32769, "slots": 4096}, "32769 hot keys in one job: the P4 program ranks at most 32768 a job"),
+            ({"hot_key_count": 32769, "slots": 8192}, "32769 hot keys in one job: the P4 program ranks at most 32768 a job"),
         ]
         for overrides, want in cases:
             self.assertIn(want, self.problems(sample(**overrides)), overrides)

@@ -104,12 +104,16 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
             f"slots = {proto.slots} with {proto.copies} copies: the P4 registers have "
             f"{consts.P4_REGISTER_ENTRIES} entries (REGISTER_ENTRIES)"
         )
-    # The longest packet whose pairs fit in a pass (pairs_per_packet).
+    # The longest packet whose pairs fit in a pass (pairs_per_packet). Strict
+    # packing puts at most one pair of each register in a packet, so at most
+    # R pairs (no more than a pass holds) whatever the packet size.
     longest = consts.HOT_HEADER_LEN + consts.PAIR_LEN * (consts.P4_PAIRS_PER_PASS + 1) - 1
-    if proto.packet_size > longest:
+    strict_fits = proto.packing == "strict" and consts.P4_REGISTERS <= consts.P4_PAIRS_PER_PASS
+    if proto.packet_size > longest and not strict_fits:
         problems.append(
-            f"packet_size = {proto.packet_size}: a pass of the P4 program holds {consts.P4_PAIRS_PER_PASS} pairs, "
-            f"so at most {longest} bytes (PAIRS_PER_PASS)"
+            f"packet_size = {proto.packet_size} with packing = {proto.packing}: a pass of the P4 program holds "
+            f"{consts.P4_PAIRS_PER_PASS} pairs, so at most {longest} bytes (PAIRS_PER_PASS), or packing = strict "
+            f"(at most R = {consts.P4_REGISTERS} pairs a packet)"
         )
     def add(problem):
         # The jobs of one settings file differ only in their hot keys: a

@@ -13,8 +13,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use zebra_proto::consts::{self, packet_type};
+use zebra_proto::packing::pack;
 use zebra_proto::wire::{self, FallbackReason};
-use zebra_proto::{Config, JobConfig};
+use zebra_proto::{Config, JobConfig, Layout, LayoutKind, Packing};
 
 fn p4_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../p4")
@@ -837,10 +838,22 @@ fn pairs_per_packet_at_the_default_packet_size() {
     let mut config = Config::new(vec![JobConfig::new(1, 2, 1000, 1)]);
     config.registers = p4.konst("REGISTERS") as u16;
     assert_eq!(config.packet_size, consts::DEFAULT_PACKET_SIZE);
+    // A pass holds PAIRS_PER_PASS pairs. Workers pack strictly by default:
+    // no two pairs of one register in a packet, so at most R pairs whatever
+    // the packet size (the controller allows larger packets only then).
+    let per_pass = p4.konst("PAIRS_PER_PASS") as usize;
+    assert!(
+        config.registers as usize <= per_pass && per_pass <= config.pairs_per_packet(),
+        "R <= PAIRS_PER_PASS <= what a default-sized HOT packet carries"
+    );
+    let layout = Layout::new(LayoutKind::Heat, config.registers, 1000);
+    let pairs: Vec<(u32, u32)> = (0..1000).map(|r| (r, 1)).collect();
+    let packets = pack(&pairs, &layout, config.pairs_per_packet(), Packing::Strict);
+    assert_eq!(packets.iter().map(Vec::len).sum::<usize>(), pairs.len());
     assert_eq!(
-        p4.konst("PAIRS_PER_PASS") as usize,
-        config.pairs_per_packet(),
-        "PAIRS_PER_PASS is what a default-sized HOT packet carries"
+        packets.iter().map(Vec::len).max(),
+        Some(config.registers as usize),
+        "strict packing of a default-sized packet: at most R pairs, which a pass holds"
     );
     assert_eq!(
         p4.konst("DENSE_PER_PASS") as usize,
