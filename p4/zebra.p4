@@ -309,7 +309,8 @@ control Ingress(
         /* 8. Where the packet goes, one pass at a time. UPDATE and UPDATE_ACK:
          * to the workers or the server (replicate.p4); a HOT packet: whether
          * its worker moved. */
-        if ((ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) || ig_md.pass == pass_t.UPDATE || ig_md.pass == pass_t.UPDATE_ACK) {
+        if (ig_md.for_switch && (ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK
+                                 || ig_md.pass == pass_t.UPDATE || ig_md.pass == pass_t.UPDATE_ACK)) {
             update_route.apply(hdr, ig_md, ig_intr_md, ig_dprsr_md, ig_tm_md, ig_md.pass);
         }
         if (ig_md.pass == pass_t.OTHER || ig_md.pass == pass_t.FROM_CPU || (!ig_md.internal && !ig_md.for_switch)) {

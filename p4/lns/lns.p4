@@ -12,7 +12,8 @@
  * Every register needs its own copy of the tables (a table is looked up once
  * per pass), so their size is multiplied by REGISTERS: with LNS_HI_BITS 7 and
  * LNS_LO_BITS 4, 33 x 128 + 32 x 16 entries per profile and register, 18.5 KiB
- * of 4-byte action data, 592 KiB for 32 registers.
+ * of 4-byte action data, 148 KiB for the 8 registers. This build does not fit
+ * one Tofino 1 pipe by the resource model (docs/P4.md, "Resources").
  */
 
 #ifndef _ZEBRA_LNS_
