@@ -301,6 +301,9 @@ pub struct ServerAgent {
     /// epoch, and the workers told of it since the job last moved.
     switch_in_use: SwitchChoice,
     switch_epoch: u32,
+    /// After a move: the newest round any worker's push had reached this
+    /// server then; the other switch serves the rounds after it.
+    move_through: u32,
     told: std::collections::BTreeSet<u16>,
     /// The newest round an aggregate came for (RESTART's `through`).
     newest_aggregate: u32,
@@ -383,6 +386,7 @@ impl ServerAgent {
             identities: BTreeMap::new(),
             switch_in_use: SwitchChoice::Primary,
             switch_epoch: 0,
+            move_through: 0,
             told: Default::default(),
             newest_aggregate: 0,
             stats: ServerAgentStats::default(),
@@ -1111,10 +1115,12 @@ impl ServerAgent {
     /// hot-path link, `zebra_proto::SwitchWatch`), which answered with
     /// `epoch`. Every worker is told as after a restart, with the switch
     /// named in the RESTART: its rounds up to the newest one aggregated
-    /// here go to this server only, the rounds it has going are settled
-    /// (their pairs to this server), what the switch before may have held
-    /// is sent again, and its later rounds go to `to`. A worker first heard
-    /// of later is told then.
+    /// here, and up to the newest one any worker's push has reached this
+    /// server with, go to this server only (so that the other switch sees
+    /// every worker's packets of each round it opens: no round split between
+    /// the two), the rounds it has going are settled (their pairs to this
+    /// server), what the switch before may have held is sent again, and its
+    /// later rounds go to `to`. A worker first heard of later is told then.
     pub fn on_switch_moved(&mut self, epoch: u32, to: SwitchChoice) {
         let Some(_) = self.job else {
             return;
@@ -1122,6 +1128,8 @@ impl ServerAgent {
         self.stats.switch_moves += 1;
         self.switch_in_use = to;
         self.switch_epoch = epoch;
+        let arrived = self.arrived.iter().copied().max().unwrap_or(0);
+        self.move_through = self.newest_aggregate.max(arrived);
         log::warn!(
             "server {}: the job moved to the {} switch (epoch {epoch:#010x}); telling {} \
              workers, rounds after {} go there",
@@ -1132,7 +1140,7 @@ impl ServerAgent {
                 "primary"
             },
             self.identities.len(),
-            self.newest_aggregate
+            self.move_through
         );
         self.told.clear();
         self.tell_all();
@@ -1152,8 +1160,9 @@ impl ServerAgent {
     }
 
     /// A RESTART for worker `worker`: the switch in use and its epoch, the
-    /// newest round aggregated here, and the oldest round of the worker's
-    /// this server may still need (its oldest held push).
+    /// newest round aggregated here (after a move, at least the round the
+    /// other switch serves after), and the oldest round of the worker's this
+    /// server may still need (its oldest held push).
     fn tell_switch(&mut self, worker: u16) {
         let (Some(job), Some(identity)) = (self.job, self.identities.get(&worker)) else {
             return;
@@ -1172,7 +1181,7 @@ impl ServerAgent {
         let frame = RestartFrame {
             job,
             worker,
-            through: self.newest_aggregate,
+            through: self.newest_aggregate.max(self.move_through),
             epoch: self.switch_epoch,
             resend_from: held.unwrap_or(arrived.saturating_add(1)),
             switch: self.switch_in_use,
