@@ -1116,9 +1116,10 @@ impl ServerAgent {
     /// `epoch`. Every worker is told as after a restart, with the switch
     /// named in the RESTART: its rounds up to the newest one aggregated
     /// here, and up to the newest one any worker's push has reached this
-    /// server with, go to this server only (so that the other switch sees
-    /// every worker's packets of each round it opens: no round split between
-    /// the two), the rounds it has going are settled (their pairs to this
+    /// server with, go to this server only (so that a round some worker
+    /// pushed before the move is not split between the two switches: the
+    /// other switch would wait for that worker's packets until its round
+    /// timeout), the rounds it has going are settled (their pairs to this
     /// server), what the switch before may have held is sent again, and its
     /// later rounds go to `to`. A worker first heard of later is told then.
     pub fn on_switch_moved(&mut self, epoch: u32, to: SwitchChoice) {
