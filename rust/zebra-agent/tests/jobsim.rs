@@ -491,6 +491,9 @@ struct Outcome {
     flushed: u64,
     completed: u64,
     late: u64,
+    /// Hot packets the switch refused because the copy of their round
+    /// still held an older open round (FALLBACK `WindowFull`).
+    window_full: u64,
     uncertain_covered: u64,
     /// Restarts: SETTLEs with RESEND the servers took, and dropped as not
     /// needed; rounds the workers sent to the servers only.
@@ -1682,6 +1685,9 @@ impl Sim {
             assert_eq!(sw.pending_parts(), 0, "{ctx}");
             assert_eq!(sw.stats().aggregate_abandoned, 0, "{ctx}");
             self.out.late = sw.stats().fallback(zebra_proto::wire::FallbackReason::Late);
+            self.out.window_full = sw
+                .stats()
+                .fallback(zebra_proto::wire::FallbackReason::WindowFull);
         }
         for (i, node) in self.servers.iter().enumerate() {
             let i = i as u16;
@@ -2593,6 +2599,20 @@ fn two_stage_is_exact_and_pulls_see_every_earlier_push() {
             "  two-stage: {} pushes answered early ({} checked first), app done at {} ms \
              (exact {} ms, vanilla {} ms), {} stale pulls",
             z.early, z.early_verified, z.app_end_ms, exact.app_end_ms, v.app_end_ms, z.stale_pulls
+        );
+        println!(
+            "  rounds flushed on the round timeout {} (exact {}), completed {} ({}); packets \
+             refused WindowFull {} ({}), Late {} ({}); fallback pairs {} ({})",
+            z.flushed,
+            exact.flushed,
+            z.completed,
+            exact.completed,
+            z.window_full,
+            exact.window_full,
+            z.late,
+            exact.late,
+            z.fallback_pairs,
+            exact.fallback_pairs
         );
         assert!(z.early > 1000, "answered early");
         assert!(z.early_verified >= 4 * u64::from(s.workers) - 4);
