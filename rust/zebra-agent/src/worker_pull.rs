@@ -9,11 +9,16 @@
 //! ([`PullAgent::on_recv`]); BytePS's PS-lite, whose servers answer
 //! through their ROUTER, delivers the answers on that DEALER.
 //!
-//! The first answers it would give from the copy are checked instead
-//! (`verify`): the pull goes to the server whole, and its answer must equal
-//! the copy's for every hot key; one difference turns the pull half off on
-//! this worker, logged (a server that changes values by itself breaks the
-//! rule the copy relies on).
+//! The first answers it would give from the copy are checked (`verify`):
+//! a sample of the rows the copy would answer (at most [`CHECK_ROWS`],
+//! spread over the pull) is asked of the server with the pull's other
+//! keys, and the server's rows must equal the copy's byte for byte. One
+//! difference turns the pull half off on this worker, logged (a server that
+//! changes values by itself breaks the rule the copy relies on), and the
+//! rows of that pull that were not checked are asked of the server too: the
+//! app gets the server's answer. A sample, not the whole pull: on a link as
+//! narrow as the server's, whole checked pulls cost the job the first
+//! rounds' gain (eight pulls of a worker's 700 hot rows are 430 KB).
 
 use std::collections::HashMap;
 
@@ -52,6 +57,8 @@ pub enum PullSend {
 /// waited for in vain): far above the counters of PS-lite's customers,
 /// below the servers' read-back pulls.
 const FOLLOW_TS_BASE: i32 = 0x7D00_0000;
+/// The most rows of one pull a check asks the server for.
+pub const CHECK_ROWS: usize = 16;
 const FOLLOW_TS_SPAN: u32 = 0x0100_0000;
 
 /// Counters of the message level.
@@ -260,7 +267,8 @@ impl PullAgent {
                 .iter()
                 .map(|&(i, k)| entries.iter().find(|e| e.0 == k).map(|e| (i, e.1.clone())))
                 .collect::<Option<Vec<_>>>()?,
-            None if a.follow.is_none() => {
+            // Once the copy was found wrong, held rows wait for the server's.
+            None if a.follow.is_none() && self.off.is_none() => {
                 let (server, held) = (p.server, a.held.clone());
                 self.pulls.current_rows(server, &held)?
             }
@@ -354,7 +362,7 @@ impl PullAgent {
             .ok()
             .flatten()
             .map(|v| (v.val_type(), v.has_lens()));
-        let out = match plan {
+        match plan {
             PullPlan::Wait { until, held } => {
                 let rest: Vec<usize> = (0..pending.keys.len())
                     .filter(|i| !held.contains(i))
@@ -384,16 +392,12 @@ impl PullAgent {
             }
             PullPlan::Server { fill, .. } => {
                 pending.fill = fill;
+                self.pending.insert((server, meta.timestamp), pending);
                 PullSend::Unchanged
             }
             PullPlan::Local(values) if self.verify > 0 => {
-                pending.expect = values.into_iter().enumerate().collect();
-                PullSend::Unchanged
-            }
-            PullPlan::Split { local, fill, .. } if self.verify > 0 => {
-                pending.expect = local;
-                pending.fill = Some(fill);
-                PullSend::Unchanged
+                let local = values.into_iter().enumerate().collect();
+                self.send_split(pending, &msg.meta, local, Vec::new())
             }
             PullPlan::Local(values) => {
                 let rows: Vec<(usize, Vec<u8>)> = values.into_iter().enumerate().collect();
@@ -410,22 +414,41 @@ impl PullAgent {
                 remote,
                 fill,
             } => {
-                let Some(frames) = reduced(
-                    &msg.meta,
-                    format,
-                    &pending.keys,
-                    &remote,
-                    pending.request_shape,
-                ) else {
-                    return PullSend::Unchanged;
-                };
-                pending.local = local;
                 pending.fill = Some(fill);
-                PullSend::Send(frames)
+                self.send_split(pending, &msg.meta, local, remote)
             }
+        }
+    }
+
+    /// A pull answered partly here (`local`, by position) and partly by its
+    /// server (`remote` positions): the reduced pull to send. While checks
+    /// are left, a sample of `local` is asked of the server as well, to be
+    /// compared with the copy when the answer comes.
+    fn send_split(
+        &mut self,
+        mut pending: Pending,
+        request: &Meta,
+        mut local: Vec<(usize, Vec<u8>)>,
+        mut remote: Vec<usize>,
+    ) -> PullSend {
+        if self.verify > 0 {
+            pending.expect = sample(&mut local, self.stats.verified);
+            remote.extend(pending.expect.iter().map(|e| e.0));
+            remote.sort_unstable();
+        }
+        let Some(frames) = reduced(
+            request,
+            pending.format,
+            &pending.keys,
+            &remote,
+            pending.request_shape,
+        ) else {
+            return PullSend::Unchanged;
         };
-        self.pending.insert((server, meta.timestamp), pending);
-        out
+        pending.local = local;
+        self.pending
+            .insert((pending.server, pending.request.timestamp), pending);
+        PullSend::Send(frames)
     }
 
     /// Two-stage (`crate::sync`): the push with timestamp `ts` to `server`
@@ -493,11 +516,23 @@ impl PullAgent {
                 .map(|&(k, b)| (k, b));
             self.pulls.fill(fill, rows);
         }
-        if !p.expect.is_empty() {
-            self.check(server, &p, &entries);
-            return Some(frames);
+        if !p.expect.is_empty() && !self.check(server, &p, &entries) && !p.local.is_empty() {
+            // The copy is wrong: its rows this pull has not checked are asked
+            // of the server too (`poll`), and the app gets the server's rows.
+            let remote = entries.iter().map(|&(k, b)| (k, b.to_vec())).collect();
+            let held = p.local.iter().map(|&(i, _)| (i, p.keys[i])).collect();
+            let mut p = p;
+            p.awaiting = Some(Awaiting {
+                held,
+                until: now,
+                remote: Some(remote),
+                follow: None,
+                followed: None,
+            });
+            self.pending.insert(id, p);
+            return None;
         }
-        if p.local.is_empty() {
+        if p.local.is_empty() && p.expect.is_empty() {
             return Some(frames);
         }
         match answer(&p, shape, &p.local, Some(&entries)) {
@@ -518,8 +553,8 @@ impl PullAgent {
         }
     }
 
-    /// A check of the copy against the server's answer.
-    fn check(&mut self, server: u16, p: &Pending, entries: &[(u64, &[u8])]) {
+    /// A check of the copy against the server's answer: whether they agree.
+    fn check(&mut self, server: u16, p: &Pending, entries: &[(u64, &[u8])]) -> bool {
         let differs = p.expect.iter().find(|(i, bytes)| {
             entries
                 .iter()
@@ -530,6 +565,7 @@ impl PullAgent {
             None => {
                 self.stats.verified += 1;
                 self.verify = self.verify.saturating_sub(1);
+                true
             }
             Some((i, _)) => {
                 self.stats.mismatches += 1;
@@ -540,6 +576,7 @@ impl PullAgent {
                 );
                 log::error!("zebra: the pull half stops on this worker: {why}");
                 self.off = Some(why);
+                false
             }
         }
     }
@@ -565,6 +602,28 @@ impl Pending {
             request_shape: None,
         }
     }
+}
+
+/// Takes a check's sample out of `local` (rows by position, in order): at
+/// most [`CHECK_ROWS`] rows spread evenly over it, starting `turn` rows in
+/// (modulo the spacing), so that successive checks sample different rows.
+fn sample(local: &mut Vec<(usize, Vec<u8>)>, turn: u64) -> Vec<(usize, Vec<u8>)> {
+    let n = local.len();
+    let take = n.min(CHECK_ROWS);
+    if take == 0 {
+        return Vec::new();
+    }
+    let step = n / take;
+    let first = (turn % step as u64) as usize;
+    let chosen: Vec<bool> = (0..n)
+        .map(|i| i >= first && (i - first) % step == 0 && (i - first) / step < take)
+        .collect();
+    let (picked, kept): (Vec<_>, Vec<_>) = std::mem::take(local)
+        .into_iter()
+        .zip(chosen)
+        .partition(|(_, c)| *c);
+    *local = kept.into_iter().map(|(r, _)| r).collect();
+    picked.into_iter().map(|(r, _)| r).collect()
 }
 
 /// The entries of a pull answer, owned (`None` if it holds no KV data).
@@ -775,24 +834,39 @@ mod tests {
         assert_eq!(a.stats().merged, 1);
     }
 
+    /// Sends `pull` through `a`, which must ask the server for keys `asked`
+    /// (a check): the reduced pull.
+    fn checked(a: &mut PullAgent, pull: &Frames, asked: &[u64]) -> Frames {
+        let PullSend::Send(reduced) = a.on_send(t(), t(), &refs(pull), None, hot) else {
+            panic!("expected a checked pull");
+        };
+        let ts = Message::parse(FORMAT, &pull[0], &refs(pull)[1..])
+            .unwrap()
+            .meta
+            .timestamp;
+        assert_eq!(reduced, request(ts, false, asked));
+        reduced
+    }
+
     #[test]
     fn a_check_that_differs_turns_the_pull_half_off() {
         let mut a = copy_at_round_1(2);
         // Checked: the server agrees.
         let pull = request(3, false, &[1, 2]);
+        let ask = checked(&mut a, &pull, &[1, 2]);
         assert_eq!(
-            a.on_send(t(), t(), &refs(&pull), None, hot),
-            PullSend::Unchanged
+            a.on_recv(t(), server_answer(0, &ask, 1), hot),
+            Some(server_answer(0, &pull, 1))
         );
-        a.on_recv(t(), server_answer(0, &pull, 1), hot);
         assert_eq!(a.stats().verified, 1);
-        // The server's values moved without an update: caught.
+        // The server's values moved without an update: caught, and the app
+        // gets the server's values.
         let pull = request(4, false, &[1, 2]);
+        let ask = checked(&mut a, &pull, &[1, 2]);
         assert_eq!(
-            a.on_send(t(), t(), &refs(&pull), None, hot),
-            PullSend::Unchanged
+            a.on_recv(t(), server_answer(0, &ask, 7), hot),
+            Some(server_answer(0, &pull, 7))
         );
-        a.on_recv(t(), server_answer(0, &pull, 7), hot);
         assert_eq!(a.stats().mismatches, 1);
         assert!(a.off().is_some());
         let pull = request(5, false, &[1, 2]);
@@ -896,15 +970,17 @@ mod tests {
         // Checked, then answered here; server 1 answers first once.
         for (ts, order) in [(4, [0, 1]), (5, [1, 0])] {
             let pulls = [request(ts, false, &keys0), request(ts, false, &keys1)];
-            for pull in &pulls {
-                assert_eq!(
-                    a.on_send(t(), t(), &refs(pull), None, hot),
-                    PullSend::Unchanged
-                );
-            }
+            let asks = [
+                checked(&mut a, &pulls[0], &keys0),
+                checked(&mut a, &pulls[1], &keys1),
+            ];
             for server in order {
-                let ans = server_answer(server, &pulls[usize::from(server)], 1);
-                assert_eq!(a.on_recv(t(), ans.clone(), hot), Some(ans));
+                let s = usize::from(server);
+                let ans = server_answer(server, &asks[s], 1);
+                assert_eq!(
+                    a.on_recv(t(), ans, hot),
+                    Some(server_answer(server, &pulls[s], 1))
+                );
             }
         }
         assert_eq!((a.stats().verified, a.stats().mismatches), (2 * 2, 0));
@@ -939,5 +1015,100 @@ mod tests {
             Some(answer_with(&pull, &[(1, 2), (2, 2), (50, 2)]))
         );
         assert_eq!(a.stats().followed, 1);
+    }
+
+    /// A worker whose copy holds `n` hot keys of server 0 (`0..n`, all hot)
+    /// at round 1, `verify` checks left.
+    fn wide_copy(n: u64, verify: u32) -> (PullAgent, Vec<u64>) {
+        let keys: Vec<u64> = (0..n).collect();
+        let mut a = agent(verify);
+        let push = request(1, true, &keys);
+        a.on_send(t(), t(), &refs(&push), Some((0, 1)), |_, _| true);
+        a.on_recv(t(), server_answer(0, &push, 1), |_, _| true);
+        a.on_update(t(), 0, update(1, 1, &keys));
+        let first = request(2, false, &[0]);
+        a.on_send(t(), t(), &refs(&first), None, |_, _| true);
+        a.on_recv(t(), server_answer(0, &first, 1), |_, _| true);
+        (a, keys)
+    }
+
+    #[test]
+    fn a_check_asks_the_server_for_a_sample_of_the_rows() {
+        let (mut a, keys) = wide_copy(40, 2);
+        let mut asked = Vec::new();
+        for ts in [3, 4] {
+            let pull = request(ts, false, &keys);
+            let PullSend::Send(ask) = a.on_send(t(), t(), &refs(&pull), None, |_, _| true) else {
+                panic!("expected a checked pull");
+            };
+            let refs2: Vec<&[u8]> = ask[1..].iter().map(|f| &f[..]).collect();
+            let m = Message::parse(FORMAT, &ask[0], &refs2).unwrap();
+            let sample: Vec<u64> = m.kv().unwrap().unwrap().keys().collect();
+            assert_eq!(sample.len(), CHECK_ROWS);
+            asked.push(sample);
+            // The merged answer is the server's, byte for byte.
+            assert_eq!(
+                a.on_recv(t(), server_answer(0, &ask, 1), |_, _| true),
+                Some(server_answer(0, &pull, 1))
+            );
+        }
+        assert_ne!(asked[0], asked[1], "successive checks sample other rows");
+        assert_eq!((a.stats().verified, a.stats().mismatches), (2, 0));
+        // No check left: answered here.
+        let pull = request(5, false, &keys);
+        assert_eq!(
+            a.on_send(t(), t(), &refs(&pull), None, |_, _| true),
+            PullSend::Answer(server_answer(0, &pull, 1))
+        );
+    }
+
+    #[test]
+    fn a_sample_that_differs_asks_the_server_for_the_rest_of_the_pull() {
+        let (mut a, keys) = wide_copy(40, 1);
+        let pull = request(3, false, &keys);
+        let PullSend::Send(ask) = a.on_send(t(), t(), &refs(&pull), None, |_, _| true) else {
+            panic!("expected a checked pull");
+        };
+        // The server's values moved without an update: the copy's other
+        // rows are not given to the app; the server is asked for them.
+        assert_eq!(a.on_recv(t(), server_answer(0, &ask, 7), |_, _| true), None);
+        assert!(a.off().is_some());
+        let follow = a.poll(t());
+        assert_eq!(follow.len(), 1);
+        let (server, rest) = &follow[0];
+        assert_eq!(*server, 0);
+        // An update now changes nothing: the copy is not trusted.
+        assert!(a.on_update(t(), 0, update(2, 2, &keys)).is_empty());
+        assert_eq!(
+            a.on_recv(t(), server_answer(0, rest, 7), |_, _| true),
+            Some(server_answer(0, &pull, 7))
+        );
+    }
+
+    #[test]
+    fn a_sample_is_spread_and_turns() {
+        let rows =
+            |n: usize| -> Vec<(usize, Vec<u8>)> { (0..n).map(|i| (i, vec![i as u8])).collect() };
+        for (n, turn) in [
+            (0, 0),
+            (5, 3),
+            (16, 1),
+            (17, 0),
+            (40, 0),
+            (40, 1),
+            (1000, 7),
+        ] {
+            let mut local = rows(n);
+            let picked = sample(&mut local, turn);
+            assert_eq!(picked.len(), n.min(CHECK_ROWS), "n {n}");
+            assert_eq!(picked.len() + local.len(), n);
+            let mut all: Vec<usize> = picked.iter().chain(&local).map(|r| r.0).collect();
+            all.sort_unstable();
+            assert_eq!(all, (0..n).collect::<Vec<_>>(), "every row once");
+            assert!(local.windows(2).all(|w| w[0].0 < w[1].0), "order kept");
+        }
+        let mut a = rows(40);
+        let mut b = rows(40);
+        assert_ne!(sample(&mut a, 0), sample(&mut b, 1));
     }
 }
