@@ -92,8 +92,13 @@ pub(crate) struct Flow<K> {
 
 impl<K> Flow<K> {
     pub(crate) fn new(initial_rto: Duration) -> Flow<K> {
+        Flow::with_rtt(RttEstimator::new(initial_rto))
+    }
+
+    /// A flow whose round trips `rtt` estimates.
+    pub(crate) fn with_rtt(rtt: RttEstimator) -> Flow<K> {
         Flow {
-            rtt: RttEstimator::new(initial_rto),
+            rtt,
             window: Window::new(INITIAL_WINDOW, MAX_WINDOW, false),
             in_flight: 0,
             queue: VecDeque::new(),

@@ -111,6 +111,11 @@ impl RttEstimator {
         self.srtt
     }
 
+    /// The round trips' smoothed mean deviation (zero before a sample).
+    pub fn rttvar(&self) -> Duration {
+        self.rttvar
+    }
+
     /// Round trips measured.
     pub fn samples(&self) -> u64 {
         self.samples

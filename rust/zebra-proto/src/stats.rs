@@ -272,6 +272,9 @@ pub struct UpdateSenderStats {
     /// Parts due for a resend that waited one more timeout because another
     /// part was resent in the same poll.
     pub deferred: u64,
+    /// Parts resent because a part sent after them was acknowledged first
+    /// (before their timeout).
+    pub lost: u64,
     /// Updates given up for at least one worker (retry limit, or the window
     /// needed their place).
     pub given_up: u64,

@@ -6,8 +6,9 @@
 //!   a worker sees a gap), cuts them into UPDATE parts, sends each part once
 //!   to every worker (target `0xFFFF`) through a congestion window, keeps it
 //!   until every worker of the job acknowledged it, and resends it to each
-//!   worker still missing on `aggregate_rto` (doubling, at most 16×, learned
-//!   from the acknowledgements like the switch's aggregates) up to
+//!   worker still missing when a part sent after it reached that worker
+//!   first, or on its timeout (learned from the acknowledgements like the
+//!   switch's aggregates, at least [`UPDATE_MIN_RTO`], doubling, at most 16×) up to
 //!   `aggregate_max_retries` times. It keeps the updates of the last
 //!   `update_window` seqs: a new update gives up any still kept that is
 //!   `update_window` seqs older.
@@ -30,13 +31,13 @@ use std::time::Duration;
 use thiserror::Error;
 
 use crate::config::Config;
-use crate::rto::{RttEstimator, MIN_RTO};
+use crate::rto::RttEstimator;
 
 mod receiver;
 mod sender;
 
 pub use receiver::UpdateReceiver;
-pub use sender::UpdateSender;
+pub use sender::{UpdateSender, UPDATE_MIN_RTO};
 
 /// A complete update, handed up in seq order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,13 +108,13 @@ pub enum UpdateError {
 /// How long a receiver waits for a missing update before it reports the
 /// gap (unless a later part proves it given up sooner): the time the sender
 /// takes to give a part up at its shortest timeout (every resend of
-/// `aggregate_max_retries`, their timeouts doubling, at most 16×, from
-/// `aggregate_rto` or from the learned timeout's floor [`MIN_RTO`], whichever
-/// is longer). A sender whose learned timeout is longer, or whose resends
-/// wait for each other, may still resend after that; a gap reported early
-/// costs local answers, never exactness.
+/// `aggregate_max_retries`, their timeouts doubling, at most 16× and at most
+/// [`MAX_RTO`](crate::rto::MAX_RTO), from `aggregate_rto` or from the update timeout's floor
+/// [`UPDATE_MIN_RTO`], whichever is longer). A sender whose learned timeout
+/// is longer, or whose resends wait for each other, may still resend after
+/// that; a gap reported early costs local answers, never exactness.
 pub fn gap_timeout(config: &Config) -> Duration {
-    let rtt = RttEstimator::new(config.aggregate_rto.max(MIN_RTO));
+    let rtt = RttEstimator::new(config.aggregate_rto.max(UPDATE_MIN_RTO));
     (0..=config.aggregate_max_retries)
         .map(|i| rtt.backoff(i))
         .fold(Duration::ZERO, Duration::saturating_add)

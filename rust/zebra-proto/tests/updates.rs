@@ -144,6 +144,8 @@ struct Outcome {
     given_up: u64,
     gaps: u64,
     resends: u64,
+    /// Parts sent (first copies).
+    parts: u64,
     duplicate_parts: u64,
     dropped: u64,
     seen: Vec<Vec<u8>>,
@@ -274,6 +276,7 @@ fn run(s: &Scenario) -> Outcome {
     let mut out = Outcome {
         given_up: sender.stats().given_up,
         resends: sender.stats().resends,
+        parts: sender.stats().parts,
         dropped: net.dropped,
         offered: u64::from(last) * u64::from(s.workers),
         ..Outcome::default()
@@ -316,7 +319,16 @@ fn run(s: &Scenario) -> Outcome {
         out.duplicate_parts += r.stats().duplicate_parts + r.stats().stale_parts;
     }
     if s.loss == 0.0 {
-        assert_eq!(out.given_up + out.gaps + out.resends, 0, "{ctx}");
+        // Nothing is lost, nothing given up. Parts overtaken by later ones
+        // (each hop delays 50..=550 µs, far more than the round trip varies
+        // on a real path) may be taken for lost and resent: a few.
+        assert_eq!(out.given_up + out.gaps, 0, "{ctx}");
+        let copies = out.parts * u64::from(s.workers);
+        assert!(
+            out.resends * 20 < copies,
+            "{ctx}: {} resends for {copies} copies",
+            out.resends
+        );
     }
     assert_eq!(switch.stats().bad_packets, 0, "{ctx}");
     out.seen = net.seen;

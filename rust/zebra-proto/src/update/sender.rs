@@ -1,15 +1,27 @@
 //! The server's side: [`UpdateSender`].
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use super::{UpdateAction, UpdateError};
 use crate::config::{Config, ConfigError};
 use crate::consts::{UPDATE_HEADER_LEN, UPDATE_TARGET_ALL};
 use crate::flow::Flow;
+use crate::rto::{RttEstimator, MAX_RTO};
 use crate::stats::UpdateSenderStats;
 use crate::time::Timestamp;
 use crate::wire::update::{self, flags, Fragment};
 use crate::wire::{Message, UpdateAckRepr, UpdateRepr};
+
+/// The shortest timeout of an update part. Parts share the server's link
+/// with its TCP answers, which can queue hundreds of milliseconds of data
+/// ahead of them; a timeout learned from the parts that did not wait resent
+/// nine in ten parts that were never lost (measured on the testbed's
+/// 4 Mbit/s links). A part lost before later ones arrived is found by their
+/// acknowledgements instead (`lost_before`) and resent a reorder window
+/// after them; the timeout is left for the last parts of a burst. 200 ms is
+/// the floor TCP stacks use for the same reason.
+pub const UPDATE_MIN_RTO: Duration = Duration::from_millis(200);
 
 /// One part of an update kept until every worker acknowledged it.
 #[derive(Debug)]
@@ -23,8 +35,12 @@ struct OutPart {
     /// Bit `w`: worker `w` has not acknowledged it.
     missing: u64,
     sent: Timestamp,
+    /// Its last copy's place in the order datagrams left this sender.
+    sent_no: u64,
     next: Timestamp,
     retries: u32,
+    /// Bit `w`: a part sent after this one reached worker `w` first.
+    lost: u64,
 }
 
 #[derive(Debug)]
@@ -46,6 +62,8 @@ pub struct UpdateSender {
     budget: usize,
     flow: Flow<(u32, u16)>,
     next_seq: u32,
+    /// Datagrams sent (first copies and resends), for [`OutPart::sent_no`].
+    sent_count: u64,
     updates: BTreeMap<u32, Outgoing>,
     /// Given-up notices for the next poll.
     notices: Vec<UpdateAction>,
@@ -70,8 +88,13 @@ impl UpdateSender {
             window: config.update_window,
             max_retries: config.aggregate_max_retries,
             budget: config.aggregate_size - UPDATE_HEADER_LEN,
-            flow: Flow::new(config.aggregate_rto),
+            flow: Flow::with_rtt(RttEstimator::bounded(
+                config.aggregate_rto.max(UPDATE_MIN_RTO),
+                UPDATE_MIN_RTO,
+                MAX_RTO.max(config.aggregate_rto),
+            )),
             next_seq: 1,
+            sent_count: 0,
             updates: BTreeMap::new(),
             notices: Vec::new(),
             ready: None,
@@ -175,8 +198,10 @@ impl UpdateSender {
                     in_flight: false,
                     missing: self.all,
                     sent: now,
+                    sent_no: 0,
                     next: now,
                     retries: 0,
+                    lost: 0,
                 }
             })
             .collect();
@@ -248,7 +273,9 @@ impl UpdateSender {
             return;
         }
         p.missing &= !bit;
+        p.lost &= !bit;
         self.stats.acks += 1;
+        let (sent_no, once) = (p.sent_no, p.retries == 0);
         if p.in_flight {
             // The first acknowledgement shows the part crossed the server's
             // link: it leaves the window. Karn's rule as for aggregates.
@@ -262,6 +289,39 @@ impl UpdateSender {
         if u.parts.iter().all(|p| p.missing == 0) {
             self.updates.remove(&a.seq);
             self.stats.completed += 1;
+        }
+        if once {
+            self.lost_before(now, (a.seq, a.part), sent_no, bit);
+        }
+    }
+
+    /// How long after a later part's acknowledgement an earlier one still
+    /// missing counts as lost rather than overtaken: a quarter of the round
+    /// trip, plus four times its deviation, so that paths whose round trips
+    /// vary (a queue that fills and drains, or links that reorder) wait in
+    /// proportion before they resend.
+    fn reorder_window(&self) -> Duration {
+        self.flow.reorder_window() + self.flow.rtt.rttvar() * 4
+    }
+
+    /// Part `acked` (sent once, `acked_no`-th) reached the worker of `bit`:
+    /// the parts sent to it before, still missing there, are lost if not
+    /// acknowledged a reorder window from now. First copies leave in seq and
+    /// part order, so only parts below `acked` can have left before it.
+    fn lost_before(&mut self, now: Timestamp, acked: (u32, u16), acked_no: u64, bit: u64) {
+        let at = now + self.reorder_window();
+        for (&seq, u) in self.updates.range_mut(..=acked.0) {
+            let below = if seq == acked.0 {
+                usize::from(acked.1)
+            } else {
+                u.parts.len()
+            };
+            for p in u.parts[..below].iter_mut() {
+                if !p.queued && p.missing & bit != 0 && p.lost & bit == 0 && p.sent_no < acked_no {
+                    p.lost |= bit;
+                    p.next = p.next.min(at);
+                }
+            }
         }
     }
 
@@ -290,6 +350,9 @@ impl UpdateSender {
             p.queued = false;
             p.in_flight = true;
             p.sent = now;
+            self.sent_count += 1;
+            p.sent_no = self.sent_count;
+            p.lost = 0;
             p.next = now + rto;
             self.stats.parts += 1;
             self.stats.bytes += p.payload.len() as u64;
@@ -306,16 +369,23 @@ impl UpdateSender {
                     exhausted.push(seq);
                     break;
                 }
-                if resent {
+                let lost = std::mem::take(&mut p.lost);
+                if lost != 0 {
+                    self.flow.on_loss(now);
+                    self.stats.lost += 1;
+                } else if resent {
                     p.next = now + self.flow.rtt.backoff(p.retries);
                     self.stats.deferred += 1;
                     continue;
-                }
-                resent = true;
-                if p.retries == 0 {
-                    self.flow.on_timeout(now);
+                } else {
+                    resent = true;
+                    if p.retries == 0 {
+                        self.flow.on_timeout(now);
+                    }
                 }
                 p.retries += 1;
+                self.sent_count += 1;
+                p.sent_no = self.sent_count;
                 p.next = now + self.flow.rtt.backoff(p.retries);
                 let copies = resends(&p.payload, p.missing, self.all);
                 self.stats.resends += copies.len() as u64;
