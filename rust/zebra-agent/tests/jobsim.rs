@@ -450,6 +450,10 @@ struct WorkerNode {
     early: Option<EarlyAnswers>,
 }
 
+/// The pull after a push, to one server: the keys pulled, and the probe
+/// keys among them with the worker's pushes of each so far.
+type ProbePull = (u16, Vec<u64>, Vec<(u64, u32)>);
+
 /// A hot pull sent or answered: how, and the server app's hot values when
 /// it was sent.
 type HotPull = (&'static str, BTreeMap<u64, Vec<f32>>, u64);
@@ -743,7 +747,7 @@ impl Sim {
         }
         let id = identity(worker_id(i32::from(w)));
         // (server, keys pulled, the probe keys among them with their pushes).
-        let mut probes: Vec<(u16, Vec<u64>, Vec<(u64, u32)>)> = Vec::new();
+        let mut probes: Vec<ProbePull> = Vec::new();
         for (server, kv) in push.parts {
             let frames = with_kv(&meta(ts, true), &kv)
                 .unwrap()

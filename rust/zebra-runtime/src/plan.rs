@@ -384,7 +384,7 @@ impl Aggregation {
             HotMode::Auto if hot.is_empty() => Some(online(None)),
             HotMode::Auto | HotMode::File => None,
         };
-        if config.sync_rank != Rank::Saving && !agent.online.as_ref().is_some_and(|o| !o.fixed) {
+        if config.sync_rank != Rank::Saving && agent.online.as_ref().is_none_or(|o| o.fixed) {
             log::warn!(
                 "zebra: ZEBRA_SYNC_RANK={}: no census ranks this job's keys (a hot-keys file \
                  without ZEBRA_HOT=online): the file's keys are the cut",
