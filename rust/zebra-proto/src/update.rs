@@ -9,7 +9,7 @@
 //!   worker still missing when a part sent after it reached that worker
 //!   first, or on its timeout (learned from the acknowledgements like the
 //!   switch's aggregates, at least [`UPDATE_MIN_RTO`], doubling, at most 16×) up to
-//!   `aggregate_max_retries` times. It keeps the updates of the last
+//!   `aggregate_max_retries` times, at most [`UPDATE_MAX_RETRIES`]. It keeps the updates of the last
 //!   `update_window` seqs: a new update gives up any still kept that is
 //!   `update_window` seqs older.
 //! - [`UpdateReceiver`] (one per server, on a worker): acknowledges every
@@ -37,7 +37,7 @@ mod receiver;
 mod sender;
 
 pub use receiver::UpdateReceiver;
-pub use sender::{UpdateSender, UPDATE_MIN_RTO};
+pub use sender::{update_max_retries, UpdateSender, UPDATE_MAX_RETRIES, UPDATE_MIN_RTO};
 
 /// A complete update, handed up in seq order.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -108,14 +108,14 @@ pub enum UpdateError {
 /// How long a receiver waits for a missing update before it reports the
 /// gap (unless a later part proves it given up sooner): the time the sender
 /// takes to give a part up at its shortest timeout (every resend of
-/// `aggregate_max_retries`, their timeouts doubling, at most 16× and at most
+/// [`update_max_retries`], their timeouts doubling, at most 16× and at most
 /// [`MAX_RTO`](crate::rto::MAX_RTO), from `aggregate_rto` or from the update timeout's floor
 /// [`UPDATE_MIN_RTO`], whichever is longer). A sender whose learned timeout
 /// is longer, or whose resends wait for each other, may still resend after
 /// that; a gap reported early costs local answers, never exactness.
 pub fn gap_timeout(config: &Config) -> Duration {
     let rtt = RttEstimator::new(config.aggregate_rto.max(UPDATE_MIN_RTO));
-    (0..=config.aggregate_max_retries)
+    (0..=update_max_retries(config))
         .map(|i| rtt.backoff(i))
         .fold(Duration::ZERO, Duration::saturating_add)
 }

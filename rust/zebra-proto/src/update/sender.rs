@@ -23,6 +23,18 @@ use crate::wire::{Message, UpdateAckRepr, UpdateRepr};
 /// the floor TCP stacks use for the same reason.
 pub const UPDATE_MIN_RTO: Duration = Duration::from_millis(200);
 
+/// The most resends of an update part: with timeouts from
+/// [`UPDATE_MIN_RTO`] doubling to one second, a part is given up about five
+/// seconds after it was first sent, so that a BREAK to a worker that stopped
+/// answering holds its server no longer than that.
+pub const UPDATE_MAX_RETRIES: u32 = 6;
+
+/// Resends of an update part before it is given up: `aggregate_max_retries`,
+/// at most [`UPDATE_MAX_RETRIES`].
+pub fn update_max_retries(config: &Config) -> u32 {
+    config.aggregate_max_retries.min(UPDATE_MAX_RETRIES)
+}
+
 /// One part of an update kept until every worker acknowledged it.
 #[derive(Debug)]
 struct OutPart {
@@ -86,7 +98,7 @@ impl UpdateSender {
             workers: jc.workers,
             all: jc.all_workers_mask(),
             window: config.update_window,
-            max_retries: config.aggregate_max_retries,
+            max_retries: update_max_retries(config),
             budget: config.aggregate_size - UPDATE_HEADER_LEN,
             flow: Flow::with_rtt(RttEstimator::bounded(
                 config.aggregate_rto.max(UPDATE_MIN_RTO),

@@ -54,9 +54,9 @@ fn ack(u: &UpdateRepr, worker: u16) -> UpdateAckRepr {
 #[test]
 fn the_default_gap_timeout_is_the_senders_give_up_time() {
     let c = Config::new(vec![JobConfig::new(1, 2, 8, 1)]);
-    // From the update timeout's floor, 200 ms, doubling to the 1 s cap:
-    // 200 + 400 + 800 + 48 × 1000.
-    assert_eq!(gap_timeout(&c), Duration::from_millis(49_400));
+    // From the update timeout's floor, 200 ms, doubling to the 1 s cap, six
+    // resends: 200 + 400 + 800 + 4 × 1000.
+    assert_eq!(gap_timeout(&c), Duration::from_millis(5_400));
     assert_eq!(
         gap_timeout(&config(2)),
         Duration::from_millis(200 + 400 + 800 + 1000)
