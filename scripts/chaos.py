@@ -214,49 +214,8 @@ class Suite:
         hot_problems, _ = chaoslib.hot_ok(job.logdir, require_pairs=False)
         if problems and job.failure and "exited with code 1" in job.failure:
             job.failure = None  # exact_sums' workers exit 1 on wrong values: checked here
-        counters = chaoslib.server_counters(job.logdir, ("forced", "lost_values", "switch_moves"))
-        after = chaoslib.switch_stats(job.service_log("standby"))
-        rest = []
-        if "pairs" not in standby_at_kill:
-            rest.append("the standby's statistics at the kill were not read")
-        elif standby_at_kill["pairs"]:
-            rest.append(f"the standby had added {standby_at_kill['pairs']} pairs before the kill")
-        if not after.get("pairs") or not after.get("completed"):
-            rest.append(f"the standby aggregated nothing after the kill ({after.get('pairs', 0)} pairs, "
-                        f"{after.get('completed', 0)} rounds completed)")
-        if counters["switch_moves"] != 2:
-            rest.append(f"the servers moved their jobs {counters['switch_moves']} times, not once each (2)")
-        checked.append(f"the standby: {fmt(standby_at_kill.get('pairs', 0))} pairs at the kill, then "
-                       f"{fmt(after.get('pairs', 0))} pairs added, {fmt(after.get('completed', 0))} rounds "
-                       f"completed, {after.get('flushed', 0)} flushed; {after.get('registrations', 0)} server "
-                       f"registrations")
-        checked.append(f"the servers' own account: {counters['switch_moves']} moves to the standby, "
-                       f"{counters['forced']} pushes delivered unsettled (forced), {counters['lost_values']} "
-                       "values lost")
-        self.report(name, job, problems + hot_problems + rest, checked)
-
-    def check_restart(self, name, job):
-        """After a switch was killed and started again: the job finished (its workers exit
-        1 only for wrong values), the new switch was used again, and the sums are exact and
-        nothing was forced or lost."""
-        problems, checked = self.exact(job)
-        hot_problems, _ = chaoslib.hot_ok(job.logdir, require_pairs=False)
-        inexact = problems + hot_problems
-        if problems and job.failure and "exited with code 1" in job.failure:
-            job.failure = None  # exact_sums' workers exit 1 on wrong values: checked here
-        counters = chaoslib.server_counters(job.logdir)
-        again = chaoslib.switch_stats(os.path.join(job.logdir, "switch-restarted.log"))
-        rest = []
-        if not again.get("pairs"):
-            rest.append("the new switch added no pair: it was not used again")
-        if again.get("registrations", 0) < 2:
-            rest.append(f"the new switch had {again.get('registrations', 0)} server registrations, not 2")
-        checked.append(f"the new switch added {fmt(again.get('pairs', 0))} pairs, {fmt(again.get('completed', 0))} "
-                       f"rounds completed, {again.get('flushed', 0)} flushed; the servers registered with it "
-                       f"({again.get('registrations', 0)} registrations)")
-        checked.append(f"the servers' own account: {counters['forced']} pushes delivered unsettled (forced), "
-                       f"{counters['lost_values']} values lost")
-        self.report(name, job, inexact + rest, checked)
+        moved, seen = chaoslib.failover_ok(job.logdir, job.service_log("standby"), standby_at_kill, servers=2)
+        self.report(name, job, problems + hot_problems + moved, checked + seen)
 
     def hot_loss(self, name):
         """Seeded loss, duplication and reordering on every hot-path send (workers, servers,

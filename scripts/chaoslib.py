@@ -306,6 +306,33 @@ def hot_ok(logdir, require_pairs=True):
     return problems, b
 
 
+def failover_ok(logdir, standby_log, standby_at_kill, servers):
+    """After the primary switch was killed with a standby named: the standby had added
+    nothing at the kill (`standby_at_kill`, its statistics then) and aggregated after it (its
+    last statistics in `standby_log`), every server moved its job once and none forced a
+    request or lost a value (ZEBRA_STATS)."""
+    counters = server_counters(logdir, ("forced", "lost_values", "switch_moves"))
+    after = switch_stats(standby_log)
+    problems = []
+    if "pairs" not in standby_at_kill:
+        problems.append("the standby's statistics at the kill were not read")
+    elif standby_at_kill["pairs"]:
+        problems.append(f"the standby had added {standby_at_kill['pairs']} pairs before the kill")
+    if not after.get("pairs") or not after.get("completed"):
+        problems.append(f"the standby aggregated nothing after the kill ({after.get('pairs', 0)} pairs, "
+                        f"{after.get('completed', 0)} rounds completed)")
+    if counters["switch_moves"] != servers:
+        problems.append(f"the servers moved their jobs {counters['switch_moves']} times, not once each ({servers})")
+    if counters["forced"] or counters["lost_values"]:
+        problems.append(f"the servers forced {counters['forced']} requests and lost {counters['lost_values']} values")
+    checked = [f"the standby: {fmt(standby_at_kill.get('pairs', 0))} pairs at the kill, then "
+               f"{fmt(after.get('pairs', 0))} pairs added, {fmt(after.get('completed', 0))} rounds completed, "
+               f"{after.get('flushed', 0)} flushed; {after.get('registrations', 0)} server registrations",
+               f"the servers' own account: {counters['switch_moves']} moves to the standby, {counters['forced']} "
+               f"pushes delivered unsettled (forced), {counters['lost_values']} values lost"]
+    return problems, checked
+
+
 def send_errors(logdir):
     """Hot-path datagrams the workers' and servers' links failed to send (ZEBRA_STATS)."""
     return sum(int(v) for path in glob.glob(os.path.join(logdir, "stats", "*"))

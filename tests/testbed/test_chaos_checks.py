@@ -146,6 +146,34 @@ class HotPath(Logs):
         self.assertTrue(chaoslib.injected_enough("dup=0.001", f))  # 0.6 expected: not required
 
 
+class Failover(Logs):
+    def standby_job(self, pairs=500, moves=1, forced=0):
+        self.write("standby.log", SWITCH.format(packets=50, pairs=pairs, done=pairs // 100, open=0, pending=0,
+                                                dropped=0))
+        for s in range(2):
+            self.write(f"stats/server-{s}", SERVER_STATS.replace("{{ forced", f"{{{{ switch_moves: {moves}, forced")
+                       .format(forced=forced, lost=0))
+        return os.path.join(self.dir, "standby.log")
+
+    def test_a_standby_that_took_over_passes(self):
+        problems, checked = chaoslib.failover_ok(self.dir, self.standby_job(), {"pairs": 0}, servers=2)
+        self.assertEqual(problems, [])
+        self.assertIn("2 moves to the standby", checked[1])
+
+    def test_each_failure_of_a_failover_fails(self):
+        cases = [
+            ({}, {}, "statistics at the kill were not read"),
+            ({"pairs": 7}, {}, "had added 7 pairs before the kill"),
+            ({"pairs": 0}, {"pairs": 0}, "the standby aggregated nothing"),
+            ({"pairs": 0}, {"moves": 0}, "moved their jobs 0 times"),
+            ({"pairs": 0}, {"moves": 2}, "moved their jobs 4 times"),
+            ({"pairs": 0}, {"forced": 1}, "forced 2 requests"),
+        ]
+        for at_kill, job, want in cases:
+            problems, _ = chaoslib.failover_ok(self.dir, self.standby_job(**job), at_kill, servers=2)
+            self.assertTrue(any(want in p for p in problems), (want, problems))
+
+
 def fake_job(logdir, exits, kill_at=3.0):
     nodes = [("scheduler", "scheduler"), ("server", "server-0"), ("worker", "worker-0"), ("worker", "worker-1")]
     return SimpleNamespace(logdir=logdir, nodes=nodes, failure=None, problems=[], kill_times={"worker-1": kill_at},
