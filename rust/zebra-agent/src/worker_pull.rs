@@ -388,7 +388,7 @@ impl PullAgent {
                 });
                 self.stats.held += 1;
                 self.pending.insert((server, meta.timestamp), pending);
-                return PullSend::SendHold { server, frames };
+                PullSend::SendHold { server, frames }
             }
             PullPlan::Server { fill, .. } => {
                 pending.fill = fill;
@@ -401,13 +401,13 @@ impl PullAgent {
             }
             PullPlan::Local(values) => {
                 let rows: Vec<(usize, Vec<u8>)> = values.into_iter().enumerate().collect();
-                return match answer(&pending, shape, &rows, None) {
+                match answer(&pending, shape, &rows, None) {
                     Some(frames) => {
                         self.stats.answered += 1;
                         PullSend::Answer(frames)
                     }
                     None => PullSend::Unchanged,
-                };
+                }
             }
             PullPlan::Split {
                 local,
@@ -616,7 +616,7 @@ fn sample(local: &mut Vec<(usize, Vec<u8>)>, turn: u64) -> Vec<(usize, Vec<u8>)>
     let step = n / take;
     let first = (turn % step as u64) as usize;
     let chosen: Vec<bool> = (0..n)
-        .map(|i| i >= first && (i - first) % step == 0 && (i - first) / step < take)
+        .map(|i| i >= first && (i - first).is_multiple_of(step) && (i - first) / step < take)
         .collect();
     let (picked, kept): (Vec<_>, Vec<_>) = std::mem::take(local)
         .into_iter()
