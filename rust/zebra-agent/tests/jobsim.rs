@@ -1046,7 +1046,7 @@ impl Sim {
     /// Whether a datagram from `from` to worker `w`'s link of `job` (or to
     /// server `i`'s) comes from a switch the job left: dropped, as the
     /// links do.
-    fn from_left(&self, from: Node, to: Node, job: u16) -> bool {
+    fn sent_by_left_switch(&self, from: Node, to: Node, job: u16) -> bool {
         if !matches!(from, Node::Switch | Node::Standby) {
             return false;
         }
@@ -1418,7 +1418,7 @@ impl Sim {
                     }
                     Event::Udp(Node::Worker(w), from, b) => {
                         let job = u16::from_be_bytes([b[4], b[5]]);
-                        if self.from_left(from, Node::Worker(w), job) {
+                        if self.sent_by_left_switch(from, Node::Worker(w), job) {
                             continue;
                         }
                         let hot = self.workers[w as usize].hot.get_mut(&job).unwrap();
@@ -1426,7 +1426,7 @@ impl Sim {
                         self.worker_acts(w, job, acts);
                     }
                     Event::Udp(Node::Server(i), from, b) => {
-                        if self.from_left(from, Node::Server(i), 0) {
+                        if self.sent_by_left_switch(from, Node::Server(i), 0) {
                             continue;
                         }
                         let node = &mut self.servers[i as usize];
@@ -1580,17 +1580,17 @@ impl Sim {
                 }
             }
             let killed = self.primary_killed();
-            if let Some(sw) = self.switch.as_mut().filter(|_| !killed) {
-                if sw.poll_at().is_some_and(|x| x <= now) {
-                    let acts = sw.poll(now);
-                    self.switch_acts(Node::Switch, acts);
-                }
-            }
-            if let Some(sw) = &mut self.standby {
-                if sw.poll_at().is_some_and(|x| x <= now) {
-                    let acts = sw.poll(now);
-                    self.switch_acts(Node::Standby, acts);
-                }
+            for node in [Node::Switch, Node::Standby] {
+                let sw = match node {
+                    Node::Switch if !killed => self.switch.as_mut(),
+                    Node::Standby => self.standby.as_mut(),
+                    _ => None,
+                };
+                let acts = match sw {
+                    Some(sw) if sw.poll_at().is_some_and(|x| x <= now) => sw.poll(now),
+                    _ => continue,
+                };
+                self.switch_acts(node, acts);
             }
             let running = self.job_running();
             for i in 0..self.s.servers {
