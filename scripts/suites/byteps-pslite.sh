@@ -4,7 +4,7 @@
 set -uo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot exact_sums_two_stage exact_sums_two_stage_2 trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
+TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sums_negative mf_train_smoke trace_replay exact_sums_hot exact_sums_two_stage exact_sums_two_stage_2 mf_train_pull trace_hot trace_online documented_path shapes_own shapes_uneven shapes_async shapes_negative stats_interval metrics_endpoint job_key silent_switch trace_watch)
 
 usage() {
   cat <<EOF
@@ -32,6 +32,12 @@ Tests (default: all; exact_sums_hot, trace_hot and trace_online only with SUITE_
   exact_sums_two_stage_2  the same with ZEBRA_SYNC=two-stage:2: every pulled value still
                         exact, pulls passed held pushes of their worker at the servers
                         (stale_pulls) and none passed more than 2 (stale_most)
+  mf_train_pull         mf_train (1 server, 3 workers, 3 epochs, target RMSE 0.96) with the
+                        1000 rows it profiles as hot: the pull half answers pulls of hot rows
+                        from the updates the switch copies (its first checks, a sample of
+                        rows asked of the server, all agree); then the same job with
+                        ZEBRA_PULL=server runs as without the pull half (nothing answered
+                        locally) and reaches the target too. Only with SUITE_SWITCH
   trace_hot             trace_replay of an OA-like trace (4 workers, 30 rounds, 32 values a
                         key) with the hot keys \`zebra profile\` picks from it (with
                         SUITE_SWITCH: aggregated, and fewer hot bytes at the servers)
@@ -126,7 +132,7 @@ done
 if [ ${#selected[@]} -eq 0 ]; then
   for t in "${TESTS[@]}"; do
     case "$t" in
-      exact_sums_hot|exact_sums_two_stage|exact_sums_two_stage_2|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
+      exact_sums_hot|exact_sums_two_stage|exact_sums_two_stage_2|mf_train_pull|trace_hot|trace_online|documented_path|job_key|silent_switch|trace_watch) [ -n "${SUITE_SWITCH:-}" ] && selected+=("$t") ;;
       *) selected+=("$t") ;;
     esac
   done
@@ -347,6 +353,29 @@ two_stage_job() {
   else fail "$name" "$JOB_REASON; logs in $JOB_LOGDIR"; fi
 }
 
+# pull_half_counts: over the workers' statistics (JOB_LOGDIR/stats), "LOCAL MISMATCHES OFF":
+# pulls answered with rows of the copy (answered + merged), checks that differed, workers
+# whose pull half stopped.
+pull_half_counts() {
+  local stats=("$JOB_LOGDIR"/stats/*)
+  local pa
+  pa=$(grep -hoE 'PullAgentStats \{ answered: [0-9]+, merged: [0-9]+, verified: [0-9]+, mismatches: [0-9]+' \
+    "${stats[@]}" | awk '{a += $4 + $6; m += $10} END {print a + 0, m + 0}')
+  echo "$pa $(grep -hc 'pull half off' "${stats[@]}" | awk '{n += $1} END {print n + 0}')"
+}
+
+# mf_train_pull_job NAME PULL: mf_train_pull's job with ZEBRA_PULL=PULL; OK when it reached
+# its target (else FAIL NAME and false).
+mf_train_pull_job() {
+  local name="$1" pull="$2"
+  if ! HOT_KEYS_FILE="$LOGDIR/$name.hot.keys" run_job "$name-$pull" 1 3 "ZEBRA_PULL=$pull" \
+      -- mf_train --data="$MF_DATA" --epochs=3 --target-rmse=0.96 --eval-every=5; then
+    fail "$name" "ZEBRA_PULL=$pull: $JOB_REASON; logs in $JOB_LOGDIR"; return 1
+  elif ! grep -qhE '^mf: summary .* time_to_target_s=[0-9]' "$JOB_LOGDIR"/worker-*.log; then
+    fail "$name" "ZEBRA_PULL=$pull: the job did not reach RMSE 0.96; logs in $JOB_LOGDIR"; return 1
+  fi
+}
+
 # stale_at_most S: the servers' agents (JOB_LOGDIR/stats) let pulls pass held pushes of
 # their worker (stale_pulls), never more than S at once (stale_most); says what failed.
 stale_at_most() {
@@ -401,6 +430,30 @@ run_test() {
       elif grep -qE '^exact_sums: FAIL .* got .* expected' "$JOB_LOGDIR"/worker-{0,1}.log 2>/dev/null; then
         pass "$name"
       else fail "$name" "no mismatch reported ($JOB_REASON); logs in $JOB_LOGDIR"; fi ;;
+    mf_train_pull)
+      local counts local_answers mismatches off
+      if [ ! -s "$MF_DATA" ]; then
+        fail "$name" "missing $MF_DATA; run scripts/setup.sh --clients"
+      elif ! "$BIN_DIR/mf_train" --data="$MF_DATA" --write-hot-keys="$LOGDIR/$name.hot.keys" \
+          --hot-count=1000 --hot-servers=1 >"$LOGDIR/$name.profile.log" 2>&1; then
+        fail "$name" "mf_train --write-hot-keys failed: $(tail -n 1 "$LOGDIR/$name.profile.log")"
+      elif mf_train_pull_job "$name" switch; then
+        read -r local_answers mismatches off <<<"$(pull_half_counts)"
+        if [ "$local_answers" -eq 0 ]; then
+          fail "$name" "no pull answered from the copy (pull half statistics); logs in $JOB_LOGDIR"
+        elif [ "$mismatches" -ne 0 ] || [ "$off" -ne 0 ]; then
+          fail "$name" "a check differed from the server ($mismatches) or the pull half stopped ($off); logs in $JOB_LOGDIR"
+        elif mf_train_pull_job "$name" server; then
+          counts=$local_answers
+          read -r local_answers mismatches off <<<"$(pull_half_counts)"
+          if [ "$local_answers" -ne 0 ]; then
+            fail "$name" "ZEBRA_PULL=server: $local_answers pulls answered from a copy; logs in $JOB_LOGDIR"
+          else
+            pass "$name"
+            echo "  pull half: $counts pulls answered with rows of the copy; ZEBRA_PULL=server: none"
+          fi
+        fi
+      fi ;;
     mf_train_smoke)
       if [ ! -s "$MF_DATA" ]; then
         fail "$name" "missing $MF_DATA; run scripts/setup.sh --clients"
