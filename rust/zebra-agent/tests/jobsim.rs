@@ -1352,8 +1352,9 @@ impl Sim {
         for sw in alive.iter().copied().chain(&self.standby) {
             consider(sw.poll_at().map(Timestamp::micros));
         }
-        if self.job_running() {
-            for node in &self.servers {
+        let running = self.job_running();
+        for node in &self.servers {
+            if running {
                 consider(
                     node.watch
                         .as_ref()
@@ -1361,8 +1362,6 @@ impl Sim {
                         .map(Timestamp::micros),
                 );
             }
-        }
-        for node in &self.servers {
             consider(
                 node.hot
                     .as_ref()

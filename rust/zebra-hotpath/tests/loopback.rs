@@ -637,6 +637,18 @@ fn kill_with_a_round_open(c: &mut Cluster, plans: &common::Plan, round: u32) {
     assert_eq!(old.open_rounds, 1, "killed with round {round} open");
 }
 
+/// Pumps until every server link has reported a restart or a move (at most
+/// `limit`, else fails saying `what`); how long that took.
+fn until_every_server_saw_it(c: &mut Cluster, limit: Duration, what: &str) -> Duration {
+    let t = Instant::now();
+    while c.restarts < u64::from(SERVERS) {
+        assert!(t.elapsed() < limit, "{what}");
+        c.pump();
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    t.elapsed()
+}
+
 #[test]
 fn a_switch_started_again_is_seen_by_its_epoch_and_what_it_held_is_sent_again() {
     let rounds = 2;
@@ -646,15 +658,11 @@ fn a_switch_started_again_is_seen_by_its_epoch_and_what_it_held_is_sent_again() 
     let at = c.switch.as_ref().unwrap().local_addr();
     kill_with_a_round_open(&mut c, &plans, 2);
     c.switch = Some(SwitchNode::start(SwitchNodeConfig::new(at, config())).unwrap());
-    let t = Instant::now();
-    while c.restarts < u64::from(SERVERS) {
-        assert!(
-            t.elapsed() < Duration::from_secs(5),
-            "every server sees the new epoch within its REGISTER keep-alive"
-        );
-        c.pump();
-        std::thread::sleep(Duration::from_millis(5));
-    }
+    until_every_server_saw_it(
+        &mut c,
+        Duration::from_secs(5),
+        "every server sees the new epoch within its REGISTER keep-alive",
+    );
     for s in &c.servers {
         assert_eq!(s.stats().switch_restarts, 1);
     }
@@ -715,16 +723,11 @@ fn a_standby_takes_the_job_over_when_the_primary_is_killed() {
         "the standby idle so far"
     );
     c.switch = Some(standby);
-    let t = Instant::now();
-    while c.restarts < u64::from(SERVERS) {
-        assert!(
-            t.elapsed() < Duration::from_secs(6),
-            "every server moves within failover plus a keep-alive"
-        );
-        c.pump();
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    let waited = t.elapsed();
+    let waited = until_every_server_saw_it(
+        &mut c,
+        Duration::from_secs(6),
+        "every server moves within failover plus a keep-alive",
+    );
     for s in &c.servers {
         let st = s.stats();
         assert_eq!(
