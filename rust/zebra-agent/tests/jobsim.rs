@@ -1911,10 +1911,7 @@ fn a_standby_takes_over_when_the_primary_is_killed() {
     let mut rng = SplitMix64::new(0x5EED_F417);
     for (seed, loss) in [(61, 0.0), (62, 0.01), (63, 0.0), (64, 0.01)] {
         let at = 100_000 + rng.below(500_000);
-        let s = Scenario {
-            failover: Some(at),
-            ..Scenario::new(seed, loss)
-        };
+        let s = failover_scenario(seed, at, loss);
         let (v, z) = check("failover", &s);
         println!(
             "  primary killed at {} ms: {} rounds aggregated at the standby, {} resends taken, \
@@ -2898,9 +2895,19 @@ fn restart_scenario(seed: u64, at_ms: u64, variant: u32) -> Scenario {
     }
 }
 
+/// The failover scenario: the primary killed for good at `at` µs.
+fn failover_scenario(seed: u64, at: u64, loss: f64) -> Scenario {
+    Scenario {
+        failover: Some(at),
+        ..Scenario::new(seed, loss)
+    }
+}
+
 /// A seeded hunt over restart scenarios (seeds `HUNT_LO..HUNT_HI`, default
 /// 100..220, restarts at 200, 280 and 360 ms, variant `HUNT_V` of
-/// `restart_scenario`): prints every failure, then fails if any did.
+/// `restart_scenario`; with `HUNT_FAILOVER=1` the failover scenario instead,
+/// the primary killed at those moments, 1 % loss for odd seeds): prints
+/// every failure, then fails if any did.
 #[test]
 #[ignore]
 fn restart_hunt() {
@@ -2911,13 +2918,18 @@ fn restart_hunt() {
             .unwrap_or(default)
     };
     let (lo, hi, variant) = (var("HUNT_LO", 100), var("HUNT_HI", 220), var("HUNT_V", 0));
+    let failover = var("HUNT_FAILOVER", 0) == 1;
     std::panic::set_hook(Box::new(|_| {}));
     let mut failed = Vec::new();
     let mut n = 0;
     for seed in lo..hi {
         for at in [200, 280, 360] {
             n += 1;
-            let s = restart_scenario(seed, at, variant as u32);
+            let s = if failover {
+                failover_scenario(seed, at * 1000, if seed % 2 == 1 { 0.01 } else { 0.0 })
+            } else {
+                restart_scenario(seed, at, variant as u32)
+            };
             if let Err(e) = std::panic::catch_unwind(|| check("hunt", &s)) {
                 let m = e
                     .downcast_ref::<String>()
@@ -2932,6 +2944,6 @@ fn restart_hunt() {
     for f in &failed {
         eprintln!("FAIL {f}");
     }
-    eprintln!("{} of {n} restart scenarios failed", failed.len());
+    eprintln!("{} of {n} scenarios failed", failed.len());
     assert!(failed.is_empty());
 }
