@@ -1,0 +1,219 @@
+#!/usr/bin/env python3
+"""Heap allocations and memcpy'd bytes per push, Zebra's share: a real BytePS PS-lite job
+(tests/pslite-app/trace_replay, 2 servers, 4 workers, an OA-like trace with 32 values a
+key and the hot keys `zebra profile` picks from it) beside `zebra switch`, with
+tests/lib/alloccount.c preloaded into every node; the same job on the real libzmq alone
+gives the client's own share, which is subtracted.
+
+Each configuration runs the job twice as long (--rounds A,B: A rounds and B rounds, each
+--reps times); what one push costs is the slope, (count at B - count at A) / (pushes at B -
+pushes at A), so the start-up and shutdown of the processes and the switch cancel out.
+A push is one worker's ZPush (every round each worker pushes ~60 keys, half their values
+hot, and waits for it; --check=end: one pull of every key after the last round). The
+worker column counts in the 4 worker processes, the server column in the 2 servers, both
+per push of one worker.
+
+Builds: --build NAME=ROOT, a checkout where `scripts/setup.sh --prefix ROOT/dist` ran
+(ROOT/dist/lib/libzmq.so.5, ROOT/dist/bin/zebra) and whose scripts/suites/hot.conf is the
+settings file, as in the on+switch suites (no loss). Every build replays the same trace
+and hot-keys file (made by the last build's zebra) with the same client binaries
+(PSLITE_BIN_DIR, default .build/byteps-pslite/tests of this checkout).
+
+Prints a Markdown table (and writes it to OUT/allocs.md, each run's counts to
+OUT/runs.json). Issue 19's before/after (docs/BENCHMARKS.md):
+
+  git worktree add /tmp/wt-before 7299995 && (cd /tmp/wt-before && \\
+      CARGO_TARGET_DIR=/tmp/wt-before/target scripts/setup.sh --prefix /tmp/wt-before/dist)
+  (the same for /tmp/wt-after at main)
+  scripts/bench-allocs.py --build before=/tmp/wt-before --build after=/tmp/wt-after
+"""
+
+import argparse
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SERVERS, WORKERS = 2, 4
+COUNTERS = ("allocs", "alloc_bytes", "copies", "copy_bytes")
+WORKER_OK = re.compile(r"^trace_replay: OK worker rank \d+ of \d+: (\d+) rounds, (\d+) pairs \((\d+) values\) pushed", re.M)
+SERVER_OK = re.compile(r"^trace_replay: server rank \d+ .* no errors$", re.M)
+
+
+def sh(cmd, **kw):
+    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
+    if r.returncode != 0:
+        sys.exit(f"bench-allocs: {' '.join(cmd)} failed ({r.returncode}): {(r.stderr or r.stdout).strip()[-400:]}")
+    return r.stdout
+
+
+def build_counter(out):
+    so = os.path.join(out, "alloccount.so")
+    sh(["cc", "-shared", "-fPIC", "-O2", "-fno-builtin", "-fno-tree-loop-distribute-patterns", "-o", so,
+        os.path.join(ROOT, "tests", "lib", "alloccount.c"), "-ldl"])
+    return so
+
+
+def make_workload(zebra, out, rounds):
+    trace, keys = os.path.join(out, "oa.trace"), os.path.join(out, "hot.keys")
+    sh([zebra, "trace", "gen", "--out", trace, "--shape", "oa", "--keys", "200000", "--keys-per-push", "60",
+        "--workers", str(WORKERS), "--rounds", str(rounds), "--values", "32"])
+    sh([zebra, "profile", "--out", keys, "--p", "0.5", "--switch-mem", "64K", "--servers", str(SERVERS), trace])
+    return trace, keys
+
+
+def read_counts(d):
+    """Sums of each counter over the worker and the server processes of one run."""
+    sums = {role: dict.fromkeys(COUNTERS, 0) for role in ("worker", "server")}
+    seen = {"worker": 0, "server": 0}
+    for name in os.listdir(d):
+        role = name.split(".")[0]
+        if role not in sums:
+            continue
+        seen[role] += 1
+        fields = open(os.path.join(d, name)).read().split()
+        values = dict(zip(fields[0::2], map(int, fields[1::2])))
+        for c in COUNTERS:
+            sums[role][c] += values[c]
+    if seen != {"worker": WORKERS, "server": SERVERS}:
+        sys.exit(f"bench-allocs: counts of {seen} processes in {d}, expected {WORKERS} workers and {SERVERS} servers")
+    return sums
+
+
+def run_job(args, config, rounds, rep, counter, trace, keys):
+    name = f"{config['name']}-r{rounds}-{rep}"
+    logdir, countdir = os.path.join(args.out, name, "logs"), os.path.join(args.out, name, "counts")
+    os.makedirs(countdir, exist_ok=True)
+    for f in os.listdir(countdir):
+        os.remove(os.path.join(countdir, f))
+    cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--servers", str(SERVERS),
+           "--workers", str(WORKERS), "--timeout", str(args.timeout), "--logdir", logdir, "--quiet",
+           "--env", f"ALLOCCOUNT_DIR={countdir}"]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
+    if config["root"] is None:
+        cmd += ["--preload", counter]
+    else:
+        dist = os.path.join(config["root"], "dist")
+        conf = os.path.join(config["root"], "scripts", "suites", "hot.conf")
+        zebra = os.path.join(dist, "bin", "zebra")
+        stats = os.path.join(logdir, "stats")
+        os.makedirs(stats, exist_ok=True)
+        cmd += ["--preload", f"{os.path.join(dist, 'lib', 'libzmq.so.5')}:{counter}",
+                "--env", "ZEBRA_ENABLE=1", "--env", "ZEBRA_SWITCH={ip:switch}:{port:switch}",
+                "--env", f"ZEBRA_HOT_KEYS={keys}", "--env", f"ZEBRA_HOT_CONFIG={conf}", "--env", "ZEBRA_HOT_LOSS=0",
+                "--env", f"ZEBRA_STATS={stats}/%p",
+                "--service", f"switch={zebra} switch --config {conf} --listen {{ip:switch}}:{{port:switch}} "
+                             f"--workers {{workers}} --servers {{servers}} --hot-keys {keys} --loss 0"]
+    cmd += ["--", os.path.join(args.bin_dir, "trace_replay"), f"--trace={trace}", "--check=end", f"--rounds={rounds}"]
+    t0 = time.monotonic()
+    r = subprocess.run(["nice", "-n", "19"] + cmd, env=env, capture_output=True, text=True)
+    secs = time.monotonic() - t0
+    if r.returncode != 0:
+        sys.exit(f"bench-allocs: {name} failed: {(r.stdout + r.stderr).strip()[-600:]}")
+    pushes = values = 0
+    for i in range(WORKERS):
+        m = WORKER_OK.search(open(os.path.join(logdir, f"worker-{i}.log")).read())
+        if not m or int(m.group(1)) != rounds:
+            sys.exit(f"bench-allocs: {name}: worker {i} did not report OK for {rounds} rounds; logs in {logdir}")
+        pushes += rounds
+        values += int(m.group(3))
+    for i in range(SERVERS):
+        if not SERVER_OK.search(open(os.path.join(logdir, f"server-{i}.log")).read()):
+            sys.exit(f"bench-allocs: {name}: server {i} reported errors; logs in {logdir}")
+    hot = ""
+    if config["root"] is not None:
+        h = subprocess.run([sys.executable, os.path.join(ROOT, "tests", "lib", "hotpath.py"), "check", logdir],
+                           capture_output=True, text=True)
+        hot = (h.stdout + h.stderr).strip().splitlines()[-1:] or [""]
+        hot = hot[0]
+        if h.returncode != 0:
+            sys.exit(f"bench-allocs: {name}: the job did not aggregate: {hot}")
+    run = {"config": config["name"], "rounds": rounds, "rep": rep, "pushes": pushes, "values": values,
+           "seconds": round(secs, 1), "hotpath": hot, "counts": read_counts(countdir)}
+    print(f"  {name}: {secs:.1f} s, workers {run['counts']['worker']}, servers {run['counts']['server']}"
+          + (f"; {hot}" if hot else ""), file=sys.stderr)
+    return run
+
+
+def slopes(runs, config, a, b):
+    """Per push: (mean at b - mean at a) / (pushes at b - pushes at a), per role and counter,
+    and the value bytes of a push."""
+    at = {n: [r for r in runs if r["config"] == config and r["rounds"] == n] for n in (a, b)}
+    mean = lambda n, f: statistics.mean(f(r) for r in at[n])  # noqa: E731
+    dp = mean(b, lambda r: r["pushes"]) - mean(a, lambda r: r["pushes"])
+    out = {"value_bytes": 4 * (mean(b, lambda r: r["values"]) - mean(a, lambda r: r["values"])) / dp}
+    for role in ("worker", "server"):
+        out[role] = {c: (mean(b, lambda r: r["counts"][role][c]) - mean(a, lambda r: r["counts"][role][c])) / dp
+                     for c in COUNTERS}
+    return out
+
+
+def table(per, builds, command):
+    base = per["libzmq"]
+    lines = [f"Per push of one worker (A push: {base['value_bytes']:.0f} value bytes on average). Zebra's share = the "
+             "build's count minus the same job's on the real libzmq alone; copies = memcpy/memmove bytes "
+             "per value byte of the push.", "",
+             "| build | side | allocations / push | bytes allocated / push | memcpy calls / push "
+             "| memcpy'd bytes / push | copies of the values (memcpy'd bytes / value bytes) |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for name in ["libzmq"] + builds:
+        for role in ("worker", "server"):
+            s = per[name][role]
+            if name != "libzmq":
+                s = {c: s[c] - base[role][c] for c in COUNTERS}
+                label = f"{name} (Zebra's share)"
+            else:
+                label = "libzmq (the client's own)"
+            lines.append(f"| {label} | {role} | {s['allocs']:.1f} | {s['alloc_bytes']:.0f} | {s['copies']:.1f} "
+                         f"| {s['copy_bytes']:.0f} | {s['copy_bytes'] / per[name]['value_bytes']:.2f} |")
+    lines += ["", f"Command: `{command}`"]
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", action="append", default=[], metavar="NAME=ROOT",
+                   help="a build to measure (default: this=this checkout)")
+    p.add_argument("--rounds", default="20,80", help="the two job lengths A,B in rounds (default 20,80)")
+    p.add_argument("--reps", type=int, default=2, help="runs of each length and configuration (default 2)")
+    p.add_argument("--out", default=os.path.join(ROOT, "results", "allocs"), help="logs and results (default results/allocs)")
+    p.add_argument("--bin-dir", default=os.environ.get("PSLITE_BIN_DIR", os.path.join(ROOT, ".build", "byteps-pslite", "tests")),
+                   help="BytePS PS-lite test binaries (default $PSLITE_BIN_DIR or .build/byteps-pslite/tests)")
+    p.add_argument("--timeout", type=int, default=300, help="seconds before a job is killed (default 300)")
+    args = p.parse_args()
+    a, b = (int(x) for x in args.rounds.split(","))
+    if not 0 < a < b:
+        p.error("--rounds A,B needs 0 < A < B")
+    builds = []
+    for spec in args.build or [f"this={ROOT}"]:
+        name, sep, root = spec.partition("=")
+        if not sep or name == "libzmq":
+            p.error(f"--build {spec}: NAME=ROOT, NAME not libzmq")
+        for f in ("dist/lib/libzmq.so.5", "dist/bin/zebra", "scripts/suites/hot.conf"):
+            if not os.path.exists(os.path.join(root, f)):
+                p.error(f"--build {spec}: no {root}/{f} (run scripts/setup.sh --prefix {root}/dist there)")
+        builds.append({"name": name, "root": os.path.abspath(root)})
+    os.makedirs(args.out, exist_ok=True)
+    counter = build_counter(args.out)
+    trace, keys = make_workload(os.path.join(builds[-1]["root"], "dist", "bin", "zebra"), args.out, b)
+    configs = [{"name": "libzmq", "root": None}] + builds
+    runs = []
+    for rep in range(args.reps):
+        # Alternating the configurations within a repetition spreads drift of the machine.
+        for config in configs if rep % 2 == 0 else configs[::-1]:
+            for rounds in (a, b):
+                runs.append(run_job(args, config, rounds, rep, counter, trace, keys))
+    json.dump(runs, open(os.path.join(args.out, "runs.json"), "w"), indent=1)
+    per = {c["name"]: slopes(runs, c["name"], a, b) for c in configs}
+    command = "scripts/bench-allocs.py " + " ".join(sys.argv[1:])
+    text = table(per, [c["name"] for c in builds], command.strip())
+    open(os.path.join(args.out, "allocs.md"), "w").write(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
