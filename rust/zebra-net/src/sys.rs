@@ -360,3 +360,283 @@ pub fn is_root() -> bool {
     // SAFETY: geteuid has no preconditions.
     unsafe { libc::geteuid() == 0 }
 }
+
+/// One datagram of [`recv_batch`]: its length and sender, or why it cannot be used.
+pub type Received = io::Result<(usize, std::net::SocketAddr)>;
+
+/// Receives up to `data.len() / slot` datagrams with one `recvmmsg` (non-blocking): the
+/// `i`th lands at `data[i * slot..]`, and `got` is refilled with one entry per datagram
+/// received, in order. A datagram longer than `slot` is reported as an error entry
+/// (`InvalidData`), never handed on cut. `WouldBlock` when nothing is waiting.
+pub fn recv_batch(
+    socket: &impl AsFd,
+    data: &mut [u8],
+    slot: usize,
+    got: &mut Vec<Received>,
+) -> io::Result<()> {
+    got.clear();
+    if slot == 0 || data.len() < slot {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "recv_batch needs room for one datagram",
+        ));
+    }
+    let slots = (data.len() / slot).min(MAX_BATCH);
+    // SAFETY: sockaddr_storage is plain data, valid when zeroed.
+    let mut names: Vec<libc::sockaddr_storage> = vec![unsafe { std::mem::zeroed() }; slots];
+    let mut iovecs: Vec<libc::iovec> = data
+        .chunks_exact_mut(slot)
+        .take(slots)
+        .map(|chunk| libc::iovec {
+            iov_base: chunk.as_mut_ptr().cast(),
+            iov_len: slot,
+        })
+        .collect();
+    let (name_base, iovec_base) = (names.as_mut_ptr(), iovecs.as_mut_ptr());
+    let mut headers: Vec<libc::mmsghdr> = (0..slots)
+        .map(|i| {
+            // SAFETY: mmsghdr is plain data (pointers and lengths), valid when zeroed.
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_name = name_base.wrapping_add(i).cast();
+            h.msg_hdr.msg_namelen = STORAGE_LEN;
+            h.msg_hdr.msg_iov = iovec_base.wrapping_add(i);
+            h.msg_hdr.msg_iovlen = 1;
+            h
+        })
+        .collect();
+    // SAFETY: the descriptor is open for the call (borrowed). Every header points at its
+    // own sockaddr_storage (with its size) and one iovec over a disjoint `slot`-byte
+    // chunk of `data`; `names`, `iovecs` and `data` outlive the call and none of them is
+    // touched through Rust references while the kernel writes them. `slots` headers are
+    // passed, no timeout.
+    let n = check(unsafe {
+        libc::recvmmsg(
+            socket.as_fd().as_raw_fd(),
+            headers.as_mut_ptr(),
+            slots as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    })?;
+    let n = usize::try_from(n).unwrap_or(0).min(slots);
+    for (h, name) in headers.iter().zip(&names).take(n) {
+        let len = h.msg_len as usize;
+        got.push(
+            if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 || len > slot {
+                Err(io::Error::new(
+                    io::ErrorKind::InvalidData,
+                    format!("datagram longer than {slot} bytes"),
+                ))
+            } else {
+                from_storage(name, h.msg_hdr.msg_namelen).map(|from| (len, from))
+            },
+        );
+    }
+    Ok(())
+}
+
+/// Sends datagrams with `sendmmsg`, in order, non-blocking: returns how many of the first
+/// ones the kernel took (at least one), or the error of the first if it took none, so a
+/// caller resumes after the count, or skips one datagram on an error.
+pub fn send_batch<B: AsRef<[u8]>>(
+    socket: &impl AsFd,
+    datagrams: &[(std::net::SocketAddr, B)],
+) -> io::Result<usize> {
+    let datagrams = &datagrams[..datagrams.len().min(MAX_BATCH)];
+    if datagrams.is_empty() {
+        return Ok(0);
+    }
+    let (mut names, names_len): (Vec<libc::sockaddr_storage>, Vec<libc::socklen_t>) =
+        datagrams.iter().map(|(to, _)| to_storage(to)).unzip();
+    let mut iovecs: Vec<libc::iovec> = datagrams
+        .iter()
+        .map(|(_, bytes)| libc::iovec {
+            // The kernel only reads through a send's iovec.
+            iov_base: bytes.as_ref().as_ptr().cast_mut().cast(),
+            iov_len: bytes.as_ref().len(),
+        })
+        .collect();
+    let (name_base, iovec_base) = (names.as_mut_ptr(), iovecs.as_mut_ptr());
+    let mut headers: Vec<libc::mmsghdr> = (0..datagrams.len())
+        .map(|i| {
+            // SAFETY: mmsghdr is plain data (pointers and lengths), valid when zeroed.
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_name = name_base.wrapping_add(i).cast();
+            h.msg_hdr.msg_namelen = names_len[i];
+            h.msg_hdr.msg_iov = iovec_base.wrapping_add(i);
+            h.msg_hdr.msg_iovlen = 1;
+            h
+        })
+        .collect();
+    // SAFETY: the descriptor is open for the call (borrowed). Every header points at its
+    // own address (with its length) and one iovec over bytes borrowed from `datagrams`,
+    // which the kernel only reads; all of them outlive the call. At most MAX_BATCH
+    // (below UIO_MAXIOV) headers are passed.
+    let n = check(unsafe {
+        libc::sendmmsg(
+            socket.as_fd().as_raw_fd(),
+            headers.as_mut_ptr(),
+            datagrams.len() as libc::c_uint,
+            libc::MSG_DONTWAIT,
+        )
+    })?;
+    match usize::try_from(n) {
+        Ok(n) if n > 0 => Ok(n.min(datagrams.len())),
+        _ => Err(io::ErrorKind::WouldBlock.into()),
+    }
+}
+
+/// Most datagrams one [`recv_batch`] or [`send_batch`] call handles (the kernel's
+/// `UIO_MAXIOV` caps `vlen` at 1024).
+pub const MAX_BATCH: usize = 1024;
+
+const STORAGE_LEN: libc::socklen_t = std::mem::size_of::<libc::sockaddr_storage>() as _;
+
+fn to_storage(addr: &std::net::SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data, valid when zeroed.
+    let mut storage: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        std::net::SocketAddr::V4(a) => {
+            let sin = libc::sockaddr_in {
+                sin_family: libc::AF_INET as libc::sa_family_t,
+                sin_port: a.port().to_be(),
+                sin_addr: libc::in_addr {
+                    s_addr: u32::from_ne_bytes(a.ip().octets()),
+                },
+                sin_zero: [0; 8],
+            };
+            // SAFETY: sockaddr_storage is larger than and aligned for every sockaddr type.
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast(), sin) };
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        std::net::SocketAddr::V6(a) => {
+            let sin6 = libc::sockaddr_in6 {
+                sin6_family: libc::AF_INET6 as libc::sa_family_t,
+                sin6_port: a.port().to_be(),
+                sin6_flowinfo: a.flowinfo(),
+                sin6_addr: libc::in6_addr {
+                    s6_addr: a.ip().octets(),
+                },
+                sin6_scope_id: a.scope_id(),
+            };
+            // SAFETY: as above.
+            unsafe { std::ptr::write(std::ptr::addr_of_mut!(storage).cast(), sin6) };
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (storage, len as libc::socklen_t)
+}
+
+fn from_storage(
+    storage: &libc::sockaddr_storage,
+    len: libc::socklen_t,
+) -> io::Result<std::net::SocketAddr> {
+    let len = len as usize;
+    match libc::c_int::from(storage.ss_family) {
+        libc::AF_INET if len >= std::mem::size_of::<libc::sockaddr_in>() => {
+            // SAFETY: the kernel wrote a sockaddr_in (family and length checked) into a
+            // sockaddr_storage, which is larger than and aligned for it.
+            let sin: libc::sockaddr_in =
+                unsafe { std::ptr::read(std::ptr::from_ref(storage).cast()) };
+            Ok(std::net::SocketAddr::from((
+                sin.sin_addr.s_addr.to_ne_bytes(),
+                u16::from_be(sin.sin_port),
+            )))
+        }
+        libc::AF_INET6 if len >= std::mem::size_of::<libc::sockaddr_in6>() => {
+            // SAFETY: as above, for a sockaddr_in6.
+            let sin6: libc::sockaddr_in6 =
+                unsafe { std::ptr::read(std::ptr::from_ref(storage).cast()) };
+            Ok(std::net::SocketAddr::V6(std::net::SocketAddrV6::new(
+                sin6.sin6_addr.s6_addr.into(),
+                u16::from_be(sin6.sin6_port),
+                sin6.sin6_flowinfo,
+                sin6.sin6_scope_id,
+            )))
+        }
+        family => Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("sender address of family {family}, length {len}"),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::{SocketAddr, UdpSocket};
+
+    #[test]
+    fn batches_carry_every_datagram_in_order_with_its_sender() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = rx.local_addr().unwrap();
+        let sent: Vec<(SocketAddr, Vec<u8>)> = (0..100u32)
+            .map(|i| (to, vec![i as u8; 1 + (i as usize * 13) % 1400]))
+            .collect();
+        let mut at = 0;
+        while at < sent.len() {
+            at += send_batch(&tx, &sent[at..]).unwrap();
+        }
+        let mut data = vec![0u8; 32 * 2048];
+        let mut got = Vec::new();
+        let mut received = Vec::new();
+        while received.len() < sent.len() {
+            match recv_batch(&rx, &mut data, 2048, &mut got) {
+                Ok(()) => {
+                    assert!(!got.is_empty() && got.len() <= 32);
+                    for (i, r) in got.iter().enumerate() {
+                        let (n, from) = r.as_ref().unwrap();
+                        assert_eq!(*from, tx.local_addr().unwrap());
+                        received.push(data[i * 2048..i * 2048 + n].to_vec());
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        let want: Vec<Vec<u8>> = sent.into_iter().map(|(_, b)| b).collect();
+        assert_eq!(received, want);
+        let e = recv_batch(&rx, &mut data, 2048, &mut got).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::WouldBlock);
+    }
+
+    #[test]
+    fn a_datagram_longer_than_its_slot_is_an_error_not_cut() {
+        let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let tx = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let to = rx.local_addr().unwrap();
+        assert_eq!(
+            send_batch(&tx, &[(to, vec![7u8; 40]), (to, vec![8u8; 8])]).unwrap(),
+            2
+        );
+        rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut one = [0u8; 1];
+        rx.peek(&mut one).unwrap();
+        let mut data = vec![0u8; 4 * 16];
+        let mut got = Vec::new();
+        let mut results = Vec::new();
+        while results.len() < 2 {
+            match recv_batch(&rx, &mut data, 16, &mut got) {
+                Ok(()) => results.extend(
+                    got.drain(..)
+                        .map(|r| r.map(|(n, _)| n).map_err(|e| e.kind())),
+                ),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        assert_eq!(results, vec![Err(io::ErrorKind::InvalidData), Ok(8)]);
+    }
+
+    #[test]
+    fn addresses_round_trip_through_sockaddr_storage() {
+        for addr in ["192.0.2.7:9000", "[2001:db8::1]:443", "[fe80::1%3]:1"] {
+            let addr: SocketAddr = addr.parse().unwrap();
+            let (storage, len) = to_storage(&addr);
+            assert_eq!(from_storage(&storage, len).unwrap(), addr);
+        }
+        let (storage, _) = to_storage(&"192.0.2.7:9000".parse().unwrap());
+        assert!(from_storage(&storage, 4).is_err());
+    }
+}
