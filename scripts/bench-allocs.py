@@ -84,8 +84,10 @@ def read_counts(d):
     return sums
 
 
-def run_job(args, config, rounds, rep, counter, trace, keys):
-    name = f"{config['name']}-r{rounds}-{rep}"
+def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
+    """One job; with `heaptrack` (a directory), its first worker and first server run
+    under heaptrack (recording there) instead of being counted."""
+    name = f"{config['name']}-r{rounds}-{rep}" + ("-heaptrack" if heaptrack else "")
     logdir, countdir = os.path.join(args.out, name, "logs"), os.path.join(args.out, name, "counts")
     os.makedirs(countdir, exist_ok=True)
     for f in os.listdir(countdir):
@@ -108,7 +110,11 @@ def run_job(args, config, rounds, rep, counter, trace, keys):
                 "--env", f"ZEBRA_STATS={stats}/%p",
                 "--service", f"switch={zebra} switch --config {conf} --listen {{ip:switch}}:{{port:switch}} "
                              f"--workers {{workers}} --servers {{servers}} --hot-keys {keys} --loss 0"]
-    cmd += ["--", os.path.join(args.bin_dir, "trace_replay"), f"--trace={trace}", "--check=end", f"--rounds={rounds}"]
+    cmd += ["--"]
+    if heaptrack:
+        os.makedirs(heaptrack, exist_ok=True)
+        cmd += ["sh", "-c", HEAPTRACK_WRAPPER, "heaptrack-wrapper", heaptrack]
+    cmd += [os.path.join(args.bin_dir, "trace_replay"), f"--trace={trace}", "--check=end", f"--rounds={rounds}"]
     t0 = time.monotonic()
     r = subprocess.run(["nice", "-n", "19"] + cmd, env=env, capture_output=True, text=True)
     secs = time.monotonic() - t0
@@ -132,11 +138,68 @@ def run_job(args, config, rounds, rep, counter, trace, keys):
         hot = hot[0]
         if h.returncode != 0:
             sys.exit(f"bench-allocs: {name}: the job did not aggregate: {hot}")
+    if heaptrack:
+        return {"rounds": rounds, "pushes": pushes, "sites": {role: heaptrack_sites(heaptrack, role)
+                                                              for role in ("worker", "server")}}
     run = {"config": config["name"], "rounds": rounds, "rep": rep, "pushes": pushes, "values": values,
            "seconds": round(secs, 1), "hotpath": hot, "counts": read_counts(countdir)}
     print(f"  {name}: {secs:.1f} s, workers {run['counts']['worker']}, servers {run['counts']['server']}"
           + (f"; {hot}" if hot else ""), file=sys.stderr)
     return run
+
+
+# Runs the node's command under heaptrack for the first worker and the first server to
+# start (a lock directory each), the others as they are: $1 is the output directory.
+HEAPTRACK_WRAPPER = r"""
+out=$1; shift
+case "$DMLC_ROLE" in
+  worker|server) if mkdir "$out/$DMLC_ROLE.lock" 2>/dev/null; then exec heaptrack -o "$out/$DMLC_ROLE" "$@"; fi ;;
+esac
+exec "$@"
+"""
+
+
+def heaptrack_sites(d, role):
+    """Calls to allocation functions in heaptrack's recording of the `role` process, by the
+    innermost frame of Zebra's own code (a function of a zebra_* crate) on the stack;
+    allocations with no Zebra frame (the client's, PS-lite's, libstdc++'s) under one key."""
+    data = [f for f in os.listdir(d) if f.startswith(role + ".") and not f.endswith(".lock")]
+    if len(data) != 1:
+        sys.exit(f"bench-allocs: no single heaptrack recording of the {role} in {d}: {data}")
+    stacks = os.path.join(d, role + ".stacks")
+    sh(["heaptrack_print", "-f", os.path.join(d, data[0]), "--flamegraph-cost-type", "allocations", "-F", stacks])
+    sites = {}
+    for line in open(stacks):
+        stack, _, n = line.rstrip().rpartition(" ")
+        ours = [f for f in stack.split(";") if f.startswith(("zebra_", "<zebra_"))]
+        key = re.sub(r"::h[0-9a-f]{16}", "", ours[-1]).replace("_$u7b$$u7b$closure$u7d$$u7d$", "{{closure}}") \
+            if ours else "(no Zebra frame: the client, PS-lite, libstdc++)"
+        sites[key] = sites.get(key, 0) + int(n)
+    return sites
+
+
+def where(args, configs, counter, trace, keys, a, b):
+    """Markdown: each build's allocations per push by Zebra function (heaptrack, the slope
+    between the two job lengths), worker 0 per push of its own, server 0 per push it got."""
+    lines = []
+    for config in configs[1:]:
+        at = {}
+        for rounds in (a, b):
+            d = os.path.join(args.out, f"{config['name']}-r{rounds}-0-heaptrack", "heaptrack")
+            if os.path.isdir(d):
+                for f in os.listdir(d):
+                    p = os.path.join(d, f)
+                    os.rmdir(p) if os.path.isdir(p) else os.remove(p)
+            at[rounds] = run_job(args, config, rounds, 0, counter, trace, keys, heaptrack=d)
+        for role, per in (("worker", 1), ("server", WORKERS)):
+            da, db = at[a]["sites"][role], at[b]["sites"][role]
+            pushes = (b - a) * per
+            rows = sorted(((db.get(k, 0) - da.get(k, 0)) / pushes, k) for k in set(da) | set(db))
+            rows = [r for r in rows[::-1] if abs(r[0]) >= 0.5][: args.where]
+            lines += ["", f"{config['name']}, {role} 0: allocations per push by the innermost Zebra function "
+                      f"(heaptrack, {a} and {b} rounds)", "", "| allocations / push | function |", "|---:|---|"]
+            lines += [f"| {n:.1f} | `{k}` |" for n, k in rows]
+    return "\n".join(lines)
 
 
 def slopes(runs, config, a, b):
@@ -184,6 +247,9 @@ def main():
     p.add_argument("--bin-dir", default=os.environ.get("PSLITE_BIN_DIR", os.path.join(ROOT, ".build", "byteps-pslite", "tests")),
                    help="BytePS PS-lite test binaries (default $PSLITE_BIN_DIR or .build/byteps-pslite/tests)")
     p.add_argument("--timeout", type=int, default=300, help="seconds before a job is killed (default 300)")
+    p.add_argument("--where", type=int, default=0, metavar="N",
+                   help="also run each build once more at both lengths with heaptrack on worker 0 and server 0, "
+                        "and print the N Zebra functions that allocate most per push (default 0: not)")
     args = p.parse_args()
     a, b = (int(x) for x in args.rounds.split(","))
     if not 0 < a < b:
@@ -211,6 +277,8 @@ def main():
     per = {c["name"]: slopes(runs, c["name"], a, b) for c in configs}
     command = "scripts/bench-allocs.py " + " ".join(sys.argv[1:])
     text = table(per, [c["name"] for c in builds], command.strip())
+    if args.where:
+        text += "\n" + where(args, configs, counter, trace, keys, a, b)
     open(os.path.join(args.out, "allocs.md"), "w").write(text + "\n")
     print(text)
 
