@@ -113,6 +113,11 @@ struct Scenario {
     /// [`FAILOVER`] without an answer) and, once the standby answers, tells
     /// its workers (`ServerAgent::on_switch_moved`).
     failover: Option<u64>,
+    /// With `failover`: the primary is not killed but cut off from the
+    /// servers alone for this long (µs; it goes on answering the workers
+    /// until they move, and resending its aggregates, which reach the
+    /// servers again after the cut).
+    partition: Option<u64>,
     /// Every server learns at `.0` µs that the switch has left its REGISTER
     /// unanswered for `.0` µs (`ServerAgent::on_switch`, what the
     /// shim does after `register_wait_ms`), and, if `.1` is set, at `.1` µs
@@ -173,6 +178,7 @@ impl Scenario {
             dead_acks: None,
             restart: None,
             failover: None,
+            partition: None,
             silent: None,
             style: Style::Byteps,
             delivery: Delivery::PerWorker,
@@ -659,7 +665,12 @@ impl Sim {
     /// 50..=550 µs; nothing crosses a dead switch.
     fn udp(&mut self, from: Node, to: Node, bytes: Vec<u8>) {
         let within = |w: Option<(u64, u64)>, t: u64| w.is_some_and(|(a, b)| (a..b).contains(&t));
-        let killed = self.primary_killed() && (from == Node::Switch || to == Node::Switch);
+        let killed = self.primary_killed() && (from == Node::Switch || to == Node::Switch)
+            || self.partitioned()
+                && matches!(
+                    (from, to),
+                    (Node::Switch, Node::Server(_)) | (Node::Server(_), Node::Switch)
+                );
         if killed
             || within(self.s.restart.map(|r| (r.0, r.1)), self.now)
             || within(self.s.dead_switch, self.now)
@@ -1066,6 +1077,20 @@ impl Sim {
 
     /// Failover: whether the primary is killed by now.
     fn primary_killed(&self) -> bool {
+        self.s.partition.is_none() && self.primary_cut()
+    }
+
+    /// Failover: whether the primary is cut off from the servers now.
+    fn partitioned(&self) -> bool {
+        let (Some(at), Some(len)) = (self.s.failover, self.s.partition) else {
+            return false;
+        };
+        (at..at + len).contains(&self.now)
+    }
+
+    /// Failover: whether the servers have lost the primary by now (killed,
+    /// or cut off from them).
+    fn primary_cut(&self) -> bool {
         self.s.failover.is_some_and(|at| self.now >= at)
     }
 
@@ -1087,7 +1112,7 @@ impl Sim {
             return;
         };
         let to = switch_node(choice);
-        if to == Node::Switch && self.primary_killed() {
+        if to == Node::Switch && (self.primary_killed() || self.partitioned()) {
             return;
         }
         if !self.udp_links.contains_key(&(Node::Server(i), to)) {
@@ -1348,11 +1373,16 @@ impl Sim {
                 consider(hot.poll_at().map(Timestamp::micros));
             }
         }
-        let alive = self.switch.as_ref().filter(|_| !self.primary_killed());
+        // A primary cut off from the servers resends its aggregates to them
+        // until it gives up: not waited for once the job has ended.
+        let running = self.job_running();
+        let alive = self
+            .switch
+            .as_ref()
+            .filter(|_| !self.primary_killed() && (running || !self.primary_cut()));
         for sw in alive.iter().copied().chain(&self.standby) {
             consider(sw.poll_at().map(Timestamp::micros));
         }
-        let running = self.job_running();
         for node in &self.servers {
             if running {
                 consider(
@@ -1950,6 +1980,39 @@ fn a_standby_takes_over_when_the_primary_is_killed() {
                  {standby:?}"
             );
         }
+    }
+}
+
+/// The primary alive but cut off from the servers for 300 ms (a partition):
+/// it goes on answering the workers, and adding their packets, until each
+/// server has moved its job and told them, and resends its aggregates, which
+/// reach the servers again after the cut: the servers' links (and the
+/// workers', once moved) drop what it sends; the workers hand what it added
+/// over as after a restart. Exact, each round by one switch, the later ones
+/// at the standby.
+#[test]
+fn a_standby_takes_over_when_the_primary_is_cut_off_from_the_servers() {
+    for (seed, loss, at) in [(65, 0.0, 300_000), (66, 0.01, 450_000)] {
+        let s = Scenario {
+            partition: Some(300_000),
+            ..failover_scenario(seed, at, loss)
+        };
+        let (_, z) = check("partition", &s);
+        assert_eq!(
+            z.moves,
+            u64::from(s.servers),
+            "seed {seed}: each server moved once"
+        );
+        for (&(j, r), by) in &z.aggregated_at {
+            assert_eq!(by.len(), 1, "seed {seed}: server {j} round {r}: {by:?}");
+        }
+        assert!(z.standby_rounds > 20, "seed {seed}: {}", z.standby_rounds);
+        println!(
+            "  primary cut off at {} ms: {} rounds aggregated at the standby, {} resends taken",
+            at / 1000,
+            z.standby_rounds,
+            z.resettles
+        );
     }
 }
 
