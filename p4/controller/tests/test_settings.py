@@ -85,7 +85,7 @@ class FromThePlan(unittest.TestCase):
             self.assertEqual((c.proto.jobs, c.admit.number), ([], "fixed"))
             with self.assertRaises(PlanError) as cm:
                 plan_job(c, PortsConfig.load(data("ports.conf")))
-            self.assertIn("does not admit jobs as they register", str(cm.exception))
+            self.assertIn("the switch then admits jobs as their servers register", str(cm.exception))
         finally:
             shutil.rmtree(tmp)
 

@@ -50,8 +50,16 @@ class BfrtBackend(ABC):
         """Zero every entry of `register`."""
 
     @abstractmethod
+    def register_reset(self, register, index):
+        """Zero one entry of `register` (a removed job's)."""
+
+    @abstractmethod
     def counter_read(self, counter, index):
         """Packets counted at `index` (read from the hardware)."""
+
+    @abstractmethod
+    def counter_reset(self, counter, index):
+        """Zero one index of `counter` (a removed job's)."""
 
     @abstractmethod
     def counter_clear(self, counter):
@@ -176,6 +184,13 @@ class FakeBackend(BfrtBackend):
 
     def counter_read(self, counter, index):
         return self.counters.get(counter, {}).get(index, 0)
+
+    def counter_reset(self, counter, index):
+        self.counters.get(counter, {}).pop(index, None)
+
+    def register_reset(self, register, index):
+        self._check_index(register, index)
+        self.registers.get(register, {}).pop(index, None)
 
     def counter_clear(self, counter):
         self._log("counter_clear", counter)

@@ -7,13 +7,16 @@ servers are from their REGISTERs.
 
     c = Controller(backend)
     c.load(settings, ports, build="fixed")    # clears everything, then installs the jobs
+                                               # (settings that size no job: jobs admitted as they register)
     c.step(now_us)                             # call often: CPU port, digests, round timers, resends
     c.counters(); c.hot_key_hits()
     c.reset()                                  # between jobs
 """
 
+import collections
 import ipaddress
 import logging
+import secrets
 
 from . import consts
 from . import program as P
@@ -29,7 +32,9 @@ from .cpu import (
     release,
     single_row,
 )
-from .plan import plan_jobs
+from .config import JobConfig
+from .plan import PlanError, admitted_plan, plan_jobs, template_plan
+from .settings import SettingsError, admit
 from .wire import (
     CTL_LEN,
     AggregateAck,
@@ -37,6 +42,7 @@ from .wire import (
     ReadoutRow,
     Register,
     WireError,
+    encode_register_ack,
     parse_datagram,
     parse_udp_frame,
     udp_frame,
@@ -59,6 +65,12 @@ class Controller:
         self.bad_frames = 0
         self.bad_digests = 0
         self.unroutable = 0
+        # Jobs admitted as their servers register (settings that size none).
+        self.admitting = False
+        self.admitted = 0
+        self.retired = 0
+        self.admission_refused = collections.Counter()   # reason -> REGISTERs refused admission
+        self.heard = {}                                  # job -> (registrations, since)
 
     def _control(self, cls):
         return next(c for c in self.controls if isinstance(c, cls))
@@ -74,10 +86,17 @@ class Controller:
             c.clear()
         self.plan = None
         self.plans = {}
+        self.heard = {}
 
     def load(self, hotpath, ports, build="fixed", lns_frac_bits=None):
         """Checks the jobs against the program, resets the switch and installs
-        them; returns the first job's plan (`plans`: every job's, by id)."""
+        them; returns the first job's plan (`plans`: every job's, by id).
+        Settings that size no job (`hotpath.admit`, the template of jobs
+        zebra switch admits) install what the switch needs once and admit
+        jobs as their servers register; the template's plan is returned."""
+        if hotpath.admit is not None and not hotpath.proto.jobs:
+            return self._load_admitting(hotpath, ports, build, lns_frac_bits)
+        self.admitting = False
         plans = plan_jobs(hotpath, ports, build, lns_frac_bits)
         self.reset()
         for c in self.controls:
@@ -103,12 +122,100 @@ class Controller:
         self.timers = {p.job.id: RoundTimer(p, proto.round_timeout_us, self.grace_us, retry,
                                             cap_us=proto.round_timeout_cap_us) for p in plans}
         self.switch_ip = int(ipaddress.ip_address(hotpath.switch.host))
+        self.hotpath = hotpath
         replicate = self.replicate
         for p in plans:
             for index, a in sorted(self.servers[p.job.id].addresses.items()):
                 if a.mac is not None:
                     replicate.set_server(p, index, a)
         return plans[0]
+
+    def _load_admitting(self, hotpath, ports, build, lns_frac_bits):
+        template = template_plan(hotpath, ports, build, lns_frac_bits)
+        self.reset()
+        for c in self.controls:
+            c.install_switch(template)
+        self.admitting = True
+        self.build, self.lns_frac_bits = build, lns_frac_bits
+        self.hotpath, self.ports = hotpath, ports
+        self.plan = template
+        self.epoch = secrets.randbits(32) or 1
+        self.servers, self.assemblers, self.timers = {}, {}, {}
+        proto = hotpath.proto
+        self.store = AggregateStore(proto.aggregate_rto_us, proto.aggregate_max_retries)
+        self.switch_ip = int(ipaddress.ip_address(hotpath.switch.host))
+        return template
+
+    def _admit(self, now, msg, f):
+        """A REGISTER asking to be admitted: the capacity granted (0: refused,
+        counted with its reason). The decision is the software switch's
+        (`zebra switch --admit`); a new job then has to fit the compiled
+        program (plan.admitted_plan) and is installed."""
+        held = [{"id": p.job.id, "workers": p.job.workers, "hot_keys": p.job.hot_keys, "base": p.region_base}
+                for p in self.plans.values()]
+        workers, capacity = msg.admit
+        register = {"job": msg.job, "server": msg.server, "workers": workers, "capacity": capacity, "token": msg.token}
+        try:
+            answer = admit(self.hotpath, held, register)
+        except SettingsError as e:
+            return self._refuse_admission(msg, f, f"the zebra binary did not decide: {e}")
+        if answer["capacity"] == 0:
+            return self._refuse_admission(msg, f, answer["reason"])
+        if answer["job"] is None:
+            return answer["capacity"]
+        try:
+            plan = admitted_plan(self.hotpath, self.ports, JobConfig.from_plan(answer["job"]), answer["base"],
+                                 list(self.plans.values()), self.build, self.lns_frac_bits)
+        except PlanError as e:
+            return self._refuse_admission(msg, f, "; ".join(e.problems))
+        for c in self.controls:
+            c.install(plan)
+        self._add_job(now, plan)
+        self.admitted += 1
+        log.info("job %d admitted (%d workers, %d hot values) at slot %d, job index %d, for %s",
+                 msg.job, workers, plan.job.hot_keys, plan.region_base, plan.job_index, ipaddress.IPv4Address(f.src_ip))
+        return answer["capacity"]
+
+    def _refuse_admission(self, msg, f, reason):
+        self.admission_refused[reason] += 1
+        log.warning("REGISTER for job %d server %d from %s not admitted: %s",
+                    msg.job, msg.server, ipaddress.IPv4Address(f.src_ip), reason)
+        return 0
+
+    def _add_job(self, now, plan):
+        proto = self.hotpath.proto
+        job = plan.job.id
+        self.plans[job] = plan
+        self.servers[job] = ServerDirectory(job, plan.job.servers, None, self.ports.neighbors, epoch=self.epoch,
+                                            token=plan.job.token or None, keyed=plan.job.token != 0)
+        self.assemblers[job] = ReadoutAssembler(plan, self.row_timeout_us)
+        self.timers[job] = RoundTimer(plan, proto.round_timeout_us, self.grace_us, max(proto.aggregate_rto_us, 1_000),
+                                      cap_us=proto.round_timeout_cap_us)
+        self.heard[job] = (0, now)
+
+    def _retire_silent(self, now):
+        """Retires every admitted job none of whose servers' REGISTERs was
+        accepted for the binary's job silence (Switch::retire_silent)."""
+        for job in list(self.plans):
+            seen = self.servers[job].registrations
+            count, since = self.heard[job]
+            if seen != count:
+                self.heard[job] = (seen, now)
+            elif now - since >= self.hotpath.job_silence_us:
+                self.retire(job)
+                log.info("job %d retired: no REGISTER of its server for %.1f s; its memory is free",
+                         job, self.hotpath.job_silence_us / 1e6)
+
+    def retire(self, job):
+        """Takes admitted job `job` out: its entries, registers, parts in
+        flight and state, so its region and job index serve the next job."""
+        plan = self.plans.pop(job)
+        for c in reversed(self.controls):
+            c.remove(plan)
+        for d in (self.servers, self.assemblers, self.timers, self.heard):
+            d.pop(job, None)
+        self.store.forget(job)
+        self.retired += 1
 
     def counters(self):
         return self._control(Stats).read()
@@ -141,6 +248,8 @@ class Controller:
                 self._do(single_row(job, round_, row, timer.flushed.get(round_) is not None))
         for action in self.store.poll(now):
             self._do(action)
+        if self.admitting:
+            self._retire_silent(now)
 
     def _on_frame(self, now, frame):
         try:
@@ -178,8 +287,17 @@ class Controller:
                 for action in self.store.drain(now):
                     self._do(action)
         elif isinstance(msg, Register):
+            granted = None
+            if msg.admit is not None and self.admitting:
+                capacity = self._admit(now, msg, f)
+                if capacity == 0:
+                    refusal = encode_register_ack(msg.job, msg.server, self.epoch, 0, (msg.admit[0], 0))
+                    self._frame_to(f.src_mac, f.src_ip, f.src_port, refusal)
+                    return
+                granted = (msg.admit[0], capacity)
             directory = self.servers.get(msg.job)
-            reply = None if directory is None else directory.on_register(msg.job, msg.server, f.src_ip, f.src_port, f.src_mac, msg.token)
+            reply = None if directory is None else directory.on_register(
+                msg.job, msg.server, f.src_ip, f.src_port, f.src_mac, msg.token, granted)
             if reply is None:
                 log.warning("REGISTER for job %d server %d refused", msg.job, msg.server)
                 return

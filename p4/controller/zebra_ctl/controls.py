@@ -58,6 +58,12 @@ class Control:
         for table, key, action, data in self.switch_entries(plan):
             self.backend.table_add(table, key, action, data)
 
+    def remove(self, plan):
+        """Takes the job out: its entries deleted, its registers zeroed (a job
+        retired while others run)."""
+        for table, key, _, _ in reversed(self.entries(plan)):
+            self.backend.table_delete(table, key)
+
 
 class Parsers(Control):
     tables = (P.UDP_PORTS, P.INTERNAL_PORTS)
@@ -111,6 +117,14 @@ class WorkerCheck(Control):
                 ))
         return out
 
+    def remove(self, plan):
+        super().remove(plan)
+        for w in range(plan.job.workers):
+            for c in range(plan.copies):
+                base = plan.record_base_of(w, c)
+                for i in range(base, base + plan.proto.max_seqs):
+                    self.backend.register_reset(P.RECORDS, i)
+
     def switch_entries(self, plan):
         proto = plan.proto
         out = [(P.COPY_OFFSETS, {"ig_md.copy": c}, "set_copy_offset", {"offset": c * proto.slots})
@@ -137,6 +151,20 @@ class RoundState(Control):
         for i in range(P.REGISTER_SIZES[P.ROUNDS]):
             self.backend.register_write(P.ROUNDS, i, P.ROUND_STATE_INITIAL)
 
+    def remove(self, plan):
+        """The job index's round state free again, its progress, completion
+        and coverage words zero."""
+        for c in range(consts.P4_MAX_COPIES):
+            self.backend.register_write(P.ROUNDS, P.round_state_index(plan.job_index, c), P.ROUND_STATE_INITIAL)
+            self.backend.register_reset(P.DONE, P.round_state_index(plan.job_index, c))
+            for w in range(consts.P4_MAX_WORKERS):
+                self.backend.register_reset(P.PROGRESS, P.progress_index(plan.job_index, c, w))
+        for w in range(plan.job.workers):
+            for c in range(plan.copies):
+                base = plan.cover_base_of(w, c)
+                for i in range(base, base + plan.cover_words):
+                    self.backend.register_reset(P.COVER, i)
+
     def round_state(self, plan, copy):
         """(lo, hi) of the job's copy."""
         v = self.backend.register_read(P.ROUNDS, P.round_state_index(plan.job_index, copy))
@@ -155,6 +183,19 @@ class RoundState(Control):
 class Accumulate(Control):
     registers = tuple(P.sums(k) for k in range(P.R))
     counters = tuple(P.hits(k) for k in range(P.R))
+
+    def entries_of(self, plan):
+        """The job's entries of every accumulator: each copy of its region."""
+        return [c * plan.proto.slots + plan.region_base + row
+                for c in range(plan.copies) for row in range(plan.region_slots)]
+
+    def remove(self, plan):
+        """The job's region zero in every register, its hit counters too: a
+        later job placed there starts from nothing (Switch::retire)."""
+        for entry in self.entries_of(plan):
+            for k in range(P.R):
+                self.backend.register_reset(P.sums(k), entry)
+                self.backend.counter_reset(P.hits(k), entry)
 
     def hits(self, plan):
         """Pairs added per hot rank since the last reset (the switch's side of
@@ -322,6 +363,9 @@ class Replicate(Control):
             self.backend.table_modify(*entry)
         known[server] = peer
         return True
+
+    def remove(self, plan):
+        self.remove_job(plan)
 
     def remove_job(self, plan):
         """Everything of `plan`'s job: its group, nodes and entries."""

@@ -108,10 +108,11 @@ class ServerDirectory:
             return False
         return True
 
-    def on_register(self, job, server, ip, port, mac, token=0):
+    def on_register(self, job, server, ip, port, mac, token=0, admit=None):
         """The REGISTER_ACK to send back to the source, or None (refused:
         unknown job or server, or not from the server: another address than
-        its pinned one, or a wrong token once it has shown the right one)."""
+        its pinned one, or a wrong token once it has shown the right one).
+        admit: (workers, capacity) granted, for a REGISTER with admission."""
         if job != self.job or server >= self.servers:
             self.refused += 1
             return None
@@ -120,7 +121,7 @@ class ServerDirectory:
             return None
         self.addresses[server].mac = mac
         self.registrations += 1
-        return encode_register_ack(job, server, self.epoch, self.token)
+        return encode_register_ack(job, server, self.epoch, self.token, admit)
 
     def address(self, server):
         """The address to send to, or None when not known yet (or no MAC)."""
@@ -163,6 +164,11 @@ class AggregateStore:
     def flow(self, job, server):
         """The aggregate flow to (job, server) (Switch::flow)."""
         return self.flows.setdefault((job, server), Flow(self.rto_us))
+
+    def forget(self, job):
+        """Drops every part of a retired job and its flows (Switch::retire)."""
+        self.pending = {k: p for k, p in self.pending.items() if k[0] != job}
+        self.flows = {k: f for k, f in self.flows.items() if k[0] != job}
 
     def add(self, now, job, round_, server, part, payload):
         """Keeps a new part; it leaves through drain()."""

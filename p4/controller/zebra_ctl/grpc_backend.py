@@ -109,6 +109,18 @@ class GrpcBackend(BfrtBackend):
             return data.to_dict().get("$COUNTER_SPEC_PKTS", 0)
         return 0
 
+    def register_reset(self, name, index):
+        # Every field of the entry, as the hardware names them, written as 0.
+        fields = self.register_read(name, index)
+        if fields:
+            self.register_write(name, index, {k: 0 for k in fields})
+
+    def counter_reset(self, name, index):
+        t = self._table(name)
+        key = t.make_key([self.gc.KeyTuple("$COUNTER_INDEX", index)])
+        data = t.make_data([self.gc.DataTuple("$COUNTER_SPEC_PKTS", 0), self.gc.DataTuple("$COUNTER_SPEC_BYTES", 0)])
+        t.entry_mod(self.target, [key], [data])
+
     def counter_clear(self, name):
         self._table(name).entry_del(self.target)
 

@@ -69,20 +69,10 @@ class JobPlan:
         return rank if rank < self.job.hot_keys else None
 
 
-def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
-    """Checks what the compiled P4 program imposes on the settings' jobs and
-    computes their geometry, one after the other; raises PlanError with every
-    problem found."""
+def switch_problems(hotpath, build="fixed"):
+    """What the compiled program imposes on the settings every job shares."""
     proto = hotpath.proto
-    jobs = proto.jobs
     problems = []
-    if not jobs:
-        # zebra switch admits such jobs as their servers register; this control plane
-        # plans its jobs up front (rust/zebra-proto/WIRE.md, "Admission").
-        raise PlanError([
-            "workers and hot keys: not set; the P4 control plane does not admit jobs as they "
-            "register (zebra switch does): give the job's workers and hot keys"
-        ])
     if build not in BUILDS:
         problems.append(f"build {build!r}: expected fixed or lns")
     if hotpath.switch is None:
@@ -115,6 +105,70 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
             f"{consts.P4_PAIRS_PER_PASS} pairs, so at most {longest} bytes (PAIRS_PER_PASS), or packing = strict "
             f"(at most R = {consts.P4_REGISTERS} pairs a packet)"
         )
+    return problems
+
+
+def job_problems(proto, job, build="fixed", lns_frac_bits=None):
+    """What the compiled program imposes on one job."""
+    problems = []
+    if job.dense_ranks > 0 and proto.dense_values_per_packet != consts.P4_REGISTERS:
+        need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
+        problems.append(
+            f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
+            f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
+        )
+    most = 1 << (consts.P4_SLOT_BITS + consts.P4_REGISTER_BITS)
+    if job.hot_keys > most:
+        problems.append(
+            f"{job.hot_keys} hot keys in one job: the P4 program ranks at most {most} a job "
+            "(SLOT_BITS + REGISTER_BITS); use fewer hot keys or more PS-lite servers"
+        )
+    if job.layout != "heat":
+        problems.append("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
+    if build == "fixed" and not job.is_fixed():
+        problems.append("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
+    if build == "lns":
+        if job.is_fixed():
+            problems.append("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
+        if lns_frac_bits is None or not 0 <= lns_frac_bits <= consts.MAX_FRAC_BITS:
+            problems.append(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
+    if job.workers > consts.P4_MAX_WORKERS:
+        problems.append(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
+    if job.servers > consts.P4_MAX_SERVERS:
+        problems.append(
+            f"servers = {job.servers}: the P4 program routes update acknowledgements to "
+            f"{consts.P4_MAX_SERVERS} servers a job (MAX_SERVERS)"
+        )
+    records = job.workers * proto.copies * proto.max_seqs
+    if records > consts.P4_RECORD_ENTRIES:
+        problems.append(
+            f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
+            "(RECORD_ENTRIES); lower max_seqs"
+        )
+    words = job.workers * proto.copies * proto.cover_words
+    if words > consts.P4_COVER_ENTRIES:
+        problems.append(
+            f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
+            "coverage words (COVER_ENTRIES); lower max_seqs"
+        )
+    return problems
+
+
+def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
+    """Checks what the compiled P4 program imposes on the settings' jobs and
+    computes their geometry, one after the other; raises PlanError with every
+    problem found."""
+    proto = hotpath.proto
+    jobs = proto.jobs
+    if not jobs:
+        # zebra switch admits such jobs as their servers register; so does the
+        # controller (Controller.load with settings that size no job).
+        raise PlanError([
+            "workers and hot keys: not set; give the job's workers and hot keys, or settings that "
+            "size no job at all (the switch then admits jobs as their servers register)"
+        ])
+    problems = switch_problems(hotpath, build)
+
     def add(problem):
         # The jobs of one settings file differ only in their hot keys: a
         # problem one has, they all have; said once.
@@ -122,46 +176,8 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
             problems.append(problem)
 
     for job in jobs:
-        if job.dense_ranks > 0 and proto.dense_values_per_packet != consts.P4_REGISTERS:
-            need = consts.HOT_DENSE_HEADER_LEN + consts.VALUE_LEN * consts.P4_REGISTERS
-            add(
-                f"dense_ranks = {job.dense_ranks} with packet_size = {proto.packet_size}: the P4 program adds dense "
-                f"blocks of exactly R = {consts.P4_REGISTERS} values, which needs packet_size >= {need}"
-            )
-        most = 1 << (consts.P4_SLOT_BITS + consts.P4_REGISTER_BITS)
-        if job.hot_keys > most:
-            add(
-                f"{job.hot_keys} hot keys in one job: the P4 program ranks at most {most} a job "
-                "(SLOT_BITS + REGISTER_BITS); use fewer hot keys or more PS-lite servers"
-            )
-        if job.layout != "heat":
-            add("layout = random: the P4 program places ranks by the heat layout only (the random layout is a baseline of the software switch)")
-        if build == "fixed" and not job.is_fixed():
-            add("number = f32: Tofino has no float adder; use number = fixed:BITS, or the ZEBRA_LNS build (--build lns)")
-        if build == "lns":
-            if job.is_fixed():
-                add("number = fixed: the ZEBRA_LNS build sums f32 values (number = f32)")
-            if lns_frac_bits is None or not 0 <= lns_frac_bits <= consts.MAX_FRAC_BITS:
-                add(f"the ZEBRA_LNS build needs --lns-frac-bits in 0..={consts.MAX_FRAC_BITS} (the scale of its sums)")
-        if job.workers > consts.P4_MAX_WORKERS:
-            add(f"workers = {job.workers}: the P4 program has {consts.P4_MAX_WORKERS}")
-        if job.servers > consts.P4_MAX_SERVERS:
-            add(
-                f"servers = {job.servers}: the P4 program routes update acknowledgements to "
-                f"{consts.P4_MAX_SERVERS} servers a job (MAX_SERVERS)"
-            )
-        records = job.workers * proto.copies * proto.max_seqs
-        if records > consts.P4_RECORD_ENTRIES:
-            add(
-                f"workers x copies x max_seqs = {records}: the P4 program keeps {consts.P4_RECORD_ENTRIES} records "
-                "(RECORD_ENTRIES); lower max_seqs"
-            )
-        words = job.workers * proto.copies * proto.cover_words
-        if words > consts.P4_COVER_ENTRIES:
-            add(
-                f"workers x copies x ceil(max_seqs / 32) = {words}: the P4 program has {consts.P4_COVER_ENTRIES} "
-                "coverage words (COVER_ENTRIES); lower max_seqs"
-            )
+        for problem in job_problems(proto, job, build, lns_frac_bits):
+            add(problem)
     records = sum(job.workers for job in jobs) * proto.copies * proto.max_seqs
     words = sum(job.workers for job in jobs) * proto.copies * proto.cover_words
     if len(jobs) > 1 and records > consts.P4_RECORD_ENTRIES:
@@ -199,6 +215,76 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
         record += job.workers * proto.copies * proto.max_seqs
         cover += job.workers * proto.copies * proto.cover_words
     return plans
+
+
+def lowest_free(used, need, size):
+    """The first index from which `need` entries of an array of `size` are in
+    none of the ranges `used` ([(start, end)]), or None."""
+    at = 0
+    for start, end in sorted(used):
+        if start - at >= need:
+            return at
+        at = max(at, end)
+    return at if size - at >= need else None
+
+
+def admitted_plan(hotpath, ports, job, region_base, held, build="fixed", lns_frac_bits=None):
+    """The plan of a job admitted as its server registered, beside the plans
+    `held`: its region from `region_base` (where zebra switch --admit placed
+    it, the software switch's rule); the lowest free job index, records and
+    coverage words, arrays the software switch keeps per job and the program
+    shares among its jobs. PlanError when the program cannot run it."""
+    proto = hotpath.proto
+    problems = job_problems(proto, job, build, lns_frac_bits)
+    used = {p.job_index for p in held}
+    job_index = next((i for i in range(consts.P4_MAX_JOBS) if i not in used), None)
+    if job_index is None:
+        problems.append(f"{len(held)} jobs already: the P4 program serves {consts.P4_MAX_JOBS} (MAX_JOBS)")
+    records = job.workers * proto.copies * proto.max_seqs
+    record_base = lowest_free([(p.record_base, p.record_base + p.job.workers * proto.copies * proto.max_seqs)
+                               for p in held], records, consts.P4_RECORD_ENTRIES)
+    if record_base is None and records <= consts.P4_RECORD_ENTRIES:
+        problems.append(
+            f"workers x copies x max_seqs = {records}: no free stretch of the P4 program's "
+            f"{consts.P4_RECORD_ENTRIES} records (RECORD_ENTRIES) beside the {len(held)} jobs it has; lower max_seqs"
+        )
+    words = job.workers * proto.copies * proto.cover_words
+    cover_base = lowest_free([(p.cover_base, p.cover_base + p.job.workers * proto.copies * proto.cover_words)
+                              for p in held], words, consts.P4_COVER_ENTRIES)
+    if cover_base is None and words <= consts.P4_COVER_ENTRIES:
+        problems.append(
+            f"workers x copies x ceil(max_seqs / 32) = {words}: no free stretch of the P4 program's "
+            f"{consts.P4_COVER_ENTRIES} coverage words (COVER_ENTRIES) beside the {len(held)} jobs it has; lower max_seqs"
+        )
+    if problems:
+        raise PlanError(problems)
+    return JobPlan(
+        hotpath=hotpath,
+        job=job,
+        ports=ports,
+        build=build,
+        job_index=job_index,
+        lns_frac_bits=lns_frac_bits if build == "lns" else None,
+        region_base=region_base,
+        region_slots=job.region_slots,
+        readout_rows=max(job.region_slots, job.workers),
+        record_base=record_base,
+        cover_base=cover_base,
+    )
+
+
+def template_plan(hotpath, ports, build="fixed", lns_frac_bits=None):
+    """For settings that size no job (the switch admits jobs as they
+    register): the switch-wide checks and those the template of admitted
+    jobs fails whatever its size, and a plan of the template for what the
+    switch needs once (JobPlan of job index 0, no region)."""
+    template = hotpath.admit
+    problems = switch_problems(hotpath, build) + job_problems(hotpath.proto, template, build, lns_frac_bits)
+    if problems:
+        raise PlanError(problems)
+    return JobPlan(hotpath=hotpath, job=template, ports=ports, build=build, job_index=0,
+                   lns_frac_bits=lns_frac_bits if build == "lns" else None, region_base=0, region_slots=0,
+                   readout_rows=0, record_base=0, cover_base=0)
 
 
 def plan_job(hotpath, ports, build="fixed", lns_frac_bits=None):

@@ -80,7 +80,8 @@ def load(config, sets=(), zebra=None):
     it, as `zebra switch` checks them: a HotpathConfig, or SettingsError
     with the binary's message and exit code."""
     binary = find_zebra(zebra)
-    args = [binary, "switch", "--plan", "--config", config, *(flag(s) for s in sets)]
+    settings = [binary, "switch", "--config", config, *(flag(s) for s in sets)]
+    args = settings[:2] + ["--plan"] + settings[2:]
     try:
         out = subprocess.run(args, capture_output=True, text=True, timeout=60)
     except OSError as e:
@@ -92,7 +93,34 @@ def load(config, sets=(), zebra=None):
         doc = json.loads(out.stdout)
     except ValueError as e:
         raise SettingsError(f"zebra_ctl: {binary} switch --plan printed no JSON ({e}): is it older than --plan?", 1)
-    return HotpathConfig.from_plan(doc)
+    hotpath = HotpathConfig.from_plan(doc)
+    hotpath.command = settings
+    return hotpath
+
+
+def admit(hotpath, jobs, register):
+    """The admission of a REGISTER asking to be admitted, decided by the
+    binary with the settings `hotpath` was loaded with (`zebra switch
+    --admit`, the software switch's own rule): `jobs` the switch holds,
+    [{"id", "workers", "hot_keys", "base"}]; `register` {"job", "server",
+    "workers", "capacity", "token"}. Returns {"capacity" (0: refused),
+    "base", "job" (a new job, as --plan prints jobs), "reason"}; SettingsError
+    when the binary cannot answer."""
+    if hotpath.command is None:
+        raise SettingsError("zebra_ctl: these settings were not read through zebra switch --plan", 1)
+    args = hotpath.command[:2] + ["--admit"] + hotpath.command[2:]
+    query = json.dumps({"jobs": jobs, "register": register})
+    try:
+        out = subprocess.run(args, input=query, capture_output=True, text=True, timeout=60)
+    except OSError as e:
+        raise SettingsError(f"zebra_ctl: cannot run {args[0]}: {e}", 1)
+    if out.returncode != 0:
+        raise SettingsError(out.stderr or f"zebra_ctl: {args[0]} switch --admit exited {out.returncode}",
+                            out.returncode if out.returncode > 0 else 1)
+    try:
+        return json.loads(out.stdout)
+    except ValueError as e:
+        raise SettingsError(f"zebra_ctl: {args[0]} switch --admit printed no JSON ({e}): is it older than --admit?", 1)
 
 
 @dataclass(frozen=True)
@@ -139,6 +167,8 @@ class HotpathConfig:
     hot_keys: dict = None                                # {"keys", "values"} of the file read
     settle_timeout_us: int = 30_000_000
     register_wait_us: int = 2_000_000
+    job_silence_us: int = None                           # an admitted job silent this long is retired
+    command: list = None                                 # zebra switch and the settings' flags (load)
 
     @classmethod
     def from_plan(cls, doc):
@@ -158,6 +188,7 @@ class HotpathConfig:
             hot_keys=doc["hot_keys"],
             settle_timeout_us=doc["settle_timeout_us"],
             register_wait_us=doc["register_wait_us"],
+            job_silence_us=doc["job_silence_us"],
         )
 
     @property

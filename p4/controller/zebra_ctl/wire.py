@@ -78,15 +78,20 @@ def encode_coverage(job, server, round_, part, parts, worker, first_seq, nbits, 
     return bytes(out)
 
 
-def encode_register_ack(job, server, epoch, token):
+def encode_register_ack(job, server, epoch, token, admit=None):
     """epoch: the controller's incarnation (nonzero, drawn at start), last in every
     REGISTER_ACK, so that servers see a switch that was started again. token:
-    the job's membership token, handed to the server (docs/SECURITY.md)."""
+    the job's membership token, handed to the server (docs/SECURITY.md). admit:
+    (workers, capacity granted, 0: refused) answering a REGISTER with admission."""
     if not 0 < epoch < 1 << 32:
         raise WireError(f"epoch {epoch} is not a nonzero u32")
     if not 0 <= token < 1 << 32:
         raise WireError(f"token {token} is not a u32")
-    return _common(consts.PacketType.REGISTER_ACK, job) + struct.pack(">HII", server, token, epoch)
+    out = _common(consts.PacketType.REGISTER_ACK, job) + struct.pack(">HI", server, token)
+    if admit is not None:
+        workers, capacity = admit
+        out += struct.pack(">HHI", workers, 0, capacity)
+    return out + struct.pack(">I", epoch)
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,7 @@ class Register:
     job: int
     server: int
     token: int = 0
+    admit: tuple = None       # (workers, capacity asked for): the 20-byte form
 
 
 def parse_datagram(data):
@@ -122,10 +128,15 @@ def parse_datagram(data):
             raise WireError("reserved bytes set")
         return AggregateAck(job, server, round_, part, token)
     if ptype == consts.PacketType.REGISTER:
-        if len(data) != consts.REGISTER_LEN:
+        if len(data) not in (consts.REGISTER_LEN, consts.REGISTER_ADMIT_LEN):
             raise WireError(f"REGISTER of {len(data)} bytes")
         server, token = struct.unpack_from(">HI", data, 6)
-        return Register(job, server, token)
+        if len(data) == consts.REGISTER_LEN:
+            return Register(job, server, token)
+        workers, reserved, capacity = struct.unpack_from(">HHI", data, consts.REGISTER_LEN)
+        if reserved != 0:
+            raise WireError("REGISTER reserved bytes set")
+        return Register(job, server, token, (workers, capacity))
     raise WireError(f"packet type {ptype} is not for the switch CPU")
 
 

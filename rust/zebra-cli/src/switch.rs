@@ -5,6 +5,7 @@
 //! flags and `--help` cannot disagree. With `--plan` it runs nothing and prints the
 //! settings it would run with as JSON ([`plan`]).
 
+mod admit;
 mod plan;
 
 use std::net::{SocketAddr, ToSocketAddrs};
@@ -51,6 +52,12 @@ microseconds), the jobs (with each job's token when a job key is given, never th
 the pinned servers with their job and index, loss, settle and register timeouts. The P4
 control plane (p4/controller) loads its jobs from it.
 
+Admit (--admit): instead of running, read one JSON document on standard input, the jobs a
+switch of these settings holds (id, workers, hot_keys, and base: the first slot of the job's
+region) and a REGISTER asking to be admitted (job, server, workers, capacity, token), and print
+what this switch would grant: capacity (0: refused, with the reason), and a new job's base and
+settings. The P4 control plane admits jobs by it.
+
 Signals: SIGUSR1 prints the statistics to standard output; SIGINT or SIGTERM stops the switch
 and prints them. Logs go to standard error, filtered by ZEBRA_LOG (or RUST_LOG; default info).";
 
@@ -61,6 +68,8 @@ pub struct SwitchArgs {
     metrics: Option<String>,
     /// `--plan`: print the checked settings as JSON, run nothing.
     plan: bool,
+    /// `--admit`: decide one admission read as JSON, run nothing.
+    admit: bool,
     /// Settings given: key, values, and the variable they came from if not
     /// a flag (`ZEBRA_HOT_LOSS`).
     given: Vec<(&'static str, Vec<String>, Option<&'static str>)>,
@@ -83,6 +92,7 @@ impl FromArgMatches for SwitchArgs {
             config: m.get_one::<PathBuf>("config").cloned(),
             metrics: m.get_one::<String>("metrics").cloned(),
             plan: m.get_flag("plan"),
+            admit: m.get_flag("admit"),
             given,
         })
     }
@@ -120,6 +130,16 @@ impl Args for SwitchArgs {
                 .help(
                     "run nothing: print the checked settings as one JSON document (below, Plan); \
                      exit 2 for bad settings as without it",
+                ),
+        )
+        .arg(
+            Arg::new("admit")
+                .long("admit")
+                .action(ArgAction::SetTrue)
+                .conflicts_with_all(["metrics", "plan"])
+                .help(
+                    "run nothing: read the jobs a switch holds and a REGISTER asking to be \
+                     admitted as JSON on standard input, print the admission as JSON (below, Admit)",
                 ),
         );
         let flags = SETTINGS.iter().filter_map(|k| Some((k, k.key?, k.flag?)));
@@ -254,6 +274,9 @@ pub fn run(args: SwitchArgs) -> ExitCode {
     if args.plan {
         return finish("zebra switch", print_plan(&args));
     }
+    if args.admit {
+        return finish("zebra switch", print_admission(&args));
+    }
     finish("zebra switch", serve(&args))
 }
 
@@ -264,6 +287,18 @@ fn print_plan(args: &SwitchArgs) -> Result<(), Failure> {
     let config = settings(args).map_err(Failure::usage)?;
     let json = serde_json::to_string_pretty(&Plan::of(&config))
         .map_err(|e| Failure::runtime(format!("--plan: {e}")))?;
+    println!("{json}");
+    Ok(())
+}
+
+/// `zebra switch --admit`: the admission of the REGISTER on standard input
+/// by a switch of these settings holding the jobs given there ([`admit`]).
+fn print_admission(args: &SwitchArgs) -> Result<(), Failure> {
+    let config = settings(args).map_err(Failure::usage)?;
+    let query: admit::AdmitQuery = serde_json::from_reader(std::io::stdin().lock())
+        .map_err(|e| Failure::usage(format!("--admit: standard input: {e}")))?;
+    let json = serde_json::to_string(&admit::decide(&config, &query))
+        .map_err(|e| Failure::runtime(format!("--admit: {e}")))?;
     println!("{json}");
     Ok(())
 }

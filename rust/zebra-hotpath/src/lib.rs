@@ -35,6 +35,7 @@
 //! assert_eq!(round.unwrap().pairs, vec![(3, 1.5), (40, -2.0)]);
 //! ```
 
+pub mod admission;
 pub mod clock;
 pub mod fault;
 pub mod hotkeys;
@@ -56,7 +57,7 @@ pub use server_link::{
     ServerEvent, ServerLink, ServerLinkStats, REGISTER_KEEPALIVE, REGISTER_RETRY,
 };
 pub use settings::{Build, HotpathConfig, Settings, SettingsError};
-pub use switch_node::{JobNodeStats, SwitchNode, SwitchNodeConfig, SwitchNodeStats};
+pub use switch_node::{JobNodeStats, SwitchNode, SwitchNodeConfig, SwitchNodeStats, JOB_SILENCE};
 pub use worker_link::{Ticket, WorkerEvent, WorkerLink, WorkerLinkStats};
 pub use zebra_config::HotLoss;
 

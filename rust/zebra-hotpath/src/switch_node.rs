@@ -27,10 +27,9 @@ use zebra_config::{HotLoss, JobKey};
 use zebra_net::Stack;
 use zebra_proto::consts::{packet_type, VALUE_LEN};
 use zebra_proto::wire::{Admission, FallbackReason, Message, RegisterRepr};
-use zebra_proto::{
-    job_token, Config, JobConfig, Refusal, Role, Switch, SwitchAction, SwitchStats, Timestamp,
-};
+use zebra_proto::{Config, JobConfig, Refusal, Role, Switch, SwitchAction, SwitchStats, Timestamp};
 
+use crate::admission::{admission_request, AdmissionRequest};
 use crate::fault::{self, FaultInjector};
 use crate::io::{HotSocket, IoStats, Machine, Node, Sends};
 use crate::server_link::REGISTER_KEEPALIVE;
@@ -340,54 +339,22 @@ impl SwitchMachine {
     /// Admits the job a REGISTER with admission asks for if the switch does
     /// not have it yet; the capacity to answer with (0: refused).
     fn admit(&mut self, src: SocketAddr, r: &RegisterRepr, a: Admission) -> u32 {
-        if let Some(job) = self.switch.config().job(r.job) {
-            return if job.workers == a.workers && r.server < job.servers {
-                job.hot_keys
-            } else {
-                log::warn!(
-                    "switch: REGISTER from {src} for job {} server {} of {} workers: the job has \
-                     {} workers and {} servers; refused",
-                    r.job,
-                    r.server,
-                    a.workers,
-                    job.workers,
-                    job.servers
-                );
-                0
-            };
-        }
-        let Some(template) = &self.admit else {
-            return 0;
-        };
-        let token = self
-            .job_key
-            .as_ref()
-            .map_or(0, |k| job_token(k.as_bytes(), r.job));
-        if token != 0 && r.token != token {
-            log::warn!(
-                "switch: REGISTER from {src} to admit job {} without the token of the jobs' key; \
-                 refused",
-                r.job
-            );
-            return 0;
-        }
-        if r.server != 0 {
-            log::warn!(
-                "switch: REGISTER from {src} to admit job {} for server {}: an admitted job has \
-                 one server, 0; refused",
-                r.job,
-                r.server
-            );
-            return 0;
-        }
-        let job = JobConfig {
-            id: r.job,
-            workers: a.workers,
-            hot_keys: a.capacity,
-            servers: 1,
-            owners: None,
-            token,
-            ..template.clone()
+        let request = admission_request(
+            self.switch.config(),
+            self.admit.as_ref(),
+            self.job_key.as_ref(),
+            r,
+            a,
+        );
+        let job = match request {
+            Ok(AdmissionRequest::Known(capacity)) => return capacity,
+            Ok(AdmissionRequest::New(job)) => job,
+            Err(why) => {
+                if self.admit.is_some() || self.switch.config().job(r.job).is_some() {
+                    log::warn!("switch: REGISTER from {src} to admit {why}; refused");
+                }
+                return 0;
+            }
         };
         match self.switch.admit(job) {
             Ok(()) => {

@@ -80,7 +80,7 @@ pub use number::NumberMode;
 pub use packing::Packing;
 pub use server::{Coverage, RoundAggregate, Server, ServerAction, ServerError};
 pub use stats::{ServerStats, SwitchStats, UpdateReceiverStats, UpdateSenderStats, WorkerStats};
-pub use switch::{Peer, Refusal, Role, Source, Switch, SwitchAction};
+pub use switch::{admission_base, Peer, Refusal, Role, Source, Switch, SwitchAction};
 pub use time::Timestamp;
 pub use update::{Update, UpdateAction, UpdateError, UpdateEvent, UpdateReceiver, UpdateSender};
 pub use worker::{RoundSummary, Worker, WorkerAction, WorkerError};

@@ -374,6 +374,43 @@ fn seeded_tokens() -> TokenSource {
     Box::new(move || (rng.next_u64() as u32).max(1))
 }
 
+/// Where a switch of `config` (its jobs) whose jobs' regions are `used`
+/// (`(first slot, end)` each) places `job` ([`Switch::admit`]; the P4
+/// control plane asks the same through `zebra switch --admit`): the first
+/// slot of the lowest free stretch of every register that holds its region.
+/// Refused when its id is taken, the jobs with it are not a valid
+/// configuration, or no free stretch holds it (jobs come and go: the memory
+/// has holes).
+pub fn admission_base(
+    config: &Config,
+    job: &JobConfig,
+    used: &[(u32, u32)],
+) -> Result<u32, ConfigError> {
+    if config.job(job.id).is_some() {
+        return Err(ConfigError::DuplicateJob(job.id));
+    }
+    let mut with = config.clone();
+    with.jobs.push(job.clone());
+    with.validate_for_admission()?;
+    let need = config.region_slots(job);
+    let mut used = used.to_vec();
+    used.sort_unstable();
+    let mut at = 0u32;
+    for (start, end) in used {
+        if start >= at && start - at >= need {
+            return Ok(at);
+        }
+        at = at.max(end);
+    }
+    match config.slots.checked_sub(at) {
+        Some(free) if free >= need => Ok(at),
+        _ => Err(ConfigError::Memory {
+            needed: u64::from(need),
+            slots: config.slots,
+        }),
+    }
+}
+
 /// The switch model. See the module documentation.
 pub struct Switch {
     config: Config,
@@ -455,47 +492,19 @@ impl Switch {
     /// taken or no free stretch holds it. An admitted job is given back by
     /// [`retire_silent`](Self::retire_silent).
     pub fn admit(&mut self, job: JobConfig) -> Result<(), ConfigError> {
-        if self.config.job(job.id).is_some() {
-            return Err(ConfigError::DuplicateJob(job.id));
-        }
+        let used: Vec<(u32, u32)> = self
+            .jobs
+            .iter()
+            .map(|j| (j.slot_base, j.slot_base + self.config.region_slots(&j.cfg)))
+            .collect();
+        let base = admission_base(&self.config, &job, &used)?;
         self.config.jobs.push(job);
-        if let Err(e) = self.config.validate_for_admission() {
-            self.config.jobs.pop();
-            return Err(e);
-        }
         let cfg = &self.config.jobs[self.config.jobs.len() - 1];
-        let need = self.config.region_slots(cfg);
-        let Some(base) = self.free_stretch(need) else {
-            self.config.jobs.pop();
-            return Err(ConfigError::Memory {
-                needed: u64::from(need),
-                slots: self.config.slots,
-            });
-        };
         let token = (self.tokens)().max(1);
         let mut state = JobState::new(&self.config, cfg, base, token);
         state.admitted = true;
         self.jobs.push(state);
         Ok(())
-    }
-
-    /// The lowest slot from which `need` slots of every register are used
-    /// by no job, if any (jobs come and go: the memory has holes).
-    fn free_stretch(&self, need: u32) -> Option<u32> {
-        let mut used: Vec<(u32, u32)> = self
-            .jobs
-            .iter()
-            .map(|j| (j.slot_base, j.slot_base + self.config.region_slots(&j.cfg)))
-            .collect();
-        used.sort_unstable();
-        let mut at = 0u32;
-        for (start, end) in used {
-            if start >= at && start - at >= need {
-                return Some(at);
-            }
-            at = at.max(end);
-        }
-        (self.config.slots.checked_sub(at)? >= need).then_some(at)
     }
 
     /// Gives back the memory of every admitted job none of whose servers

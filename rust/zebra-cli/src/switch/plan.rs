@@ -48,6 +48,9 @@ pub struct Plan {
     pub settle_timeout_us: u64,
     /// `register_wait_ms`, in microseconds.
     pub register_wait_us: u64,
+    /// An admitted job none of whose servers registered this long is
+    /// retired and its memory given back (`zebra_hotpath::JOB_SILENCE`).
+    pub job_silence_us: u64,
 }
 
 /// `zebra_proto::Config`, field by field (durations in microseconds), and
@@ -172,6 +175,7 @@ impl Plan {
             loss: config.loss,
             settle_timeout_us: micros(config.settle_timeout),
             register_wait_us: micros(config.register_wait),
+            job_silence_us: micros(zebra_hotpath::JOB_SILENCE),
         }
     }
 }
@@ -212,7 +216,7 @@ impl ProtoPlan {
 }
 
 impl JobPlan {
-    fn of(j: &JobConfig, p: &Config) -> JobPlan {
+    pub(super) fn of(j: &JobConfig, p: &Config) -> JobPlan {
         let (number, frac_bits) = match j.number {
             NumberMode::F32 => ("f32", None),
             NumberMode::Fixed { frac_bits } => ("fixed", Some(frac_bits)),
