@@ -72,7 +72,7 @@ def read_counts(d):
     seen = {"worker": 0, "server": 0}
     for name in os.listdir(d):
         role = name.split(".")[0]
-        if role not in sums:
+        if role not in sums or name.endswith(".sites"):
             continue
         seen[role] += 1
         fields = open(os.path.join(d, name)).read().split()
@@ -82,6 +82,92 @@ def read_counts(d):
     if seen != {"worker": WORKERS, "server": SERVERS}:
         sys.exit(f"bench-allocs: counts of {seen} processes in {d}, expected {WORKERS} workers and {SERVERS} servers")
     return sums
+
+
+def read_sites(d):
+    """memcpy'd bytes by call site ("OBJECT OFFSET"), summed over the worker and the server
+    processes of one run (the sites alloccount wrote: those that copied SITE_BYTES or more)."""
+    sites = {"worker": {}, "server": {}}
+    for name in os.listdir(d):
+        role = name.split(".")[0]
+        if role not in sites or not name.endswith(".sites"):
+            continue
+        for line in open(os.path.join(d, name)):
+            nbytes, _calls, key = line.rstrip("\n").split(" ", 2)
+            sites[role][key] = sites[role].get(key, 0) + int(nbytes)
+    return sites
+
+
+def resolve(keys):
+    """Each site ("OBJECT OFFSET" per return address, innermost first) as (function,
+    file:line) of the innermost frame in Zebra's own code (addr2line, inlined frames
+    included), else of the innermost frame with a name."""
+    by_obj, frames = {}, {}
+    for k in keys:
+        parts = k.split()
+        for obj, off in zip(parts[0::2], parts[1::2]):
+            by_obj.setdefault(obj, set()).add(off)
+    for obj, offs in by_obj.items():
+        offs = sorted(offs)
+        r = subprocess.run(["addr2line", "-a", "-f", "-i", "-C", "-e", obj] + offs, capture_output=True, text=True)
+        cur, lines, i = None, r.stdout.splitlines(), 0
+        while i < len(lines):
+            if re.fullmatch(r"0x[0-9a-f]+", lines[i]):
+                cur = (obj, int(lines[i], 16))
+                frames[cur] = []
+                i += 1
+                continue
+            if cur is not None and i + 1 < len(lines):
+                frames[cur].append((lines[i], lines[i + 1].split(" (discriminator")[0]))
+            i += 2
+    out = {}
+    for k in keys:
+        parts = k.split()
+        fs = [f for obj, off in zip(parts[0::2], parts[1::2]) for f in frames.get((obj, int(off, 16)), [])]
+        ours = [f for f in fs if "/rust/zebra-" in f[1] or "/cpp-shim/" in f[1]]
+        # Else the function the first return address is in (the outermost of its inlined
+        # frames), e.g. BTreeMap's remove for its node's memmove.
+        first = [f for f in frames.get((parts[0], int(parts[1], 16)), []) if f[0] != "??"]
+        func, loc = ours[0] if ours else first[-1] if first else (os.path.basename(parts[0]) + " " + parts[1], "?")
+        if len(func) > 90:
+            func = func[:87] + "..."
+        loc = re.sub(r"^.*?/((rust|cpp-shim)/)", r"\1", loc)
+        out[k] = (re.sub(r"::h[0-9a-f]{16}$", "", func), loc)
+    return out
+
+
+def copy_sites(runs, configs, a, b, per, top):
+    """Markdown: memcpy'd bytes per push by call site, each build's minus nothing (sites of
+    the client are the same in every build), the `top` largest of any build."""
+    lines = []
+    for role in ("worker", "server"):
+        rows = {}
+        for config in configs:
+            name = config["name"]
+            at = {n: [r for r in runs if r["config"] == name and r["rounds"] == n] for n in (a, b)}
+            dp = statistics.mean(r["pushes"] for r in at[b]) - statistics.mean(r["pushes"] for r in at[a])
+            keys = set().union(*(r["sites"][role] for r in at[a] + at[b]))
+            names = resolve(keys)
+            for k in keys:
+                m = {n: statistics.mean(r["sites"][role].get(k, 0) for r in at[n]) for n in (a, b)}
+                func, loc = names[k]
+                row = rows.setdefault(func, {})
+                v, locs = row.get(name, (0.0, set()))
+                row[name] = (v + (m[b] - m[a]) / dp, locs | {loc})
+        order = sorted(rows, key=lambda f: -max(abs(v) for v, _ in rows[f].values()))[:top]
+        names = [c["name"] for c in configs]
+        lines += ["", f"memcpy'd bytes per push by call site, {role}s (the innermost frame in Zebra's code; "
+                  "in parentheses: copies of the push's value bytes)", "",
+                  "| function | " + " | ".join(names) + " | where |", "|---|" + "---:|" * len(names) + "---|"]
+        for f in order:
+            cells = []
+            for n in names:
+                v = rows[f].get(n, (0.0, set()))[0]
+                cells.append(f"{v:.0f} ({v / per[n]['value_bytes']:.2f})" if abs(v) >= 1 else "-")
+            where_ = "; ".join(f"{n}: {', '.join(sorted(l for l in rows[f][n][1] if l.startswith(('rust/', 'cpp-shim/'))))}"
+                               for n in names if n in rows[f] and any(l.startswith(("rust/", "cpp-shim/")) for l in rows[f][n][1]))
+            lines.append(f"| `{f}` | " + " | ".join(cells) + f" | {where_} |")
+    return "\n".join(lines)
 
 
 def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
@@ -94,7 +180,7 @@ def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
         os.remove(os.path.join(countdir, f))
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--servers", str(SERVERS),
            "--workers", str(WORKERS), "--timeout", str(args.timeout), "--logdir", logdir, "--quiet",
-           "--env", f"ALLOCCOUNT_DIR={countdir}"]
+           "--env", f"ALLOCCOUNT_DIR={countdir}", "--env", "ALLOCCOUNT_SITE_BYTES=16384"]
     env = {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
     if config["root"] is None:
         cmd += ["--preload", counter]
@@ -142,7 +228,8 @@ def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
         return {"rounds": rounds, "pushes": pushes, "sites": {role: heaptrack_sites(heaptrack, role)
                                                               for role in ("worker", "server")}}
     run = {"config": config["name"], "rounds": rounds, "rep": rep, "pushes": pushes, "values": values,
-           "seconds": round(secs, 1), "hotpath": hot, "counts": read_counts(countdir)}
+           "seconds": round(secs, 1), "hotpath": hot, "counts": read_counts(countdir),
+           "sites": read_sites(countdir)}
     print(f"  {name}: {secs:.1f} s, workers {run['counts']['worker']}, servers {run['counts']['server']}"
           + (f"; {hot}" if hot else ""), file=sys.stderr)
     return run
@@ -247,6 +334,8 @@ def main():
     p.add_argument("--bin-dir", default=os.environ.get("PSLITE_BIN_DIR", os.path.join(ROOT, ".build", "byteps-pslite", "tests")),
                    help="BytePS PS-lite test binaries (default $PSLITE_BIN_DIR or .build/byteps-pslite/tests)")
     p.add_argument("--timeout", type=int, default=300, help="seconds before a job is killed (default 300)")
+    p.add_argument("--sites", type=int, default=12, metavar="N",
+                   help="the N call sites of memcpy/memmove that copy most per push (default 12)")
     p.add_argument("--where", type=int, default=0, metavar="N",
                    help="also run each build once more at both lengths with heaptrack on worker 0 and server 0, "
                         "and print the N Zebra functions that allocate most per push (default 0: not)")
@@ -277,6 +366,7 @@ def main():
     per = {c["name"]: slopes(runs, c["name"], a, b) for c in configs}
     command = "scripts/bench-allocs.py " + " ".join(sys.argv[1:])
     text = table(per, [c["name"] for c in builds], command.strip())
+    text += "\n" + copy_sites(runs, configs, a, b, per, args.sites)
     if args.where:
         text += "\n" + where(args, configs, counter, trace, keys, a, b)
     open(os.path.join(args.out, "allocs.md"), "w").write(text + "\n")

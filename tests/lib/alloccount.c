@@ -18,12 +18,20 @@
 // library through the dynamic linker: copies a compiler inlined (small fixed sizes, element
 // loops) and copies inside glibc itself are not seen.
 //
+// Each memcpy/memmove is also counted by its call site (the return address): at exit the
+// sites that copied at least ALLOCCOUNT_SITE_BYTES bytes (default 65536) go to
+// <file>.sites, one a line, "<bytes> <calls>" and then "<object file> <offset in it>" for
+// each return address of the site's stack, innermost first, for `addr2line -e <object
+// file> <offset>` to name (scripts/bench-allocs.py does).
+//
 //   cc -shared -fPIC -O2 -fno-builtin -fno-tree-loop-distribute-patterns
 //      -o alloccount.so tests/lib/alloccount.c -ldl
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <execinfo.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +104,57 @@ void free(void *p) {
   __libc_free(p);
 }
 
+// Call sites of memcpy/memmove: an open-addressing table keyed by a hash of the call
+// stack, filled without locks (a slot is claimed by compare-and-swap and never freed). A
+// copy of COPY_STACK_BYTES or more is keyed by up to DEPTH return addresses (glibc's
+// backtrace, so that a copy inside a generic function such as Vec::clone is told apart by
+// its callers), a smaller one by its caller alone. A site that finds the table full is
+// counted under key 1.
+#define SITES 8192
+#define DEPTH 8
+#define COPY_STACK_BYTES 64
+static struct site {
+  uintptr_t key;
+  uintptr_t pc[DEPTH];
+  unsigned long bytes, calls;
+} sites[SITES];
+static __thread int in_backtrace;
+
+static void site_add(uintptr_t ret, size_t n) {
+  uintptr_t pc[DEPTH] = {ret};
+  if (n >= COPY_STACK_BYTES && !in_backtrace) {
+    // backtrace() loads libgcc_s on its first call, which copies and allocates too.
+    in_backtrace = 1;
+    void *frames[DEPTH + 4];
+    int got = backtrace(frames, DEPTH + 4), at = 0;
+    in_backtrace = 0;
+    while (at < got && (uintptr_t)frames[at] != ret) at++;
+    for (int i = 0; at < got && i < DEPTH; i++, at++) pc[i] = (uintptr_t)frames[at];
+  }
+  uintptr_t key = 1469598103934665603u;
+  for (int i = 0; i < DEPTH; i++) key = (key ^ pc[i]) * 1099511628211u;
+  if (key <= 1) key += 2;
+  size_t h = (size_t)(key % SITES);
+  for (size_t i = 0; i < SITES; i++) {
+    struct site *s = &sites[(h + i) % SITES];
+    uintptr_t cur = __atomic_load_n(&s->key, __ATOMIC_ACQUIRE);
+    if (cur == 0) {
+      uintptr_t expected = 0;
+      if (__atomic_compare_exchange_n(&s->key, &expected, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+        for (int j = 0; j < DEPTH; j++) s->pc[j] = pc[j];
+        cur = key;
+      } else {
+        cur = expected;
+      }
+    }
+    if (cur == key) {
+      ADD(s->bytes, n);
+      ADD(s->calls, 1);
+      return;
+    }
+  }
+}
+
 // The real memcpy/memmove, found once with dlsym; until then (the dynamic linker's own
 // start-up, dlsym's own copies) a plain byte loop does the work. -fno-builtin and
 // -fno-tree-loop-distribute-patterns keep the compiler from turning the loops back into
@@ -127,6 +186,7 @@ static void *byte_move(void *dst, const void *src, size_t n) {
 void *memcpy(void *dst, const void *src, size_t n) {
   ADD(n_copies, 1);
   ADD(n_copy_bytes, n);
+  site_add((uintptr_t)__builtin_return_address(0), n);
   copy_fn f = __atomic_load_n(&real_memcpy, __ATOMIC_ACQUIRE);
   if (f == NULL) {
     resolve();
@@ -139,6 +199,7 @@ void *memcpy(void *dst, const void *src, size_t n) {
 void *memmove(void *dst, const void *src, size_t n) {
   ADD(n_copies, 1);
   ADD(n_copy_bytes, n);
+  site_add((uintptr_t)__builtin_return_address(0), n);
   copy_fn f = __atomic_load_n(&real_memmove, __ATOMIC_ACQUIRE);
   if (f == NULL) {
     resolve();
@@ -151,19 +212,27 @@ void *memmove(void *dst, const void *src, size_t n) {
 // With _FORTIFY_SOURCE, C and C++ code calls the checked forms.
 void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen) {
   (void)dstlen;
-  return memcpy(dst, src, n);
+  ADD(n_copies, 1);
+  ADD(n_copy_bytes, n);
+  site_add((uintptr_t)__builtin_return_address(0), n);
+  if (real_memcpy == NULL) resolve();
+  return real_memcpy ? real_memcpy(dst, src, n) : byte_move(dst, src, n);
 }
 
 void *__memmove_chk(void *dst, const void *src, size_t n, size_t dstlen) {
   (void)dstlen;
-  return memmove(dst, src, n);
+  ADD(n_copies, 1);
+  ADD(n_copy_bytes, n);
+  site_add((uintptr_t)__builtin_return_address(0), n);
+  if (real_memmove == NULL) resolve();
+  return real_memmove ? real_memmove(dst, src, n) : byte_move(dst, src, n);
 }
 
 __attribute__((destructor)) static void alloccount_report(void) {
   const char *dir = getenv("ALLOCCOUNT_DIR");
   if (dir == NULL || *dir == '\0') return;
   const char *role = getenv("DMLC_ROLE");
-  char path[4096], line[256];
+  char path[4096], line[16384];
   snprintf(path, sizeof path, "%s/%s.%d", dir, role && *role ? role : "process", (int)getpid());
   int n = snprintf(line, sizeof line,
                    "allocs %lu alloc_bytes %lu frees %lu reallocs %lu copies %lu copy_bytes %lu\n",
@@ -173,5 +242,42 @@ __attribute__((destructor)) static void alloccount_report(void) {
   int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0 || n <= 0) return;
   (void)!write(fd, line, (size_t)n);
+  close(fd);
+  const char *min_env = getenv("ALLOCCOUNT_SITE_BYTES");
+  unsigned long min = min_env ? strtoul(min_env, NULL, 10) : 65536;
+  strncat(path, ".sites", sizeof path - strlen(path) - 1);
+  fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  char exe[4096];
+  for (size_t i = 0; i < SITES; i++) {
+    struct site *st = &sites[i];
+    unsigned long bytes = __atomic_load_n(&st->bytes, __ATOMIC_RELAXED);
+    if (__atomic_load_n(&st->key, __ATOMIC_ACQUIRE) == 0 || bytes < min) continue;
+    int len = snprintf(line, sizeof line, "%lu %lu", bytes, __atomic_load_n(&st->calls, __ATOMIC_RELAXED));
+    for (int j = 0; j < DEPTH && st->pc[j] != 0 && len > 0 && (size_t)len < sizeof line; j++) {
+      uintptr_t pc = st->pc[j];
+      Dl_info info;
+      const char *file = "?";
+      uintptr_t offset = pc;
+      // The return address less one: the call instruction itself, for addr2line.
+      if (dladdr((void *)(pc - 1), &info) != 0 && info.dli_fname != NULL) {
+        file = info.dli_fname;
+        offset = pc - 1 - (uintptr_t)info.dli_fbase;
+        // The main program is named as it was started; its path is /proc/self/exe.
+        if (strchr(file, '/') == NULL) {
+          ssize_t n_exe = readlink("/proc/self/exe", exe, sizeof exe - 1);
+          if (n_exe > 0) {
+            exe[n_exe] = '\0';
+            file = exe;
+          }
+        }
+      }
+      len += snprintf(line + len, sizeof line - (size_t)len, " %s 0x%lx", file, (unsigned long)offset);
+    }
+    if (len > 0 && (size_t)len < sizeof line - 1) {
+      line[len++] = '\n';
+      (void)!write(fd, line, (size_t)len);
+    }
+  }
   close(fd);
 }
