@@ -68,6 +68,10 @@ def main(argv=None):
         print(e, file=sys.stderr)
         return 2
 
+    if ctl.admitting:
+        print(f"no job loaded: jobs are admitted as their servers register (the template: "
+              f"{plan.job.number}, layout {plan.job.layout}), retired after "
+              f"{hotpath.job_silence_us / 1e6:.1f} s without a REGISTER; build {plan.build}")
     for plan in ctl.plans.values():
         job = plan.job
         print(
@@ -97,6 +101,11 @@ def main(argv=None):
         print(f"  {name:<24} {ingress:>12} {egress:>12}")
     print(f"  parts {ctl.store.parts} sent, {ctl.store.retransmits} resent, {ctl.store.acked} acked, "
           f"{len(ctl.store.pending)} pending, {ctl.store.abandoned} abandoned, {ctl.unroutable} unroutable")
+    if ctl.admitting:
+        print(f"  jobs: {ctl.admitted} admitted, {ctl.retired} retired, {len(ctl.plans)} held; "
+              f"{sum(ctl.admission_refused.values())} REGISTERs refused admission")
+        for reason, n in ctl.admission_refused.most_common():
+            print(f"    {n:>8}  {reason}")
     r = ctl.replicate
     print(f"  pull half: {r.learned} workers learned, {r.moved} moved, {r.repeated} repeated digests, "
           f"{r.refused + ctl.bad_digests} refused, {r.unroutable} servers without a route")
