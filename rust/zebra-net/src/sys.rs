@@ -392,33 +392,22 @@ pub fn recv_batch(
             iov_len: slot,
         })
         .collect();
-    let (name_base, iovec_base) = (names.as_mut_ptr(), iovecs.as_mut_ptr());
-    let mut headers: Vec<libc::mmsghdr> = (0..slots)
-        .map(|i| {
-            // SAFETY: mmsghdr is plain data (pointers and lengths), valid when zeroed.
-            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            h.msg_hdr.msg_name = name_base.wrapping_add(i).cast();
-            h.msg_hdr.msg_namelen = STORAGE_LEN;
-            h.msg_hdr.msg_iov = iovec_base.wrapping_add(i);
-            h.msg_hdr.msg_iovlen = 1;
-            h
-        })
-        .collect();
+    let mut headers = mmsg_headers(&mut names, &vec![STORAGE_LEN; slots], &mut iovecs);
     // SAFETY: the descriptor is open for the call (borrowed). Every header points at its
     // own sockaddr_storage (with its size) and one iovec over a disjoint `slot`-byte
     // chunk of `data`; `names`, `iovecs` and `data` outlive the call and none of them is
-    // touched through Rust references while the kernel writes them. `slots` headers are
-    // passed, no timeout.
+    // touched through Rust references while the kernel writes them. The headers' own
+    // count is passed, no timeout.
     let n = check(unsafe {
         libc::recvmmsg(
             socket.as_fd().as_raw_fd(),
             headers.as_mut_ptr(),
-            slots as libc::c_uint,
+            headers.len() as libc::c_uint,
             libc::MSG_DONTWAIT,
             std::ptr::null_mut(),
         )
     })?;
-    let n = usize::try_from(n).unwrap_or(0).min(slots);
+    let n = usize::try_from(n).unwrap_or(0).min(headers.len());
     for (h, name) in headers.iter().zip(&names).take(n) {
         let len = h.msg_len as usize;
         got.push(
@@ -456,27 +445,16 @@ pub fn send_batch<B: AsRef<[u8]>>(
             iov_len: bytes.as_ref().len(),
         })
         .collect();
-    let (name_base, iovec_base) = (names.as_mut_ptr(), iovecs.as_mut_ptr());
-    let mut headers: Vec<libc::mmsghdr> = (0..datagrams.len())
-        .map(|i| {
-            // SAFETY: mmsghdr is plain data (pointers and lengths), valid when zeroed.
-            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
-            h.msg_hdr.msg_name = name_base.wrapping_add(i).cast();
-            h.msg_hdr.msg_namelen = names_len[i];
-            h.msg_hdr.msg_iov = iovec_base.wrapping_add(i);
-            h.msg_hdr.msg_iovlen = 1;
-            h
-        })
-        .collect();
+    let mut headers = mmsg_headers(&mut names, &names_len, &mut iovecs);
     // SAFETY: the descriptor is open for the call (borrowed). Every header points at its
     // own address (with its length) and one iovec over bytes borrowed from `datagrams`,
-    // which the kernel only reads; all of them outlive the call. At most MAX_BATCH
-    // (below UIO_MAXIOV) headers are passed.
+    // which the kernel only reads; all of them outlive the call. The headers' own count
+    // is passed, at most MAX_BATCH (the kernel's UIO_MAXIOV).
     let n = check(unsafe {
         libc::sendmmsg(
             socket.as_fd().as_raw_fd(),
             headers.as_mut_ptr(),
-            datagrams.len() as libc::c_uint,
+            headers.len() as libc::c_uint,
             libc::MSG_DONTWAIT,
         )
     })?;
@@ -484,6 +462,28 @@ pub fn send_batch<B: AsRef<[u8]>>(
         Ok(n) if n > 0 => Ok(n.min(datagrams.len())),
         _ => Err(io::ErrorKind::WouldBlock.into()),
     }
+}
+
+/// One `mmsghdr` per iovec, the `i`th pointing at `names[i]` (`name_lens[i]` bytes of it)
+/// and at `iovecs[i]` alone. The pointers are valid while the three slices are neither
+/// moved nor used through references.
+fn mmsg_headers(
+    names: &mut [libc::sockaddr_storage],
+    name_lens: &[libc::socklen_t],
+    iovecs: &mut [libc::iovec],
+) -> Vec<libc::mmsghdr> {
+    let (name_base, iovec_base) = (names.as_mut_ptr(), iovecs.as_mut_ptr());
+    (0..iovecs.len().min(names.len()).min(name_lens.len()))
+        .map(|i| {
+            // SAFETY: mmsghdr is plain data (pointers and lengths), valid when zeroed.
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_name = name_base.wrapping_add(i).cast();
+            h.msg_hdr.msg_namelen = name_lens[i];
+            h.msg_hdr.msg_iov = iovec_base.wrapping_add(i);
+            h.msg_hdr.msg_iovlen = 1;
+            h
+        })
+        .collect()
 }
 
 /// Most datagrams one [`recv_batch`] or [`send_batch`] call handles (the kernel's
