@@ -210,10 +210,19 @@ class Admission(unittest.TestCase):
     def test_settings_that_size_jobs_admit_none(self):
         self.load(SETTINGS + "job = 7\nworkers = 2\nhot_key_count = 16\n")
         self.assertFalse(self.c.admitting)
-        # The 16-byte REGISTER asks nothing; one asking for another job is
-        # refused, as zebra switch refuses it.
-        self.assertEqual(self.send(0, register(8, 2, 16), SERVER_A), [])
+        # As zebra switch: a REGISTER asking for a job the settings do not
+        # have is refused; one for the job, of its size, is granted its capacity.
+        [r] = self.send(0, register(8, 2, 16), SERVER_A)
+        self.assertEqual(r[2:], (8, 0, 0, 2, 0))
         self.assertNotIn(8, self.c.plans)
+        [r] = self.send(1, register(7, 3, 16), SERVER_A)
+        self.assertEqual(r[4:], (0, 3, 0), "another number of workers")
+        [r] = self.send(2, register(7, 2, 16), SERVER_A)
+        self.assertEqual((r[2], r[6]), (7, 16))
+        self.assertEqual(r[4], self.c.servers[7].token)
+        self.assertEqual(sum(self.c.admission_refused.values()), 2)
+        self.c.step(10 * self.c.hotpath.job_silence_us)
+        self.assertIn(7, self.c.plans, "a job of the settings is never retired")
 
 
 class LowestFree(unittest.TestCase):

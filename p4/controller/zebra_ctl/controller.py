@@ -111,9 +111,10 @@ class Controller:
             pinned.setdefault(s.job, {})[s.index] = (int(ipaddress.ip_address(s.addr.host)), s.addr.port)
         # A job with a key has its token from the settings (zebra switch
         # --plan derives it); else the directory draws one.
+        self.epoch = secrets.randbits(32) or 1
         self.servers = {
             p.job.id: ServerDirectory(p.job.id, p.job.servers, pinned.get(p.job.id), ports.neighbors,
-                                      token=p.job.token or None, keyed=p.job.token != 0)
+                                      epoch=self.epoch, token=p.job.token or None, keyed=p.job.token != 0)
             for p in plans
         }
         self.store = AggregateStore(proto.aggregate_rto_us, proto.aggregate_max_retries)
@@ -149,8 +150,10 @@ class Controller:
     def _admit(self, now, msg, f):
         """A REGISTER asking to be admitted: the capacity granted (0: refused,
         counted with its reason). The decision is the software switch's
-        (`zebra switch --admit`); a new job then has to fit the compiled
-        program (plan.admitted_plan) and is installed."""
+        (`zebra switch --admit`: a job held of the same size is granted its
+        capacity, settings that size their jobs admit no other); a new job
+        then has to fit the compiled program (plan.admitted_plan) and is
+        installed."""
         held = [{"id": p.job.id, "workers": p.job.workers, "hot_keys": p.job.hot_keys, "base": p.region_base}
                 for p in self.plans.values()]
         workers, capacity = msg.admit
@@ -161,7 +164,7 @@ class Controller:
             return self._refuse_admission(msg, f, f"the zebra binary did not decide: {e}")
         if answer["capacity"] == 0:
             return self._refuse_admission(msg, f, answer["reason"])
-        if answer["job"] is None:
+        if answer["job"] is None or not self.admitting:
             return answer["capacity"]
         try:
             plan = admitted_plan(self.hotpath, self.ports, JobConfig.from_plan(answer["job"]), answer["base"],
@@ -288,7 +291,7 @@ class Controller:
                     self._do(action)
         elif isinstance(msg, Register):
             granted = None
-            if msg.admit is not None and self.admitting:
+            if msg.admit is not None:
                 capacity = self._admit(now, msg, f)
                 if capacity == 0:
                     refusal = encode_register_ack(msg.job, msg.server, self.epoch, 0, (msg.admit[0], 0))

@@ -90,14 +90,25 @@ fn a_held_job_is_granted_its_size_and_nothing_else() {
 
 #[test]
 fn settings_that_size_a_job_admit_none_and_bad_input_is_refused() {
-    let doc = json!({"jobs": [], "register": {"job": 9, "server": 0, "workers": 2, "capacity": 8, "token": 0}});
-    let out = admit(
-        &["--registers=8", "--workers=2", "--hot-key-count=8"],
-        &doc.to_string(),
+    let sized = [
+        "--registers=8",
+        "--job=7",
+        "--workers=2",
+        "--hot-key-count=8",
+    ];
+    let ask = |job: u16, workers: u16| -> Value {
+        let doc = json!({"jobs": [], "register": {"job": job, "server": 0, "workers": workers, "capacity": 8, "token": 0}});
+        let out = admit(&sized, &doc.to_string());
+        assert!(out.status.success());
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    assert_eq!(ask(9, 2)["capacity"], 0, "a job the settings do not have");
+    assert_eq!(ask(7, 3)["capacity"], 0, "the job, of another size");
+    let granted = ask(7, 2);
+    assert_eq!(
+        (granted["capacity"].as_u64(), granted["job"].is_null()),
+        (Some(8), true)
     );
-    assert!(out.status.success());
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(v["capacity"], 0);
     let out = admit(&["--registers=8"], "{\"jobs\": []}");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--admit"));

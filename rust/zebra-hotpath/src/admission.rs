@@ -66,7 +66,7 @@ pub fn admission_request(
     }
     let Some(template) = template else {
         return Err(format!(
-            "job {}: this switch admits no job (its jobs are configured)",
+            "job {}: this switch admits no job (its settings size its jobs)",
             r.job
         ));
     };

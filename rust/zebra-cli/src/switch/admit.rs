@@ -14,7 +14,9 @@
 //! ```
 //!
 //! `capacity` 0 is a refusal, `reason` says why; `job` and `base` are set
-//! when the job is new to the switch (`base`: its region's first slot).
+//! when the job is new to the switch (`base`: its region's first slot). A
+//! switch whose settings size its jobs holds those, whatever `jobs` says,
+//! and grants a REGISTER for one of them its capacity when the sizes agree.
 
 use serde::{Deserialize, Serialize};
 use zebra_hotpath::admission::{admission_request, admitted_job, AdmissionRequest};
@@ -75,28 +77,26 @@ fn refused(reason: String) -> AdmitAnswer {
     }
 }
 
-/// The decision for `query` on a switch of `config` (its template, key and
-/// protocol settings).
+/// The decision for `query` on a switch of `config` (its template or its
+/// jobs, key and protocol settings).
 pub fn decide(config: &HotpathConfig, query: &AdmitQuery) -> AdmitAnswer {
-    let Some(template) = &config.admit else {
-        return refused(
-            "this switch admits no job: its settings size its jobs (start it with nothing that \
-             sizes a job to admit jobs as they register)"
-                .into(),
-        );
-    };
+    // A switch that admits jobs holds the ones the query names; one whose
+    // settings size its jobs holds those (and admits no other).
     let mut proto = config.proto.clone();
-    proto.jobs = query
-        .jobs
-        .iter()
-        .map(|j| admitted_job(template, j.id, j.workers, j.hot_keys, 0))
-        .collect();
-    let used: Vec<(u32, u32)> = query
-        .jobs
-        .iter()
-        .zip(&proto.jobs)
-        .map(|(held, cfg)| (held.base, held.base.saturating_add(proto.region_slots(cfg))))
-        .collect();
+    let mut used = Vec::new();
+    if let Some(template) = &config.admit {
+        proto.jobs = query
+            .jobs
+            .iter()
+            .map(|j| admitted_job(template, j.id, j.workers, j.hot_keys, 0))
+            .collect();
+        used = query
+            .jobs
+            .iter()
+            .zip(&proto.jobs)
+            .map(|(held, cfg)| (held.base, held.base.saturating_add(proto.region_slots(cfg))))
+            .collect();
+    }
     let q = &query.register;
     let r = RegisterRepr {
         job: q.job,
@@ -113,7 +113,13 @@ pub fn decide(config: &HotpathConfig, query: &AdmitQuery) -> AdmitAnswer {
         workers: q.workers,
         capacity: q.capacity,
     };
-    match admission_request(&proto, Some(template), config.job_key.as_ref(), &r, a) {
+    match admission_request(
+        &proto,
+        config.admit.as_ref(),
+        config.job_key.as_ref(),
+        &r,
+        a,
+    ) {
         Err(why) => refused(why),
         Ok(AdmissionRequest::Known(capacity)) => AdmitAnswer {
             capacity,
