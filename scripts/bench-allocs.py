@@ -5,7 +5,7 @@ key and the hot keys `zebra profile` picks from it) beside `zebra switch`, with
 tests/lib/alloccount.c preloaded into every node; the same job on the real libzmq alone
 gives the client's own share, which is subtracted.
 
-Each configuration runs the job twice as long (--rounds A,B: A rounds and B rounds, each
+Each configuration runs the job at two lengths (--rounds A,B: A rounds and B rounds, each
 --reps times); what one push costs is the slope, (count at B - count at A) / (pushes at B -
 pushes at A), so the start-up and shutdown of the processes and the switch cancel out.
 A push is one worker's ZPush (every round each worker pushes ~60 keys, half their values
@@ -19,8 +19,10 @@ settings file, as in the on+switch suites (no loss). Every build replays the sam
 and hot-keys file (made by the last build's zebra) with the same client binaries
 (PSLITE_BIN_DIR, default .build/byteps-pslite/tests of this checkout).
 
-Prints a Markdown table (and writes it to OUT/allocs.md, each run's counts to
-OUT/runs.json). Issue 19's before/after (docs/BENCHMARKS.md):
+Prints Markdown tables (and writes them to OUT/allocs.md, each run's counts to
+OUT/runs.json): allocations, bytes allocated, memcpy calls and memcpy'd bytes per push;
+memcpy'd bytes per push by call site (each site named by the innermost frame in Zebra's
+code, with addr2line); with --where N, heaptrack's allocations per push by Zebra function. Issue 19's before/after (docs/BENCHMARKS.md):
 
   git worktree add /tmp/wt-before 7299995 && (cd /tmp/wt-before && \\
       CARGO_TARGET_DIR=/tmp/wt-before/target scripts/setup.sh --prefix /tmp/wt-before/dist)
