@@ -13,10 +13,10 @@ use std::fmt;
 use std::path::PathBuf;
 use std::str::FromStr;
 
-pub mod hot;
+pub mod entries;
 mod job_key;
 pub mod settings;
-pub use hot::{Entry, HotValues, Settings, SettingsError};
+pub use entries::{Entry, HotValues, Settings, SettingsError};
 pub use job_key::JobKey;
 pub use settings::{setting_by_env, setting_by_key, Setting, SETTINGS};
 pub use zebra_agent::{Delivery, Rank, SyncMode};

@@ -9,7 +9,7 @@
 //! file (`ZEBRA_HOT_CONFIG`, `zebra switch --config`), a flag, or the
 //! variable that stands for it (`ZEBRA_SWITCH`, `ZEBRA_HOT_KEYS`,
 //! `ZEBRA_HOT_LOSS`, `ZEBRA_JOB_KEY(_FILE)`, PS-lite's `DMLC_NUM_WORKER` and
-//! `DMLC_NUM_SERVER`), see [`Settings`](crate::hot::Settings). Where one is
+//! `DMLC_NUM_SERVER`), see [`Settings`](crate::entries::Settings). Where one is
 //! given several ways, flags win over variables, variables over the file,
 //! the file over the default. `zebra config --list` prints the table, and
 //! tests hold `docs/CONFIG.md` and `docs/HOTPATH.md` to it.
@@ -21,7 +21,7 @@ use std::time::Duration;
 use zebra_proto::config::MAX_UPDATE_WINDOW;
 use zebra_proto::{consts, Packing};
 
-use crate::hot::{
+use crate::entries::{
     boolean, drift, int, layout, millis, number, path, unit, Entry, HotValues, SHARE,
 };
 use crate::{

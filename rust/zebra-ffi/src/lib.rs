@@ -59,8 +59,8 @@ mod ffi {
 
 pub use ffi::{Mode, Startup};
 
-mod hot;
 mod native;
+mod process;
 mod stats;
 
 struct Decision {

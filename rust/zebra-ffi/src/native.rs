@@ -14,7 +14,7 @@ use zebra_engine::{Context, Error, Part, Socket};
 
 use zebra_runtime::Hook;
 
-use crate::hot;
+use crate::process;
 
 #[allow(unsafe_code)]
 #[cxx::bridge(namespace = "zebra::native_ffi")]
@@ -156,7 +156,7 @@ fn socket_new(ctx: &ContextHandle, socket_type: i32) -> Box<SocketHandle> {
         e.errno()
     });
     let hook = match &socket {
-        Ok(s) => hot::hook(s, socket_type),
+        Ok(s) => process::hook(s, socket_type),
         Err(_) => Hook::None,
     };
     Box::new(SocketHandle(socket, socket_type, hook))
@@ -181,7 +181,7 @@ fn socket_set(socket: &SocketHandle, option: i32, value: &[u8], null: bool) -> i
         }
     }));
     if rc == 0 {
-        hot::on_option(socket.1, option, value);
+        process::on_option(socket.1, option, value);
     }
     rc
 }

@@ -167,7 +167,7 @@ pub fn render_metrics() -> String {
         .map(|(name, n)| (vec![("function", name.to_string())], n))
         .collect();
     let mut hot = Vec::new();
-    json_leaves(&crate::hot::report_json(), &mut hot);
+    json_leaves(&crate::process::report_json(), &mut hot);
     zebra_metrics::render("zebra_shim", Box::new(Scrape { calls, hot }))
 }
 
@@ -293,7 +293,7 @@ pub fn at_exit(sink: &StatsSink, net: &str) {
         }
         return;
     }
-    let report = format!("{}{}{net}", text_report(), crate::hot::report());
+    let report = format!("{}{}{net}", text_report(), crate::process::report());
     match sink {
         StatsSink::Stderr => eprint!("{report}"),
         StatsSink::File(path) => {
@@ -346,7 +346,7 @@ fn json_line(seq: u64, last: bool) -> String {
         let comma = if i == 0 { "" } else { "," };
         let _ = write!(out, "{comma}{}:{n}", json_string(name));
     }
-    let _ = write!(out, "}},\"hot\":{}", crate::hot::report_json());
+    let _ = write!(out, "}},\"hot\":{}", crate::process::report_json());
     if let Some(net) = crate::net_stats() {
         let _ = write!(out, ",\"net\":{}", json_string(&net));
     }
