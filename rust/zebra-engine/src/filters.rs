@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::net::IpAddr;
 
 use crate::consts::opt;
-use crate::net::Stream;
+use crate::stream::Stream;
 
 /// An address with a prefix length (`127.0.0.0/8`; no `/bits`: the whole
 /// address).

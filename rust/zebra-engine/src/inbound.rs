@@ -17,8 +17,8 @@ use std::sync::{Arc, Mutex};
 use bytes::Bytes;
 
 use crate::error::{Error, Result};
-use crate::net::{Msg, Parts};
 use crate::pipe::Pipe;
+use crate::stream::{Msg, Parts};
 
 const CLOSED: u64 = 1 << 63;
 const TERMINATED: u64 = 1 << 62;

@@ -5,7 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
-use crate::net::{Listener, Stream};
+use crate::stream::{Listener, Stream};
 
 /// A Unix socket address: a path, or with a leading `@` a name in Linux's
 /// abstract namespace (`ipc://@name`, as libzmq).

@@ -60,7 +60,6 @@ mod inbound;
 mod inproc;
 mod ipc;
 mod monitor;
-mod net;
 mod options;
 mod options_table;
 mod pipe;
@@ -69,6 +68,7 @@ mod reactor;
 mod routing;
 mod signal;
 mod socket;
+mod stream;
 mod transport;
 mod tuning;
 

@@ -409,7 +409,7 @@ impl SocketOptions {
         let mut config = zebra_zmtp::Config::new(self.socket_type)
             .with_identity(identity)
             .with_zmq_maxmsgsize(self.maxmsgsize);
-        config.reserve_ahead = crate::net::RESERVE_AHEAD;
+        config.reserve_ahead = crate::stream::RESERVE_AHEAD;
         config
     }
 }

@@ -19,9 +19,9 @@ use mio::{Registry, Token};
 
 use crate::context::CtxState;
 use crate::endpoint::Endpoint;
-use crate::net::{msg_len, Failure, Msg, NetConn, OutQueue, Parts, ReadBuf, Turn};
 use crate::reactor::{Command, ReactorHandle};
 use crate::socket::SocketCore;
+use crate::stream::{msg_len, Failure, Msg, NetConn, OutQueue, Parts, ReadBuf, Turn};
 use crate::tuning::TcpTuning;
 
 /// Where a pipe came from.

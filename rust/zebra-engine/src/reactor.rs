@@ -23,9 +23,9 @@ use crate::consts::event;
 use crate::endpoint::{self, Endpoint};
 use crate::filters::AcceptFilter;
 use crate::ipc::IpcFile;
-use crate::net::{Failure, Listener, NetConn, Parts, ReadBuf, Stream};
 use crate::pipe::{Origin, Pipe};
 use crate::socket::SocketCore;
+use crate::stream::{Failure, Listener, NetConn, Parts, ReadBuf, Stream};
 use crate::tuning::TcpTuning;
 
 /// Bytes read from one connection before others get a turn.

@@ -17,12 +17,12 @@ use crate::filters::AcceptFilter;
 use crate::inbound::{Inbound, Popped};
 use crate::inproc;
 use crate::monitor::Monitor;
-use crate::net::{Msg, Parts};
 use crate::options::{int_bytes, SocketOptions};
 use crate::pipe::{Origin, Pipe, PipeOptions};
 use crate::reactor::{Command, ListenerEntry, ReactorHandle};
 use crate::routing::{Refused, Routing};
 use crate::signal::{Signal, ACTIVITY};
+use crate::stream::{Msg, Parts};
 
 /// One received message part.
 #[derive(Debug, Clone, PartialEq, Eq)]

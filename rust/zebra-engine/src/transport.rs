@@ -11,7 +11,7 @@ use std::sync::{Arc, OnceLock};
 use zebra_net::Stack;
 
 use crate::error::{Error, Result};
-use crate::net::{Listener, Stream};
+use crate::stream::{Listener, Stream};
 use crate::tuning::TcpTuning;
 
 /// The process's user-level stack: `None` for the kernel, an error text if it failed to
