@@ -1,16 +1,20 @@
 /* A throughput/latency pair for any libzmq (the real one, or Zebra's shim with
- * ZEBRA_ENABLE=1): two processes, a DEALER and a ROUTER, on one endpoint.
+ * ZEBRA_ENABLE=1): two processes on one endpoint, a DEALER and a ROUTER, or two PAIRs.
  *
- *   zmq_perf thr ENDPOINT SIZE COUNT   DEALER sends COUNT messages of SIZE bytes; the
- *                                      ROUTER times their arrival: msg/s and MB/s
- *   zmq_perf lat ENDPOINT SIZE COUNT   DEALER sends, ROUTER echoes, COUNT round trips:
- *                                      mean one-way latency in microseconds
+ *   zmq_perf thr ENDPOINT SIZE COUNT [pair]   the connecting side sends COUNT messages
+ *                                      of SIZE bytes; the binding side times their
+ *                                      arrival: msg/s and MB/s
+ *   zmq_perf lat ENDPOINT SIZE COUNT [pair]   the connecting side sends, the binding side
+ *                                      echoes, COUNT round trips: mean one-way latency in
+ *                                      microseconds
  *
+ * Without `pair` the connecting side is a DEALER and the binding side a ROUTER (which
+ * reads and writes the identity frame); with it both are PAIR sockets.
  * Prints one line: "thr SIZE COUNT MSGS_PER_S MB_PER_S" or "lat SIZE COUNT USEC".
- * The ROUTER runs in the parent, the DEALER in a child forked before either process
- * creates a context (so no library state crosses the fork); both use the zmq library
- * this binary was linked or preloaded with. ENDPOINT must be concrete (no wildcard):
- * the DEALER connects in the background until the ROUTER has bound it. */
+ * The binding side runs in the parent, the connecting side in a child forked before
+ * either process creates a context (so no library state crosses the fork); both use the
+ * zmq library this binary was linked or preloaded with. ENDPOINT must be concrete (no
+ * wildcard): the child connects in the background until the parent has bound it. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,11 +43,11 @@ static void *open_socket(void *ctx, int type) {
   return s;
 }
 
-/* The DEALER side, in the child. */
-static int dealer(const char *mode, const char *endpoint, size_t size, long count) {
+/* The connecting side (DEALER or PAIR), in the child. */
+static int dealer(const char *mode, const char *endpoint, size_t size, long count, int type) {
   void *ctx = zmq_ctx_new();
   if (ctx == NULL) die("zmq_ctx_new");
-  void *s = open_socket(ctx, ZMQ_DEALER);
+  void *s = open_socket(ctx, type);
   if (zmq_connect(s, endpoint) != 0) die("zmq_connect");
   char *buf = calloc(1, size ? size : 1);
   /* One handshake message so the ROUTER knows us before timing starts. */
@@ -76,11 +80,13 @@ static void recv_part(void *s, zmq_msg_t *msg) {
 }
 
 int main(int argc, char **argv) {
-  if (argc != 5 || (strcmp(argv[1], "thr") != 0 && strcmp(argv[1], "lat") != 0)) {
-    fprintf(stderr, "usage: %s thr|lat ENDPOINT SIZE COUNT\n", argv[0]);
+  if ((argc != 5 && argc != 6) || (strcmp(argv[1], "thr") != 0 && strcmp(argv[1], "lat") != 0) ||
+      (argc == 6 && strcmp(argv[5], "pair") != 0)) {
+    fprintf(stderr, "usage: %s thr|lat ENDPOINT SIZE COUNT [pair]\n", argv[0]);
     return 2;
   }
   const char *mode = argv[1], *endpoint = argv[2];
+  int pair = argc == 6;
   size_t size = strtoul(argv[3], NULL, 10);
   long count = strtol(argv[4], NULL, 10);
 
@@ -90,24 +96,26 @@ int main(int argc, char **argv) {
     perror("zmq_perf: fork");
     return 1;
   }
-  if (child == 0) _exit(dealer(mode, endpoint, size, count));
+  if (child == 0) _exit(dealer(mode, endpoint, size, count, pair ? ZMQ_PAIR : ZMQ_DEALER));
 
   void *ctx = zmq_ctx_new();
   if (ctx == NULL) die("zmq_ctx_new");
-  void *router = open_socket(ctx, ZMQ_ROUTER);
+  void *router = open_socket(ctx, pair ? ZMQ_PAIR : ZMQ_ROUTER);
   if (zmq_bind(router, endpoint) != 0) die("zmq_bind");
 
   zmq_msg_t id, body;
   zmq_msg_init(&id);
   zmq_msg_init(&body);
-  recv_part(router, &id);
+  if (!pair) recv_part(router, &id);
   recv_part(router, &body); /* hello */
   double start = now();
   for (long i = 0; i < count; i++) {
     zmq_msg_t part;
-    zmq_msg_init(&part);
-    recv_part(router, &part); /* identity */
-    zmq_msg_close(&part);
+    if (!pair) {
+      zmq_msg_init(&part);
+      recv_part(router, &part); /* identity */
+      zmq_msg_close(&part);
+    }
     zmq_msg_init(&part);
     recv_part(router, &part);
     if (zmq_msg_size(&part) != size) {
@@ -115,17 +123,19 @@ int main(int argc, char **argv) {
       return 1;
     }
     if (strcmp(mode, "lat") == 0) {
-      zmq_msg_t to;
-      zmq_msg_init(&to);
-      zmq_msg_copy(&to, &id);
-      if (zmq_msg_send(&to, router, ZMQ_SNDMORE) < 0) die("zmq_msg_send id");
+      if (!pair) {
+        zmq_msg_t to;
+        zmq_msg_init(&to);
+        zmq_msg_copy(&to, &id);
+        if (zmq_msg_send(&to, router, ZMQ_SNDMORE) < 0) die("zmq_msg_send id");
+      }
       if (zmq_msg_send(&part, router, 0) < 0) die("zmq_msg_send echo");
     }
     zmq_msg_close(&part);
   }
   double elapsed = now() - start;
   if (strcmp(mode, "thr") == 0) {
-    if (zmq_msg_send(&id, router, ZMQ_SNDMORE) < 0 || zmq_send(router, "done", 4, 0) != 4) die("ack");
+    if ((!pair && zmq_msg_send(&id, router, ZMQ_SNDMORE) < 0) || zmq_send(router, "done", 4, 0) != 4) die("ack");
     printf("thr %zu %ld %.0f %.1f\n", size, count, count / elapsed, count * (double)size / elapsed / 1e6);
   } else {
     printf("lat %zu %ld %.2f\n", size, count, elapsed / count / 2 * 1e6);
