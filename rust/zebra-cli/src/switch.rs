@@ -8,6 +8,7 @@
 mod admit;
 mod plan;
 
+use std::io::Write;
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -287,8 +288,7 @@ fn print_plan(args: &SwitchArgs) -> Result<(), Failure> {
     let config = settings(args).map_err(Failure::usage)?;
     let json = serde_json::to_string_pretty(&Plan::of(&config))
         .map_err(|e| Failure::runtime(format!("--plan: {e}")))?;
-    println!("{json}");
-    Ok(())
+    print_out("--plan", &json)
 }
 
 /// `zebra switch --admit`: the admission of the REGISTER on standard input
@@ -299,8 +299,19 @@ fn print_admission(args: &SwitchArgs) -> Result<(), Failure> {
         .map_err(|e| Failure::usage(format!("--admit: standard input: {e}")))?;
     let json = serde_json::to_string(&admit::decide(&config, &query))
         .map_err(|e| Failure::runtime(format!("--admit: {e}")))?;
-    println!("{json}");
-    Ok(())
+    print_out("--admit", &json)
+}
+
+/// `text` and a newline on standard output. A reader that stopped reading
+/// (`zebra switch --plan | head`) is no error: what it wanted it has.
+fn print_out(what: &str, text: &str) -> Result<(), Failure> {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Failure::runtime(format!("{what}: standard output: {e}")))
+        }
+        _ => Ok(()),
+    }
 }
 
 /// The address `--metrics` names, if given.

@@ -246,3 +246,23 @@ fn bad_settings_are_refused_as_zebra_switch_refuses_them() {
     let both = zebra(&["switch", "--plan", "--metrics", "127.0.0.1:0"]);
     assert_eq!(both.status.code(), Some(2), "--plan runs nothing to scrape");
 }
+
+#[test]
+fn a_reader_that_stops_reading_is_no_error() {
+    // `zebra switch --plan | head -1`: the pipe is closed before the plan is
+    // written; the process ends as a success, without a panic.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_zebra"))
+        .args(["switch", "--plan", "--workers", "2", "--servers", "1"])
+        .arg("--hot-key-count")
+        .arg("64")
+        .env("ZEBRA_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
