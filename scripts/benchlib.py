@@ -106,9 +106,11 @@ def online_precision(logdir, hot_keys, servers):
     return out
 # The switch's metrics (docs/METRICS.md) as pslaunch --scrape saved them: one sample a line.
 METRIC_SAMPLE = re.compile(r"^([a-z_]+)(?:\{[^}]*\})? (\d+)$", re.M)
-# Every configuration with a switch serves its metrics and has them scraped when the job ends.
-SWITCH_METRICS = ("--metrics {ip:switch}:{port:metrics}",
-                  ["--scrape", "switch=http://{ip:switch}:{port:metrics}/metrics"])
+# Every configuration with a switch serves its metrics and has them scraped when the job ends,
+# on the loopback of the switch's own network (pslaunch scrapes from inside it): the switch's
+# testbed address may belong to Zebra's user-level stack, which a kernel socket cannot bind.
+SWITCH_METRICS = ("--metrics 127.0.0.1:{port:metrics}",
+                  ["--scrape", "switch=http://127.0.0.1:{port:metrics}/metrics"])
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
 # BytePS's benchmarks race at start-up (scripts/suites/byteps-pslite.sh): such a run is retried.
 STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
