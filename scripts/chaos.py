@@ -217,6 +217,29 @@ class Suite:
         moved, seen = chaoslib.failover_ok(job.logdir, job.service_log("standby"), standby_at_kill, servers=2)
         self.report(name, job, problems + hot_problems + moved, checked + seen)
 
+    def check_restart(self, name, job):
+        """After a switch was killed and started again: the job finished (its workers exit
+        1 only for wrong values), the new switch was used again, and the sums are exact and
+        nothing was forced or lost."""
+        problems, checked = self.exact(job)
+        hot_problems, _ = chaoslib.hot_ok(job.logdir, require_pairs=False)
+        inexact = problems + hot_problems
+        if problems and job.failure and "exited with code 1" in job.failure:
+            job.failure = None  # exact_sums' workers exit 1 on wrong values: checked here
+        counters = chaoslib.server_counters(job.logdir)
+        again = chaoslib.switch_stats(os.path.join(job.logdir, "switch-restarted.log"))
+        rest = []
+        if not again.get("pairs"):
+            rest.append("the new switch added no pair: it was not used again")
+        if again.get("registrations", 0) < 2:
+            rest.append(f"the new switch had {again.get('registrations', 0)} server registrations, not 2")
+        checked.append(f"the new switch added {fmt(again.get('pairs', 0))} pairs, {fmt(again.get('completed', 0))} "
+                       f"rounds completed, {again.get('flushed', 0)} flushed; the servers registered with it "
+                       f"({again.get('registrations', 0)} registrations)")
+        checked.append(f"the servers' own account: {counters['forced']} pushes delivered unsettled (forced), "
+                       f"{counters['lost_values']} values lost")
+        self.report(name, job, inexact + rest, checked)
+
     def hot_loss(self, name):
         """Seeded loss, duplication and reordering on every hot-path send (workers, servers,
         the switch), BytePS exact_sums."""
