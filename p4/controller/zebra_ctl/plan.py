@@ -240,22 +240,21 @@ def admitted_plan(hotpath, ports, job, region_base, held, build="fixed", lns_fra
     job_index = next((i for i in range(consts.P4_MAX_JOBS) if i not in used), None)
     if job_index is None:
         problems.append(f"{len(held)} jobs already: the P4 program serves {consts.P4_MAX_JOBS} (MAX_JOBS)")
-    records = job.workers * proto.copies * proto.max_seqs
-    record_base = lowest_free([(p.record_base, p.record_base + p.job.workers * proto.copies * proto.max_seqs)
-                               for p in held], records, consts.P4_RECORD_ENTRIES)
-    if record_base is None and records <= consts.P4_RECORD_ENTRIES:
-        problems.append(
-            f"workers x copies x max_seqs = {records}: no free stretch of the P4 program's "
-            f"{consts.P4_RECORD_ENTRIES} records (RECORD_ENTRIES) beside the {len(held)} jobs it has; lower max_seqs"
-        )
-    words = job.workers * proto.copies * proto.cover_words
-    cover_base = lowest_free([(p.cover_base, p.cover_base + p.job.workers * proto.copies * proto.cover_words)
-                              for p in held], words, consts.P4_COVER_ENTRIES)
-    if cover_base is None and words <= consts.P4_COVER_ENTRIES:
-        problems.append(
-            f"workers x copies x ceil(max_seqs / 32) = {words}: no free stretch of the P4 program's "
-            f"{consts.P4_COVER_ENTRIES} coverage words (COVER_ENTRIES) beside the {len(held)} jobs it has; lower max_seqs"
-        )
+    def place(per_worker, base_of, limit, what):
+        """The lowest free stretch of a P4-only array for the job (`per_worker` entries for
+        each worker copy), or None with the problem noted."""
+        size = job.workers * proto.copies * per_worker
+        taken = [(base_of(p), base_of(p) + p.job.workers * proto.copies * per_worker) for p in held]
+        base = lowest_free(taken, size, limit)
+        if base is None and size <= limit:
+            problems.append(f"{what} = {size}: no free stretch among the P4 program's {limit} beside the "
+                            f"{len(held)} jobs it has; lower max_seqs")
+        return base
+
+    record_base = place(proto.max_seqs, lambda p: p.record_base, consts.P4_RECORD_ENTRIES,
+                        "workers x copies x max_seqs (records, RECORD_ENTRIES)")
+    cover_base = place(proto.cover_words, lambda p: p.cover_base, consts.P4_COVER_ENTRIES,
+                       "workers x copies x ceil(max_seqs / 32) (coverage words, COVER_ENTRIES)")
     if problems:
         raise PlanError(problems)
     return JobPlan(
