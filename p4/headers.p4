@@ -52,7 +52,7 @@ header zebra_common_h {
 }
 
 /* HOT and HOT_DENSE bytes 6-19 (worker -> switch); token: the job's
- * membership token (member_check.p4, docs/SECURITY.md). */
+ * membership token, parsed but not yet compared by the pipeline (docs/SECURITY.md). */
 header zebra_hot_h {
     bit<16>   worker;
     bit<32>   round;
