@@ -57,9 +57,10 @@ pub enum PullSend {
 /// waited for in vain): far above the counters of PS-lite's customers,
 /// below the servers' read-back pulls.
 const FOLLOW_TS_BASE: i32 = 0x7D00_0000;
+const FOLLOW_TS_SPAN: u32 = 0x0100_0000;
+
 /// The most rows of one pull a check asks the server for.
 pub const CHECK_ROWS: usize = 16;
-const FOLLOW_TS_SPAN: u32 = 0x0100_0000;
 
 /// Counters of the message level.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -364,7 +364,6 @@ impl UpdateSender {
             p.sent = now;
             self.sent_count += 1;
             p.sent_no = self.sent_count;
-            p.lost = 0;
             p.next = now + rto;
             self.stats.parts += 1;
             self.stats.bytes += p.payload.len() as u64;
