@@ -197,24 +197,28 @@ def plan_jobs(hotpath, ports, build="fixed", lns_frac_bits=None):
     plans = []
     region = record = cover = 0
     for index, job in enumerate(jobs):
-        region_slots = job.region_slots
-        plans.append(JobPlan(
-            hotpath=hotpath,
-            job=job,
-            ports=ports,
-            build=build,
-            job_index=index,
-            lns_frac_bits=lns_frac_bits if build == "lns" else None,
-            region_base=region,
-            region_slots=region_slots,
-            readout_rows=max(region_slots, job.workers),
-            record_base=record,
-            cover_base=cover,
-        ))
-        region += region_slots
+        plans.append(placed_plan(hotpath, ports, job, build, lns_frac_bits, index, region, record, cover))
+        region += job.region_slots
         record += job.workers * proto.copies * proto.max_seqs
         cover += job.workers * proto.copies * proto.cover_words
     return plans
+
+
+def placed_plan(hotpath, ports, job, build, lns_frac_bits, job_index, region_base, record_base, cover_base):
+    """The plan of `job` placed at these indices and bases of the program's arrays."""
+    return JobPlan(
+        hotpath=hotpath,
+        job=job,
+        ports=ports,
+        build=build,
+        job_index=job_index,
+        lns_frac_bits=lns_frac_bits if build == "lns" else None,
+        region_base=region_base,
+        region_slots=job.region_slots,
+        readout_rows=max(job.region_slots, job.workers),
+        record_base=record_base,
+        cover_base=cover_base,
+    )
 
 
 def lowest_free(used, need, size):
@@ -257,19 +261,8 @@ def admitted_plan(hotpath, ports, job, region_base, held, build="fixed", lns_fra
                        "workers x copies x ceil(max_seqs / 32) (coverage words, COVER_ENTRIES)")
     if problems:
         raise PlanError(problems)
-    return JobPlan(
-        hotpath=hotpath,
-        job=job,
-        ports=ports,
-        build=build,
-        job_index=job_index,
-        lns_frac_bits=lns_frac_bits if build == "lns" else None,
-        region_base=region_base,
-        region_slots=job.region_slots,
-        readout_rows=max(job.region_slots, job.workers),
-        record_base=record_base,
-        cover_base=cover_base,
-    )
+    return placed_plan(hotpath, ports, job, build, lns_frac_bits, job_index, region_base, record_base,
+                       cover_base)
 
 
 def template_plan(hotpath, ports, build="fixed", lns_frac_bits=None):
