@@ -94,10 +94,15 @@ def parse_run(logdir, _workers=None):
         final_rmse=float(summary["final_rmse"]) if "final_rmse" in summary else None,
         steps=total_steps,
         steps_per_s=sum(s / t for s, t in steps if t > 0),
-        ingress_per_step=ingress / total_steps if ingress and total_steps else None,
-        egress_per_step=egress / total_steps if egress and total_steps else None,
+        ingress_per_step=per(ingress, total_steps),
+        egress_per_step=per(egress, total_steps),
     )
     return out
+
+
+def per(total, count):
+    """total / count, or None when either is missing or zero."""
+    return total / count if total and count else None
 
 
 def summarise(rs):
