@@ -596,7 +596,8 @@ class Run:
             problems.append(f"the switch never admitted job {d.job_id} (a refusal was final; D ran "
                             f"{d.job.elapsed or 0:.1f} s: --rounds-d may be too few to outlast A and B)")
         if not st["pairs_summed_total"]:
-            problems.append(f"the switch summed no pair of job {d.job_id}")
+            problems.append(f"the switch summed no pair of job {d.job_id} (D ran {d.job.elapsed or 0:.1f} s: "
+                            "did it end before its admission and the servers' recount?)")
         own = server_aggregates(d.logdir)
         if not own["aggregates"]:
             problems.append("its server received no aggregate from the switch (its ZEBRA_STATS)")
@@ -604,7 +605,8 @@ class Run:
             problems.append(f"{d.servers - aside} of D's servers did not log 'stepping aside'")
         times = summing_times(samples, d.switch_jobs)
         t0 = samples[0][0] if samples else 0
-        checked.append(f"the switch refused job {d.job_id} {refusals} times, then admitted it; it summed "
+        checked.append(f"the switch refused job {d.job_id} {refusals} times, then admitted it; D ran "
+                       f"{d.job.elapsed or 0:.1f} s; it summed "
                        f"{fmt(int(st['pairs_summed_total']))} pairs of it in {int(st['rounds_completed_total'])} "
                        f"completed rounds" + (f", from {times[0] - t0:.1f} s to {times[-1] - t0:.1f} s of the "
                                               "switch's metrics" if times else ""))
@@ -702,9 +704,10 @@ def main():
     p.add_argument("--rounds", type=int, default=1000, help="job A: exact_sums rounds per phase (default 1000)")
     p.add_argument("--mxnet-rounds", type=int, default=100, help="job B: MXNet push/pull rounds (default 100)")
     p.add_argument("--rounds-c", type=int, default=50, help="job C: exact_sums rounds per phase (default 50)")
-    p.add_argument("--rounds-d", type=int, default=4000,
+    p.add_argument("--rounds-d", type=int, default=6000,
                    help="job D: exact_sums rounds per phase, enough to outlast A and B and their retirement "
-                   "(default 4000)")
+                   "with room for a loaded machine (default 6000: D ran ~40 s after its admission here; with "
+                   "4000 it ran 25 s after it here, and summed nothing in a CI run where B took 31 s instead of 24 s)")
     p.add_argument("--admit-wait", type=float, default=60,
                    help="seconds to wait for the switch to admit A's and B's jobs before C starts (default 60)")
     p.add_argument("--switch-rate", default="8mbit", help="window: the switch link's rate each way (default 8mbit)")
