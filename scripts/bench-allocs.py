@@ -14,7 +14,8 @@ worker column counts in the 4 worker processes, the server column in the 2 serve
 per push of one worker.
 
 Builds: --build NAME=ROOT, a checkout where `scripts/setup.sh --prefix ROOT/dist` ran
-(ROOT/dist/lib/libzmq.so.5, ROOT/dist/bin/zebra) and whose scripts/suites/hot.conf is the
+(ROOT/dist/lib/libzmq.so.5, ROOT/dist/bin/zebra) and whose tests/suites/hot.conf (or
+scripts/suites/hot.conf in a checkout from before issue 19 moved the suites) is the
 settings file, as in the on+switch suites (no loss). Every build replays the same trace
 and hot-keys file (made by the last build's zebra) with the same client binaries
 (PSLITE_BIN_DIR, default .build/byteps-pslite/tests of this checkout).
@@ -41,6 +42,8 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SERVERS, WORKERS = 2, 4
+# The suites' settings file in a build's checkout: where it is, then where it was before issue 19.
+SUITE_CONFS = (os.path.join("tests", "suites", "hot.conf"), os.path.join("scripts", "suites", "hot.conf"))
 COUNTERS = ("allocs", "alloc_bytes", "copies", "copy_bytes")
 WORKER_OK = re.compile(r"^trace_replay: OK worker rank \d+ of \d+: (\d+) rounds, (\d+) pairs \((\d+) values\) pushed", re.M)
 SERVER_OK = re.compile(r"^trace_replay: server rank \d+ .* no errors$", re.M)
@@ -188,7 +191,7 @@ def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
         cmd += ["--preload", counter]
     else:
         dist = os.path.join(config["root"], "dist")
-        conf = os.path.join(config["root"], "scripts", "suites", "hot.conf")
+        conf = config["conf"]
         zebra = os.path.join(dist, "bin", "zebra")
         stats = os.path.join(logdir, "stats")
         os.makedirs(stats, exist_ok=True)
@@ -350,10 +353,13 @@ def main():
         name, sep, root = spec.partition("=")
         if not sep or name == "libzmq":
             p.error(f"--build {spec}: NAME=ROOT, NAME not libzmq")
-        for f in ("dist/lib/libzmq.so.5", "dist/bin/zebra", "scripts/suites/hot.conf"):
+        for f in ("dist/lib/libzmq.so.5", "dist/bin/zebra"):
             if not os.path.exists(os.path.join(root, f)):
                 p.error(f"--build {spec}: no {root}/{f} (run scripts/setup.sh --prefix {root}/dist there)")
-        builds.append({"name": name, "root": os.path.abspath(root)})
+        confs = [os.path.join(root, f) for f in SUITE_CONFS if os.path.exists(os.path.join(root, f))]
+        if not confs:
+            p.error(f"--build {spec}: no {root}/{SUITE_CONFS[0]}")
+        builds.append({"name": name, "root": os.path.abspath(root), "conf": os.path.abspath(confs[0])})
     os.makedirs(args.out, exist_ok=True)
     counter = build_counter(args.out)
     trace, keys = make_workload(os.path.join(builds[-1]["root"], "dist", "bin", "zebra"), args.out, b)

@@ -45,7 +45,7 @@ DECISION = re.compile(r"^# zebra online hot keys of PS-lite server \d+: (changed
 def main():
     p = benchlib.parser(__doc__, 2)
     p.set_defaults(workers="4", net="loopback", server_rate="", repeats=1,
-                   hot_config=os.path.join(ROOT, "scripts/suites/hot.conf"))
+                   hot_config=os.path.join(ROOT, "tests/suites/hot.conf"))
     p.add_argument("--rounds-counted", default="2,5,10,20", help="the T of each online run (default 2,5,10,20)")
     p.add_argument("--trace-rounds", type=int, default=60, help="rounds of the replayed trace (default 60)")
     p.add_argument("--values", type=int, default=32, help="f32 values per key (default 32)")

@@ -20,7 +20,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
 # BytePS's test_benchmark starts without a barrier before its server is ready; an early
-# push aborts the server with one of these (see scripts/suites/byteps-pslite.sh).
+# push aborts the server with one of these (see tests/suites/byteps-pslite.sh).
 STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
 
 # (label, message bytes, rounds, LOG_DURATION): one small-message and one bulk workload.

@@ -112,7 +112,7 @@ METRIC_SAMPLE = re.compile(r"^([a-z_]+)(?:\{[^}]*\})? (\d+)$", re.M)
 SWITCH_METRICS = ("--metrics 127.0.0.1:{port:metrics}",
                   ["--scrape", "switch=http://127.0.0.1:{port:metrics}/metrics"])
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
-# BytePS's benchmarks race at start-up (scripts/suites/byteps-pslite.sh): such a run is retried.
+# BytePS's benchmarks race at start-up (tests/suites/byteps-pslite.sh): such a run is retried.
 STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
 
 

@@ -11,7 +11,7 @@ Without root (network namespaces) every scenario is skipped with the reason.
 The clients: BytePS's PS-lite with tests/pslite-app/exact_sums (every pulled value checked
 against the exact sum) and MXNet 1.9.1 dist_sync (tests/mxnet/dist_sync_kvstore.py, every
 pulled value checked). "Zebra" is the shim preloaded with ZEBRA_ENABLE=1 and `zebra switch`
-in its own namespace, the suites' hot-path settings (scripts/suites/hot.conf).
+in its own namespace, the suites' hot-path settings (tests/suites/hot.conf).
 docs/RELIABILITY.md, "The chaos suite", says what each scenario shows.
 """
 
@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 import chaoslib  # noqa: E402
 from chaoslib import Job, fmt  # noqa: E402
 
-HOT_CONF = os.path.join(ROOT, "scripts", "suites", "hot.conf")
+HOT_CONF = os.path.join(ROOT, "tests", "suites", "hot.conf")
 EXACT_SUMS_HOT = ["--val-len=32", "--keys=64"]  # the suite's exact_sums_hot workload
 LOSSES = [("0.1 %", "drop=0.001,seed=21"), ("1 %", "drop=0.01,seed=22"), ("5 %", "drop=0.05,seed=23"),
           ("duplication and reordering", "dup=0.05,delay=0.1,delay_ms=3,seed=24")]

@@ -31,7 +31,7 @@ server s is the switch's job ID + s; `zebra config` with the job's variables tel
 script which) but for each job's ZEBRA_HOT_CONFIG file: `online_min_pace = 0` (no pace rule: on this
 unshaped testbed aggregation makes exact_sums' workers slower and its servers would
 rightly step aside within a second; this test is about sharing the switch) and the
-suites' timeouts for a loaded 2-core machine (scripts/suites/hot.conf, which the switch
+suites' timeouts for a loaded 2-core machine (tests/suites/hot.conf, which the switch
 reads too). A scraper in the switch's namespace reads its Prometheus metrics (per job:
 label zebra_job) twice a second while the jobs run.
 
@@ -78,7 +78,7 @@ import hotpath  # noqa: E402
 import pslaunch  # noqa: E402
 from chaoslib import fmt  # noqa: E402
 
-HOT_CONF = os.path.join(ROOT, "scripts", "suites", "hot.conf")
+HOT_CONF = os.path.join(ROOT, "tests", "suites", "hot.conf")
 SWITCH_PORT = 9950
 METRICS_PORT = 9951
 EXACT_SUMS = ["--val-len=32", "--keys=64"]  # the chaos suite's exact_sums workload

@@ -74,7 +74,7 @@ if [ "$mode" != libzmq ] && [ ! -e "$shim" ]; then
 fi
 
 status=0
-"$root/scripts/suites/$suite.sh" || status=$?
+"$root/tests/suites/$suite.sh" || status=$?
 
 # Which library carried the job: the shim's own at-exit reports, one per process that
 # made zmq calls. Without the shim there must be none.

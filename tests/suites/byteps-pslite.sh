@@ -8,7 +8,7 @@ TESTS=(test_benchmark test_sparse_benchmark exact_sums exact_sums_wide exact_sum
 
 usage() {
   cat <<EOF
-usage: scripts/suites/byteps-pslite.sh [--list] [--help] [TEST...]
+usage: tests/suites/byteps-pslite.sh [--list] [--help] [TEST...]
 
 Runs BytePS's PS-lite tests through scripts/pslaunch.py and prints one line per test,
 "PASS name" or "FAIL name (reason)"; exits non-zero if any failed.
@@ -104,7 +104,7 @@ Environment:
   SUITE_PRELOAD   library to LD_PRELOAD into every node (empty: none)
   SUITE_SWITCH    the \`zebra\` binary: run every job beside \`zebra switch\` with ZEBRA_SWITCH,
                   ZEBRA_HOT_KEYS (tests/lib/hotpath.py exact-sums for the job's servers)
-                  and ZEBRA_HOT_CONFIG (scripts/suites/hot.conf) set (empty: no switch)
+                  and ZEBRA_HOT_CONFIG (tests/suites/hot.conf) set (empty: no switch)
   SUITE_LOGDIR    logs go to \$SUITE_LOGDIR/<test>/ (default .build/logs/byteps-pslite)
   PSLITE_SUITE_TIMEOUT  seconds before a test's job is killed (default 90)
   MF_DATA         MovieLens-100k for mf_train_smoke (default .build/data/ml-100k.inter,
@@ -176,7 +176,7 @@ run_job() {
       envs+=(--env "ZEBRA_HOT_KEYS=$JOB_LOGDIR/hot.keys")
       keys_flag="--hot-keys $JOB_LOGDIR/hot.keys"
     fi
-    local conf="${HOT_CONF:-$ROOT/scripts/suites/hot.conf}" loss="${HOT_LOSS:-0}"
+    local conf="${HOT_CONF:-$ROOT/tests/suites/hot.conf}" loss="${HOT_LOSS:-0}"
     envs+=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_STATS=$JOB_LOGDIR/stats/%p")
     if [ "${ZERO_CONFIG:-0}" = 1 ]; then
       # What a user sets: ZEBRA_SWITCH alone, and a switch given only its address.
@@ -532,7 +532,7 @@ run_test() {
         else
           for start in stale none; do
             local job="$name-$start" conf="$LOGDIR/$name-$start.conf" keys="$stale.keys"
-            { cat "$ROOT/scripts/suites/hot.conf"; echo "online_out = \"$LOGDIR/$job/online-%r.keys\""; } >"$conf"
+            { cat "$ROOT/tests/suites/hot.conf"; echo "online_out = \"$LOGDIR/$job/online-%r.keys\""; } >"$conf"
             if [ $start = none ]; then keys=none; echo "online_capacity = 640" >>"$conf"; fi
             rm -f "$LOGDIR/$job"/online-*.keys
             if ! HOT_KEYS_FILE="$keys" HOT_CONF="$conf" HOT_LOSS="drop=0.01,seed=12" \

@@ -95,13 +95,13 @@ run_test() {
             fail "$name" "zebra profile failed: $(tail -n 1 "$dir/profile.log")"
             return
         fi
-        local conf=$ROOT/scripts/suites/hot.conf
+        local conf=$ROOT/tests/suites/hot.conf
         if [[ $name == *-online ]]; then
             # This test is about the change-over on a real client: no rule to step aside
             # (the profiled set is a tiny share of this small job's values, so by default
             # the servers would rightly step aside; the shapes tests show that).
             conf=$dir/online.conf
-            { cat "$ROOT/scripts/suites/hot.conf"
+            { cat "$ROOT/tests/suites/hot.conf"
               printf 'online_min_saving = 0\nonline_max_drift = inf\nonline_min_pace = 0\n'; } >"$conf"
         fi
         hot=(--env "ZEBRA_SWITCH={ip:switch}:{port:switch}" --env "ZEBRA_HOT_KEYS=$dir/hot.keys"
