@@ -32,8 +32,8 @@ import subprocess
 import sys
 import time
 
-from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, parse_configs, parser, pyplot, ratio, run_plan,
-                      run_report, switch_unavailable, worker_counts, worker_logs)
+from benchlib import (ROOT, base_config, bound, fmt, launch_cmd, medians, parse_configs, parser, profile, pyplot, ratio,
+                      run_plan, run_report, switch_unavailable, trace_gen, worker_counts, worker_logs)
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "lib"))
 from hotpath import push_bytes  # noqa: E402
@@ -53,11 +53,9 @@ def make_trace(args, n, out):
     """The OA-like trace of n workers and its hot keys; returns (trace, keys, hot share of
     values, the profile's prediction of the servers' bytes with aggregation)."""
     trace, keys = os.path.join(out, f"oa-N{n}.trace"), os.path.join(out, f"oa-N{n}.keys")
-    gen = [args.zebra, "trace", "gen", "--out", trace, "--shape", "oa", "--keys", str(args.keys),
-           "--keys-per-push", str(args.keys_per_push), "--workers", str(n), "--rounds", str(args.rounds),
-           "--values", str(args.values), "--seed", str(args.seed)]
-    prof = [args.zebra, "profile", "--out", keys, "--p", str(args.p), "--switch-mem", args.switch_mem,
-            "--servers", str(args.servers), trace]
+    gen = [args.zebra, *trace_gen(trace, n, args.rounds, args.keys, args.keys_per_push, args.values),
+           "--seed", str(args.seed)]
+    prof = [args.zebra, *profile(keys, trace, args.servers, args.p, args.switch_mem)]
     for cmd in (gen, prof):
         res = subprocess.run(cmd, capture_output=True, text=True)
         if res.returncode != 0:

@@ -40,13 +40,13 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from benchlib import REPLAY_SERVER_OK, ROOT, clean_env, profile, trace_gen
+
 SERVERS, WORKERS = 2, 4
 # The suites' settings file in a build's checkout: where it is, then where it was before issue 19.
 SUITE_CONFS = (os.path.join("tests", "suites", "hot.conf"), os.path.join("scripts", "suites", "hot.conf"))
 COUNTERS = ("allocs", "alloc_bytes", "copies", "copy_bytes")
 WORKER_OK = re.compile(r"^trace_replay: OK worker rank \d+ of \d+: (\d+) rounds, (\d+) pairs \((\d+) values\) pushed", re.M)
-SERVER_OK = re.compile(r"^trace_replay: server rank \d+ .* no errors$", re.M)
 
 
 def sh(cmd, **kw):
@@ -65,9 +65,8 @@ def build_counter(out):
 
 def make_workload(zebra, out, rounds):
     trace, keys = os.path.join(out, "oa.trace"), os.path.join(out, "hot.keys")
-    sh([zebra, "trace", "gen", "--out", trace, "--shape", "oa", "--keys", "200000", "--keys-per-push", "60",
-        "--workers", str(WORKERS), "--rounds", str(rounds), "--values", "32"])
-    sh([zebra, "profile", "--out", keys, "--p", "0.5", "--switch-mem", "64K", "--servers", str(SERVERS), trace])
+    sh([zebra, *trace_gen(trace, WORKERS, rounds)])
+    sh([zebra, *profile(keys, trace, SERVERS)])
     return trace, keys
 
 
@@ -186,7 +185,7 @@ def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
     cmd = [sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"), "--servers", str(SERVERS),
            "--workers", str(WORKERS), "--timeout", str(args.timeout), "--logdir", logdir, "--quiet",
            "--env", f"ALLOCCOUNT_DIR={countdir}", "--env", "ALLOCCOUNT_SITE_BYTES=16384"]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
+    env = clean_env()
     if config["root"] is None:
         cmd += ["--preload", counter]
     else:
@@ -219,7 +218,7 @@ def run_job(args, config, rounds, rep, counter, trace, keys, heaptrack=None):
         pushes += rounds
         values += int(m.group(3))
     for i in range(SERVERS):
-        if not SERVER_OK.search(open(os.path.join(logdir, f"server-{i}.log")).read()):
+        if not REPLAY_SERVER_OK.search(open(os.path.join(logdir, f"server-{i}.log")).read()):
             sys.exit(f"bench-allocs: {name}: server {i} reported errors; logs in {logdir}")
     hot = ""
     if config["root"] is not None:

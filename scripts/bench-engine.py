@@ -22,7 +22,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from benchlib import test_benchmark_goodput  # noqa: E402
+from benchlib import clean_env, test_benchmark_goodput  # noqa: E402
 
 SIZES = [64, 1024, 65536, 1 << 20, 4 << 20]
 PATTERNS = {"dealer-router": [], "pair": ["pair"]}
@@ -39,12 +39,8 @@ def free_port():
         return s.getsockname()[1]
 
 
-def base_env():
-    return {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
-
-
 def mode_env(mode, shim):
-    env = base_env()
+    env = clean_env()
     if mode == "zebra":
         env.update(LD_PRELOAD=shim, ZEBRA_ENABLE="1")
     return env

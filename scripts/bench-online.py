@@ -37,7 +37,6 @@ import hotpath  # noqa: E402
 
 ROOT = benchlib.ROOT
 OK_WORKER = re.compile(r"^trace_replay: OK worker rank \d+ .* [1-9]\d* values checked, 0 wrong", re.M)
-OK_SERVER = re.compile(r"^trace_replay: server rank \d+ .* no errors$", re.M)
 DECISION = re.compile(r"^# zebra online hot keys of PS-lite server \d+: (changed|kept) after (\d+) pushes "
                       r"of (\d+) keys, from round (\d+)")
 
@@ -67,14 +66,11 @@ def main():
 
     trace, stale_trace = os.path.join(args.out, "job.trace"), os.path.join(args.out, "stale.trace")
     stale, oracle, full = (os.path.join(args.out, f) for f in ("stale.keys", "oracle.keys", "full.keys"))
-    gen = ["trace", "gen", "--shape", "oa", "--keys", "200000", "--keys-per-push", "60",
-           "--workers", str(workers), "--rounds", str(args.trace_rounds), "--values", str(args.values)]
-    zebra(*gen, "--out", trace)
-    zebra(*gen, "--out", stale_trace, "--key-seed", "2")
-    pick = ["--p", "0.5", "--switch-mem", "64K", "--servers", str(args.servers)]
-    zebra("profile", "--out", stale, *pick, stale_trace)
-    zebra("profile", "--out", oracle, *pick, trace)
-    zebra("profile", "--out", full, "--p", "1", "--switch-mem", "4M", "--servers", str(args.servers), trace)
+    zebra(*benchlib.trace_gen(trace, workers, args.trace_rounds, values=args.values))
+    zebra(*benchlib.trace_gen(stale_trace, workers, args.trace_rounds, values=args.values), "--key-seed", "2")
+    zebra(*benchlib.profile(stale, stale_trace, args.servers))
+    zebra(*benchlib.profile(oracle, trace, args.servers))
+    zebra(*benchlib.profile(full, trace, args.servers, p=1, switch_mem="4M"))
     _, full_keys = hotpath.read_keys(full)
 
     runs = ([("stale", stale, None)] + [(f"online:{t}", stale, t) for t in counted]
@@ -124,7 +120,7 @@ def measure(name, t, logdir, keys, full_keys, servers, workers, ok):
         if os.path.exists(path):
             with open(path, errors="replace") as f:
                 server_logs += f.read()
-    exact = ok and len(OK_WORKER.findall(logs)) == workers and len(OK_SERVER.findall(server_logs)) == servers
+    exact = ok and len(OK_WORKER.findall(logs)) == workers and len(benchlib.REPLAY_SERVER_OK.findall(server_logs)) == servers
     step = hotpath.U64_MAX // servers
     precision, from_round = [], None
     for s in range(servers):

@@ -11,17 +11,10 @@ Writes a Markdown table to results/passthrough.md (and prints it).
 
 import argparse
 import os
-import re
 import statistics
-import subprocess
-import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
-# BytePS's test_benchmark starts without a barrier before its server is ready; an early
-# push aborts the server with one of these (see tests/suites/byteps-pslite.sh).
-STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
+from benchlib import ROOT, test_benchmark_goodput
 
 # (label, message bytes, rounds, LOG_DURATION): one small-message and one bulk workload.
 WORKLOADS = [
@@ -31,27 +24,13 @@ WORKLOADS = [
 
 
 def run_once(binary, mode, size, rounds, log_every, logdir, shim):
-    cmd = [
-        sys.executable, os.path.join(ROOT, "scripts", "pslaunch.py"),
-        "--servers", "1", "--workers", "2", "--timeout", "300", "--quiet",
-        "--logdir", logdir, "--env", f"LOG_DURATION={log_every}", "--retry-if", STOCK_RACES,
-    ]
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ZEBRA_")}
-    if mode == "off":
-        cmd += ["--preload", shim, "--env", "ZEBRA_ENABLE=0"]
-    cmd += ["--", binary, str(size), str(rounds), "1"]
+    extra = ["--preload", shim, "--env", "ZEBRA_ENABLE=0"] if mode == "off" else []
     started = time.monotonic()
-    subprocess.run(cmd, check=True, env=env)
-    wall = time.monotonic() - started
-    values = []
-    for name in sorted(os.listdir(logdir)):
-        if name.startswith("worker-"):
-            with open(os.path.join(logdir, name), errors="replace") as f:
-                found = [float(m.group(1)) for m in GOODPUT.finditer(f.read())]
-            values += found[1:]
-    if not values:
-        raise RuntimeError(f"no goodput reports in {logdir}")
-    return statistics.mean(values), wall
+    goodput, output = test_benchmark_goodput(binary, logdir, size, rounds, extra, log_every)
+    if goodput is None:
+        raise RuntimeError(f"test_benchmark {size} ({mode}) failed or reported no goodput in {logdir}: "
+                           f"{output.strip()[-500:]}")
+    return goodput, time.monotonic() - started
 
 
 def main():

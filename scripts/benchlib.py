@@ -114,6 +114,22 @@ SWITCH_METRICS = ("--metrics 127.0.0.1:{port:metrics}",
 GOODPUT = re.compile(r"Application goodput: ([0-9.eE+-]+) Gbps")
 # BytePS's benchmarks race at start-up (tests/suites/byteps-pslite.sh): such a run is retried.
 STOCK_RACES = r"Check failed: request_handle_|timeout \(5 sec\) to wait App [0-9]+ customer [0-9]+ ready"
+# A trace_replay server that ended well (tests/pslite-app/trace_replay).
+REPLAY_SERVER_OK = re.compile(r"^trace_replay: server rank \d+ .* no errors$", re.M)
+
+
+def trace_gen(out, workers, rounds, keys=200_000, keys_per_push=60, values=32):
+    """`zebra trace gen` arguments of an OA-like trace (the paper's Figure 4: the top 0.02 %
+    of the keys take 50 % of the updates) written to `out`. The defaults are the small
+    workload of bench-allocs and bench-online: 60 of 200,000 keys a push, 32 values a key."""
+    return ["trace", "gen", "--out", out, "--shape", "oa", "--keys", str(keys), "--keys-per-push",
+            str(keys_per_push), "--workers", str(workers), "--rounds", str(rounds), "--values", str(values)]
+
+
+def profile(out, trace, servers, p=0.5, switch_mem="64K"):
+    """`zebra profile` arguments: the hot keys of `trace` written to `out`. The defaults are
+    those of bench-allocs and bench-online: about half of the pushed values, a 64 KB switch."""
+    return ["profile", "--out", out, "--p", str(p), "--switch-mem", switch_mem, "--servers", str(servers), trace]
 
 
 def clean_env():
@@ -263,12 +279,13 @@ def alternate(items, rep):
     return items if rep % 2 else list(reversed(items))
 
 
-def test_benchmark_goodput(binary, logdir, size, rounds, launcher_args):
+def test_benchmark_goodput(binary, logdir, size, rounds, launcher_args, log_every=4):
     """BytePS PS-lite's test_benchmark (1 server, 2 workers, PUSH_PULL) through pslaunch with
-    `launcher_args` (preload, network, ...): the workers' mean goodput in Gbps, the first
-    report of each left out (warm-up), or None when the job failed; and pslaunch's output."""
+    `launcher_args` (preload, network, ...), reporting its goodput every `log_every` rounds
+    (LOG_DURATION): the workers' mean goodput in Gbps, the first report of each left out
+    (warm-up), or None when the job failed; and pslaunch's output."""
     cmd = [sys.executable, os.path.join(ROOT, "scripts/pslaunch.py"), "--servers", "1", "--workers", "2",
-           "--timeout", "300", "--quiet", "--logdir", logdir, "--env", "LOG_DURATION=4",
+           "--timeout", "300", "--quiet", "--logdir", logdir, "--env", f"LOG_DURATION={log_every}",
            "--retry-if", STOCK_RACES] + list(launcher_args) + ["--", binary, str(size), str(rounds), "1"]
     res = subprocess.run(cmd, capture_output=True, text=True, env=clean_env())
     values = []
