@@ -1,5 +1,6 @@
-"""What the testbed benchmarks (bench-train.py, bench-agg.py) share: the pslaunch command
-of one configuration, the metrics every run reports, and small formatting helpers."""
+"""What the benchmarks (scripts/bench-*.py) share: the pslaunch command of one
+configuration, the OA-like workload (`trace_gen`, `profile`), BytePS's test_benchmark
+goodput, the metrics every run reports, and small formatting helpers."""
 
 import argparse
 import glob
