@@ -3,8 +3,11 @@
  * ingress decided what to say (zebra_bridge_h: reason, dup); this rewrites
  * the headers: addresses and ports swapped, the 10 bytes after the common
  * header replaced by the response (WIRE.md "ACK and FALLBACK": worker, round,
- * seq as in the packet answered, flags DUP, reason), lengths for a 16-byte
- * datagram. The pairs were consumed in ingress and are not emitted.
+ * seq as in the packet answered, flags DUP, reason, and the job's token for
+ * a worker of the job, 0 for UNKNOWN_JOB and BAD_WORKER, as zebra-proto's
+ * Switch::respond), lengths for a 20-byte datagram. The token is the
+ * `tokens` table's (job id -> token, one entry per job, written by the
+ * controller with the ingress one). The pairs were consumed in ingress and are not emitted.
  */
 
 #ifndef _ZEBRA_ACK_
@@ -47,6 +50,7 @@ control Answer(inout header_t hdr, in zebra_bridge_h bridge) {
         hdr.response.seq = hdr.hot.seq;
         hdr.response.flags = flags;
         hdr.response.reason = (fallback_reason_t)bridge.reason;
+        hdr.response.token = 0;
         hdr.hot.setInvalid();
         hdr.dense.setInvalid();
     }
@@ -69,8 +73,31 @@ control Answer(inout header_t hdr, in zebra_bridge_h bridge) {
         size = 4;
     }
 
+    action token_is(token_t token) {
+        hdr.response.token = token;
+    }
+
+    action no_token() {
+    }
+
+    table tokens {
+        key = {
+            hdr.zebra.job : exact;
+        }
+        actions = {
+            token_is;
+            @defaultonly no_token;
+        }
+        const default_action = no_token;
+        size = MAX_JOBS;
+    }
+
     apply {
         kind.apply();
+        if (bridge.reason != (bit<8>)fallback_reason_t.UNKNOWN_JOB
+                && bridge.reason != (bit<8>)fallback_reason_t.BAD_WORKER) {
+            tokens.apply();
+        }
     }
 }
 

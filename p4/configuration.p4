@@ -105,7 +105,11 @@ const int MAX_SERVERS = 64;
 const int UPDATE_SERVER_ENTRIES = MAX_JOBS * MAX_SERVERS;
 const int UPDATE_WORKER_ENTRIES = MAX_JOBS * MAX_WORKERS;
 
+/* The member check (worker_check.p4, MemberCheck): one pinned address and one
+ * "has shown the token" bit per (job, worker). */
+const int MEMBER_ENTRIES = MAX_JOBS * MAX_WORKERS;
+
 /* Statistics counters (stat_t). */
-const int STATS = 32;
+const int STATS = 33;
 
 #endif /* _ZEBRA_CONFIGURATION_ */

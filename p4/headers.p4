@@ -52,7 +52,7 @@ header zebra_common_h {
 }
 
 /* HOT and HOT_DENSE bytes 6-19 (worker -> switch); token: the job's
- * membership token, parsed but not yet compared by the pipeline (docs/SECURITY.md). */
+ * membership token, matched against the job's by MemberCheck (worker_check.p4). */
 header zebra_hot_h {
     bit<16>   worker;
     bit<32>   round;
@@ -263,8 +263,9 @@ struct job_md_t {
     bit<16>       readout_rows;  /* max(region slots, workers) */
     bit<8>        lns_profile;   /* ZEBRA_LNS: which scale's tables */
     bit<8>        lns_saturate;  /* ZEBRA_LNS: the profile's saturation exponent (158 - F) */
-    bit<16>       servers;       /* servers of the job (UPDATE, UPDATE_ACK) */
+    bit<8>        servers;       /* servers of the job (UPDATE, UPDATE_ACK): at most MAX_SERVERS */
     bit<16>       max_update_len; /* 8 + aggregate_size: the longest UPDATE, as a UDP length */
+    bit<1>        keyed;         /* the token comes from the job's key: required from the first packet */
 }
 
 /* Where a worker or a server is: its port, MAC, IPv4 address and UDP port
@@ -309,7 +310,7 @@ struct ingress_metadata_t {
     state_index_t     ws_index;          /* progress of (job, copy, worker) */
     cover_index_t     cover_index;       /* coverage words of (job, worker, copy), then + seq / 32: this packet's */
     bit<32>           routed_mask;       /* bit k: register k (or position k) has a pair this pass */
-    bit<32>           out_flags;         /* bit k: the biased rank of register (or position) k has bit 31 set */
+    bit<8>            out_flags;         /* bit k: the biased rank of register (or position) k has bit 15 set */
     bit<16>           value_mask;        /* bit k: slot_value[k] is valid */
     bit<16>           dense_end;         /* a dense block's end + dense_bias: bit 15 set iff it ends past the job's hot keys */
     bool              too_long;          /* UDP length above the job's packet size */
@@ -329,6 +330,8 @@ struct ingress_metadata_t {
     bit<16>           peer_worker;       /* the (job, worker) table's rank: a HOT packet's worker, an UPDATE's target */
     bool              moved;             /* a HOT packet's source differs from its worker's entry */
     PortId_t          learn_port;        /* its ingress port, for the digest */
+    member_t          member;            /* the member check's answer (MemberCheck) */
+    bit<32>           far_floor;         /* round |-| (max_round_ahead + 1), from the job table (NewestRound) */
 }
 
 struct egress_metadata_t {

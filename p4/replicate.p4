@@ -164,14 +164,14 @@ control UpdateRoute(
             if (pass == pass_t.UPDATE) {
                 malformed = hdr.udp.length < 8 + UPDATE_HEADER_LEN;
                 refused = !ig_md.job_known
-                    || hdr.update.server >= ig_md.job.servers
+                    || hdr.update.server >= (bit<16>)ig_md.job.servers
                     || (hdr.update.target != UPDATE_TARGET_ALL
                         && hdr.update.target >= (bit<16>)ig_md.job.workers)
                     || hdr.udp.length > ig_md.job.max_update_len;
             } else {
                 malformed = hdr.udp.length != 8 + UPDATE_ACK_LEN;
                 refused = !ig_md.job_known
-                    || hdr.update_ack.server >= ig_md.job.servers
+                    || hdr.update_ack.server >= (bit<16>)ig_md.job.servers
                     || hdr.update_ack.worker >= (bit<16>)ig_md.job.workers;
             }
             if (malformed) {

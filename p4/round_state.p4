@@ -31,6 +31,7 @@ control RoundState(
     in round_op_t op,
     in bool resend,
     in bool before_first,
+    in bool far,
     in state_index_t index,
     in bit<32> round,
     out bit<32> before) {
@@ -101,12 +102,15 @@ control RoundState(
     }
 
     /* A HOT packet that may not open its round, a resend or one of a round
-     * before the first this switch opened (FirstOpened), only reads. */
+     * before the first this switch opened (FirstOpened), only reads; one
+     * far ahead of its job's newest round (NewestRound) is refused
+     * (FarAhead) and touches nothing. */
     table dispatch {
         key = {
             op           : exact;
             resend       : ternary;
             before_first : ternary;
+            far          : ternary;
         }
         actions = {
             do_admit;
@@ -116,10 +120,11 @@ control RoundState(
             do_nothing;
         }
         const entries = {
-            (round_op_t.HOT, false, false) : do_admit();
-            (round_op_t.HOT, _, _)         : do_peek();
-            (round_op_t.CLOSE, _, _)       : do_close();
-            (round_op_t.RELEASE, _, _)     : do_release();
+            (round_op_t.HOT, _, _, true)         : do_nothing();
+            (round_op_t.HOT, false, false, _)    : do_admit();
+            (round_op_t.HOT, _, _, _)            : do_peek();
+            (round_op_t.CLOSE, _, _, _)          : do_close();
+            (round_op_t.RELEASE, _, _, _)        : do_release();
         }
         const default_action = do_nothing;
         size = 8;
@@ -221,6 +226,54 @@ control FirstOpened(
             before_first = read.execute(index);
         } else {
             before_first = note.execute(index);
+        }
+    }
+}
+
+/* The newest round of each job (0: none yet), and whether a HOT packet's
+ * round is more than max_round_ahead past it (zebra-proto's Switch::on_hot:
+ * FarAhead, refused and not remembered, so one stray or forged round cannot
+ * make every later round of the job late in its copy).
+ *
+ * far <=> newest != 0 && round > newest + max_round_ahead
+ *     <=> newest - 1 < floor, where floor = round |-| (max_round_ahead + 1)
+ * (newest - 1 wraps to the largest value for 0, which is never below floor;
+ * a round of at most max_round_ahead + 1 has floor 0, never far): one
+ * condition of the stateful ALU. The other, newest < round, moves the newest
+ * round up to a packet's that is not far. Noted, as FirstOpened, by the new
+ * (not resent) packets that reach the round state: the model notes only a
+ * round it opens, so a packet the copy's older round turns away (WindowFull)
+ * moves the newest round here and not there (docs/P4.md). Registers start at
+ * zero: a switch started again checks nothing until its first round. */
+control NewestRound(
+    in job_index_t index,
+    in bit<32> round,
+    in bit<32> floor,
+    in bool resend,
+    out bool far) {
+
+    Register<bit<32>, job_index_t>(MAX_JOBS, 0) newest;
+
+    RegisterAction<bit<32>, job_index_t, bool>(newest) note = {
+        void apply(inout bit<32> s, out bool ahead) {
+            ahead = s - 1 < floor;
+            if (s - 1 >= floor && s < round) {
+                s = round;
+            }
+        }
+    };
+
+    RegisterAction<bit<32>, job_index_t, bool>(newest) read = {
+        void apply(inout bit<32> s, out bool ahead) {
+            ahead = s - 1 < floor;
+        }
+    };
+
+    apply {
+        if (resend) {
+            far = read.execute(index);
+        } else {
+            far = note.execute(index);
         }
     }
 }

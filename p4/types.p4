@@ -95,6 +95,7 @@ typedef bit<(SLOT_BITS)> slot_t;
 typedef bit<(JOB_BITS)> job_index_t;
 typedef bit<(COPY_BITS)> copy_t;
 typedef bit<16> state_index_t;                /* round state, worker state */
+typedef bit<(JOB_BITS + WORKER_BITS)> member_index_t;  /* (job, worker): pinned address, token shown */
 typedef bit<32> record_index_t;
 typedef bit<16> cover_index_t;
 typedef bit<64> worker_bitmap_t;
@@ -239,7 +240,19 @@ enum bit<8> stat_t {
     UPDATE_ACKS     = 17,   /* UPDATE_ACKs passed on */
     UPDATE_REFUSED  = 18,   /* naming a job, server or worker the switch does not have, or too long */
     UPDATE_UNROUTABLE = 19, /* no address yet: no worker learned, the target's or the server's unknown */
-    FALLBACK_BASE   = 20    /* + reason code: 21 LATE .. 29 UNOPENED */
+    FALLBACK_BASE   = 20,   /* + reason code: 21 LATE .. 29 UNOPENED */
+    REFUSED_ADDRESS = 30,   /* a worker's HOT packet from another address than its pinned one */
+    REFUSED_TOKEN   = 31,   /* ... showing another token than the job's, once it has shown the right one */
+    UNPINNED        = 32    /* a worker's packet before its address is pinned: digest, dropped */
+}
+
+/* What the member check (worker_check.p4, MemberCheck) says of a HOT
+ * packet from a worker of the job, in zebra-proto's Members::check terms. */
+enum bit<2> member_t {
+    OK       = 0,    /* from its pinned address, with a token it may show */
+    UNPINNED = 1,    /* no address pinned yet: the controller pins this one */
+    ADDRESS  = 2,    /* refused: another address than the pinned one */
+    TOKEN    = 3     /* refused: a wrong token after the right one (or in a job with a key) */
 }
 
 #endif /* _ZEBRA_TYPES_ */

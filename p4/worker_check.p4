@@ -1,7 +1,8 @@
 /*
  * Who may add: the job and worker tables, the checks a HOT packet must pass
- * (in the order of zebra-proto's Switch::on_hot: UnknownJob, BadWorker,
- * BadFormat, SeqOverflow, OutOfRange), and the per-(worker, copy, seq)
+ * (in the order of zebra-proto's Switch::on_hot: UnknownJob, BadWorker, the
+ * member check, BadFormat, SeqOverflow, OutOfRange; FarAhead is
+ * round_state.p4's NewestRound), and the per-(worker, copy, seq)
  * records that answer a retransmission from what happened the first time
  * instead of adding it twice (the paper's "repeat-write-error").
  *
@@ -36,8 +37,10 @@ control JobCheck(
         bit<16> readout_rows,
         bit<8> lns_profile,
         bit<8> lns_saturate,
-        bit<16> servers,
-        bit<16> max_update_len) {
+        bit<8> servers,
+        bit<16> max_update_len,
+        bit<1> keyed,
+        bit<32> far_bound) {
         ig_md.job_known = true;
         ig_md.job.index = index;
         ig_md.job.workers = workers;
@@ -53,6 +56,8 @@ control JobCheck(
         ig_md.job.lns_saturate = lns_saturate;
         ig_md.job.servers = servers;
         ig_md.job.max_update_len = max_update_len;
+        ig_md.job.keyed = keyed;
+        ig_md.far_floor = ig_md.round |-| far_bound;
     }
 
     action unknown_job() {
@@ -126,6 +131,171 @@ control JobCheck(
     }
 }
 
+/* Only a job's members take part (zebra-proto's switch/members.rs,
+ * docs/SECURITY.md): each worker slot (job, worker) is pinned to one source
+ * address, IPv4 and UDP port, and a worker that has shown the job's token
+ * once must always show it. Applied to HOT and HOT_DENSE packets (FAST and
+ * CHECK passes).
+ *
+ *   pinned    (job index, worker): the slot has a pinned address. A miss is
+ *             a worker the switch has not pinned yet (UNPINNED): the packet
+ *             is dropped with a DIGEST_WORKER, the controller pins its
+ *             address (writes both tables) and the worker's resend is checked
+ *             against it. The model pins at the first packet and handles it;
+ *             here the first packet costs the worker a resend.
+ *   members   (job index, worker, IPv4 source, UDP source port): a hit is a
+ *             packet from the pinned address. The address is key, not action
+ *             data, so that the match is the comparison and both lookups sit
+ *             in one stage beside each other.
+ *   tokens    (job id, token): a hit is a packet showing the job's token.
+ *   shown     one bit per (job, worker): the worker has shown the job's
+ *             token, set by a packet from its pinned address showing it.
+ *   decide    Members::check's order: no pin and a wrong token in a job
+ *             with a key -> TOKEN; no pin -> UNPINNED; another address ->
+ *             ADDRESS; a wrong token from the pinned address once the right
+ *             one was shown (or in a job with a key) -> TOKEN; else OK.
+ *
+ * ADDRESS and TOKEN are refusals: nothing changes, nothing is answered, the
+ * packet is counted (REFUSED_ADDRESS, REFUSED_TOKEN). The check is for a
+ * worker of the job only: UnknownJob and BadWorker come first (zebra.p4).
+ * Nothing is written for a datagram not addressed to the switch. */
+control MemberCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool for_switch) {
+
+    Register<bit<1>, member_index_t>(MEMBER_ENTRIES, 0) shown;
+
+    RegisterAction<bit<1>, member_index_t, bit<1>>(shown) show = {
+        void apply(inout bit<1> s, out bit<1> before) {
+            before = s;
+            s = 1;
+        }
+    };
+
+    RegisterAction<bit<1>, member_index_t, bit<1>>(shown) look = {
+        void apply(inout bit<1> s, out bit<1> before) {
+            before = s;
+        }
+    };
+
+    bool pinned;
+    bool at_pin;
+    bool right;
+    bit<1> shown_before;
+    member_index_t index;
+
+    action slot_pinned() {
+        pinned = true;
+    }
+
+    action slot_free() {
+        pinned = false;
+    }
+
+    /* One entry per pinned worker, written by the controller from the
+     * worker's first DIGEST_WORKER and kept while the job runs. */
+    table pins {
+        key = {
+            ig_md.job.index : exact;
+            hdr.hot.worker  : exact;
+        }
+        actions = {
+            slot_pinned;
+            @defaultonly slot_free;
+        }
+        const default_action = slot_free;
+        size = MEMBER_ENTRIES;
+    }
+
+    action from_pin() {
+        at_pin = true;
+    }
+
+    action elsewhere() {
+        at_pin = false;
+    }
+
+    /* The same slots with their pinned address. */
+    table members {
+        key = {
+            ig_md.job.index   : exact;
+            hdr.hot.worker    : exact;
+            hdr.ipv4.src_addr : exact;
+            hdr.udp.src_port  : exact;
+        }
+        actions = {
+            from_pin;
+            @defaultonly elsewhere;
+        }
+        const default_action = elsewhere;
+        size = MEMBER_ENTRIES;
+    }
+
+    action token_right() {
+        right = true;
+    }
+
+    action token_wrong() {
+        right = false;
+    }
+
+    /* (job, the job's token): a hit is a packet showing the right token. The
+     * token is key, not action data, for the same reason. */
+    table tokens {
+        key = {
+            ig_md.job_id  : exact;
+            hdr.hot.token : exact;
+        }
+        actions = {
+            token_right;
+            @defaultonly token_wrong;
+        }
+        const default_action = token_wrong;
+        size = MAX_JOBS;
+    }
+
+    action member_is(member_t m) {
+        ig_md.member = m;
+    }
+
+    table decide {
+        key = {
+            pinned          : exact;
+            at_pin          : ternary;
+            right           : ternary;
+            ig_md.job.keyed : ternary;
+            shown_before    : ternary;
+        }
+        actions = {
+            member_is;
+        }
+        const entries = {
+            (false, _, false, 1, _)    : member_is(member_t.TOKEN);
+            (false, _, _, _, _)        : member_is(member_t.UNPINNED);
+            (true, false, _, _, _)     : member_is(member_t.ADDRESS);
+            (true, true, true, _, _)   : member_is(member_t.OK);
+            (true, true, false, 1, _)  : member_is(member_t.TOKEN);
+            (true, true, false, _, 1)  : member_is(member_t.TOKEN);
+        }
+        const default_action = member_is(member_t.OK);
+        size = 8;
+    }
+
+    apply {
+        shown_before = 0;
+        tokens.apply();
+        index = ig_md.job.index ++ hdr.hot.worker[WORKER_BITS - 1:0];
+        pins.apply();
+        members.apply();
+        if (at_pin && for_switch) {
+            if (right) {
+                shown_before = show.execute(index);
+            } else {
+                shown_before = look.execute(index);
+            }
+        }
+        decide.apply();
+    }
+}
+
 /* Is this datagram for the switch? The switch's hot-path address from the
  * settings (`switch = HOST:PORT`); ternary, so that a controller may also
  * accept a subnet. The port was matched by the parser's value set already. */
@@ -160,21 +330,21 @@ control SwitchAddress(in header_t hdr, out bool mine) {
  * into one word by an identity hash, and the pairs that are there; Validate's
  * table matches the two words. */
 control RangeCheck(in header_t hdr, inout ingress_metadata_t ig_md, in bool by_position) {
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) routed_flags;
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) routed_flags;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) routed_present;
-    Hash<bit<32>>(HashAlgorithm_t.IDENTITY) position_flags;
+    Hash<bit<8>>(HashAlgorithm_t.IDENTITY) position_flags;
     Hash<bit<32>>(HashAlgorithm_t.IDENTITY) position_present;
     Hash<bit<16>>(HashAlgorithm_t.IDENTITY) values_present;
 
     apply {
         if (by_position) {
             ig_md.out_flags = position_flags.get({
-                24w0, hdr.pairs[7].index[15:15], hdr.pairs[6].index[15:15], hdr.pairs[5].index[15:15], hdr.pairs[4].index[15:15], hdr.pairs[3].index[15:15], hdr.pairs[2].index[15:15], hdr.pairs[1].index[15:15], hdr.pairs[0].index[15:15]});
+                hdr.pairs[7].index[15:15], hdr.pairs[6].index[15:15], hdr.pairs[5].index[15:15], hdr.pairs[4].index[15:15], hdr.pairs[3].index[15:15], hdr.pairs[2].index[15:15], hdr.pairs[1].index[15:15], hdr.pairs[0].index[15:15]});
             ig_md.routed_mask = position_present.get({
                 24w0, (bit<1>)hdr.pairs[7].isValid(), (bit<1>)hdr.pairs[6].isValid(), (bit<1>)hdr.pairs[5].isValid(), (bit<1>)hdr.pairs[4].isValid(), (bit<1>)hdr.pairs[3].isValid(), (bit<1>)hdr.pairs[2].isValid(), (bit<1>)hdr.pairs[1].isValid(), (bit<1>)hdr.pairs[0].isValid()});
         } else {
             ig_md.out_flags = routed_flags.get({
-                24w0, hdr.slot_index[7].index[15:15], hdr.slot_index[6].index[15:15], hdr.slot_index[5].index[15:15], hdr.slot_index[4].index[15:15], hdr.slot_index[3].index[15:15], hdr.slot_index[2].index[15:15], hdr.slot_index[1].index[15:15], hdr.slot_index[0].index[15:15]});
+                hdr.slot_index[7].index[15:15], hdr.slot_index[6].index[15:15], hdr.slot_index[5].index[15:15], hdr.slot_index[4].index[15:15], hdr.slot_index[3].index[15:15], hdr.slot_index[2].index[15:15], hdr.slot_index[1].index[15:15], hdr.slot_index[0].index[15:15]});
             ig_md.routed_mask = routed_present.get({
                 24w0, (bit<1>)hdr.slot_index[7].isValid(), (bit<1>)hdr.slot_index[6].isValid(), (bit<1>)hdr.slot_index[5].isValid(), (bit<1>)hdr.slot_index[4].isValid(), (bit<1>)hdr.slot_index[3].isValid(), (bit<1>)hdr.slot_index[2].isValid(), (bit<1>)hdr.slot_index[1].isValid(), (bit<1>)hdr.slot_index[0].isValid()});
             ig_md.value_mask = values_present.get({
@@ -253,14 +423,14 @@ control Validate(in header_t hdr, inout ingress_metadata_t ig_md) {
             (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 30 &&& 32w1 << 30, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
             (true, _, _, _, _, _, _, _, _, _, _, 32w1 << 31 &&& 32w1 << 31, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
             (true, _, _, _, _, _, _, _, _, _, 0x8000 &&& 0x8000, _, true, _, _) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 0 &&& 32w1 << 0, 32w1 << 0 &&& 32w1 << 0) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 1 &&& 32w1 << 1, 32w1 << 1 &&& 32w1 << 1) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 2 &&& 32w1 << 2, 32w1 << 2 &&& 32w1 << 2) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 3 &&& 32w1 << 3, 32w1 << 3 &&& 32w1 << 3) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 4 &&& 32w1 << 4, 32w1 << 4 &&& 32w1 << 4) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 5 &&& 32w1 << 5, 32w1 << 5 &&& 32w1 << 5) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 6 &&& 32w1 << 6, 32w1 << 6 &&& 32w1 << 6) : reason_is(fallback_reason_t.OUT_OF_RANGE);
-            (true, _, _, _, _, _, _, _, _, _, _, _, false, 32w1 << 7 &&& 32w1 << 7, 32w1 << 7 &&& 32w1 << 7) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 0 &&& 8w1 << 0, 32w1 << 0 &&& 32w1 << 0) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 1 &&& 8w1 << 1, 32w1 << 1 &&& 32w1 << 1) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 2 &&& 8w1 << 2, 32w1 << 2 &&& 32w1 << 2) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 3 &&& 8w1 << 3, 32w1 << 3 &&& 32w1 << 3) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 4 &&& 8w1 << 4, 32w1 << 4 &&& 32w1 << 4) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 5 &&& 8w1 << 5, 32w1 << 5 &&& 32w1 << 5) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 6 &&& 8w1 << 6, 32w1 << 6 &&& 32w1 << 6) : reason_is(fallback_reason_t.OUT_OF_RANGE);
+            (true, _, _, _, _, _, _, _, _, _, _, _, false, 8w1 << 7 &&& 8w1 << 7, 32w1 << 7 &&& 32w1 << 7) : reason_is(fallback_reason_t.OUT_OF_RANGE);
         }
         const default_action = reason_is(fallback_reason_t.ADDED);
         size = 80;

@@ -44,6 +44,7 @@ control Ingress(
     Forward() forward;
     ToCpu() to_cpu;
     JobCheck() job_check;
+    MemberCheck() member_check;
     BiasRoutedRanks() bias_routed;
     BiasPositionalRanks() bias_positional;
     RangeCheck() range_check;
@@ -55,6 +56,7 @@ control Ingress(
     RoundState() round_state;
     AdmissionOutcome() admission_outcome;
     FirstOpened() first_opened;
+    NewestRound() newest_round;
     SeenRecords() seen_records;
 #ifdef ZEBRA_LNS
     LnsValues() lns_values;
@@ -70,6 +72,7 @@ control Ingress(
 
     bool resend;
     bool before_first;
+    bool far;
     round_op_t round_op;
     fallback_reason_t admission;
     bool write_record;
@@ -153,6 +156,7 @@ control Ingress(
         write_record = false;
         admission = fallback_reason_t.ADDED;
         before_first = false;
+        far = false;
         closed = false;
         read_worker = 0;
         last_row = 0;
@@ -160,8 +164,13 @@ control Ingress(
         finish = 0;
         resend = (hdr.hot.flags & HOT_FLAG_RETX) != 0;
 
-        /* 2. The job (and worker). */
+        /* 2. The job (and worker), and whether the packet comes from the
+         * worker's pinned address with a token it may show. */
         job_check.apply(hdr, ig_md, ig_md.job_id);
+        ig_md.member = member_t.OK;
+        if (ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) {
+            member_check.apply(hdr, ig_md, ig_md.for_switch);
+        }
         /* A READOUT row (a CLOSE reads row 0 of readout_rows): the worker
          * whose progress egress reads, and whether it is the last row. */
         if (ig_md.pass == pass_t.READOUT) {
@@ -212,19 +221,22 @@ control Ingress(
             validate.apply(hdr, ig_md);
         }
 
-        /* 5. The round state: admit a HOT packet (peek only, for one that may
-         * not open its round: Unopened), close, release. */
+        /* 5. The round state: admit a HOT packet of a member (peek only, for
+         * one that may not open its round: Unopened; nothing for one far
+         * ahead of the job's newest round: FarAhead), close, release. */
         round_op = round_op_t.NONE;
         if ((ig_md.pass == pass_t.FAST || ig_md.pass == pass_t.CHECK) && ig_md.for_switch && !ig_md.malformed
-                && ig_md.pairs_low == ig_md.pairs_left && ig_md.reason == fallback_reason_t.ADDED) {
+                && ig_md.pairs_low == ig_md.pairs_left && ig_md.reason == fallback_reason_t.ADDED
+                && ig_md.member == member_t.OK) {
             first_opened.apply(ig_md.job.index, ig_md.round, resend, before_first);
+            newest_round.apply(ig_md.job.index, ig_md.round, ig_md.far_floor, resend, far);
             round_op = round_op_t.HOT;
         } else if ((ig_md.pass == pass_t.CLOSE || ig_md.pass == pass_t.FLUSH) && ig_md.job_known) {
             round_op = round_op_t.CLOSE;
         } else if (ig_md.pass == pass_t.RELEASE && ig_md.job_known) {
             round_op = round_op_t.RELEASE;
         }
-        round_state.apply(round_op, resend, before_first, ig_md.rs_index, ig_md.round,
+        round_state.apply(round_op, resend, before_first, far, ig_md.rs_index, ig_md.round,
                           ig_md.seen);
         closed = round_op == round_op_t.CLOSE && ig_md.seen == ig_md.round;
 
@@ -232,8 +244,8 @@ control Ingress(
         if (round_op == round_op_t.HOT) {
             admission_outcome.apply(ig_md.seen, ig_md.round, before_first, resend, admission, write_record);
         }
-        seen_records.apply(ig_md.rec_index, ig_md.record_key, admission, round_op == round_op_t.HOT, write_record,
-                           ig_md.record_before);
+        seen_records.apply(ig_md.rec_index, ig_md.record_key, admission, round_op == round_op_t.HOT && !far,
+                           write_record, ig_md.record_before);
 
         /* 7. The verdict on a HOT packet, and what the registers (in egress)
          * do: exactly one action each. */
@@ -244,10 +256,24 @@ control Ingress(
             } else if (ig_md.pairs_low != ig_md.pairs_left) {
                 ig_md.verdict = verdict_t.RESUBMIT;
                 ig_md.stat = (bit<8>)stat_t.RESUBMITS;
+            } else if (ig_md.worker_known && ig_md.member == member_t.UNPINNED) {
+                ig_md.verdict = verdict_t.DROP;
+                ig_md.stat = (bit<8>)stat_t.UNPINNED;
+            } else if (ig_md.worker_known && ig_md.member == member_t.ADDRESS) {
+                ig_md.verdict = verdict_t.DROP;
+                ig_md.stat = (bit<8>)stat_t.REFUSED_ADDRESS;
+            } else if (ig_md.worker_known && ig_md.member == member_t.TOKEN) {
+                ig_md.verdict = verdict_t.DROP;
+                ig_md.stat = (bit<8>)stat_t.REFUSED_TOKEN;
             } else if (ig_md.reason != fallback_reason_t.ADDED) {
                 ig_md.verdict = verdict_t.ANSWER;
                 respond = 1;
                 ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)ig_md.reason;
+            } else if (far) {
+                ig_md.verdict = verdict_t.ANSWER;
+                respond = 1;
+                ig_md.reason = fallback_reason_t.FAR_AHEAD;
+                ig_md.stat = (bit<8>)stat_t.FALLBACK_BASE + (bit<8>)fallback_reason_t.FAR_AHEAD;
             } else if (ig_md.record_before == 0) {
                 if (admission != fallback_reason_t.ADDED) {
                     ig_md.verdict = verdict_t.ANSWER;
@@ -334,11 +360,13 @@ control Ingress(
             } else {
                 drop();
             }
-            /* Answered for a worker of the job (as the model learns) from an
-             * address its entry does not hold: tell the controller. */
-            if (ig_md.moved && ig_md.worker_known
-                    && (ig_md.verdict == verdict_t.ANSWER || ig_md.verdict == verdict_t.ADD
-                        || ig_md.verdict == verdict_t.CONTINUE)) {
+            /* A worker of the job not pinned yet (the controller pins it),
+             * or answered (as the model learns) from an address its route
+             * does not hold (another ingress port or MAC: the pinned IPv4
+             * address and UDP port are checked above): tell the controller. */
+            if (ig_md.worker_known && (ig_md.member == member_t.UNPINNED
+                    || (ig_md.moved && (ig_md.verdict == verdict_t.ANSWER || ig_md.verdict == verdict_t.ADD
+                                        || ig_md.verdict == verdict_t.CONTINUE)))) {
                 ig_dprsr_md.digest_type = DIGEST_WORKER;
             }
         } else if (ig_md.pass == pass_t.CONT) {

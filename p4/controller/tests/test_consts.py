@@ -62,7 +62,7 @@ class AgainstP4(unittest.TestCase):
         for name in [
             "REGISTERS", "REGISTER_BITS", "REGISTER_ENTRIES", "SLOT_BITS", "PAIRS_PER_PASS",
             "MAX_WORKERS", "WORKER_BITS", "MAX_COPIES", "COPY_BITS", "MAX_JOBS", "RECORD_ENTRIES", "COVER_ENTRIES",
-            "ROUND_BITS", "STATS", "MAX_SERVERS", "UPDATE_SERVER_ENTRIES", "UPDATE_WORKER_ENTRIES",
+            "ROUND_BITS", "STATS", "MAX_SERVERS", "UPDATE_SERVER_ENTRIES", "UPDATE_WORKER_ENTRIES", "MEMBER_ENTRIES",
         ]:
             self.assertEqual(getattr(consts, "P4_" + name), p4[name], name)
         for name in ["ROUND_FREE", "ROUND_DRAINING", "ROUND_FLAGS", "ROUND_BUSY", "SLOT_UNTOUCHED", "CTL_FLAG_FLUSHED", "CTL_FLAG_CLOSED",
@@ -75,11 +75,14 @@ class AgainstP4(unittest.TestCase):
         for name, value in kinds.items():
             self.assertEqual(getattr(consts.CtlKind, name), value, name)
         stats = p4_enum("stat_t")
-        self.assertEqual(consts.STATS, list(stats), "stat_t in order")
-        self.assertEqual(list(stats.values()), list(range(len(stats) - 1)) + [consts.FALLBACK_BASE])
+        self.assertEqual(consts.STATS + consts.MEMBER_STATS, list(stats), "stat_t in order")
+        member = len(consts.MEMBER_STATS)
+        self.assertEqual(list(stats.values()),
+                         list(range(len(consts.STATS) - 1)) + [consts.FALLBACK_BASE]
+                         + list(range(consts.MEMBER_STATS_BASE, consts.MEMBER_STATS_BASE + member)))
         reasons = p4_enum("fallback_reason_t")
         self.assertEqual(consts.FALLBACK_REASONS, [k for k in reasons if k != "ADDED"])
-        self.assertEqual(consts.FALLBACK_BASE + len(consts.FALLBACK_REASONS) < consts.P4_STATS, True)
+        self.assertEqual(consts.MEMBER_STATS_BASE + member, consts.P4_STATS, "STATS counts every stat_t")
 
 
 if __name__ == "__main__":

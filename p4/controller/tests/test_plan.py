@@ -39,7 +39,7 @@ class SampleJob(unittest.TestCase):
         self.assertEqual(d, {
             "index": 0, "workers": 4, "hot_keys": 1000, "max_udp_len": 200, "max_seqs": 4096, "fixed": 1,
             "copy_mask": 1, "region_base": 0, "readout_rows": 125, "lns_profile": 0, "lns_saturate": 0,
-            "servers": 2, "max_update_len": 8 + 1472,
+            "servers": 2, "max_update_len": 8 + 1472, "keyed": 0, "far_bound": consts.DEFAULT_MAX_ROUND_AHEAD + 1,
         })
 
     def test_copies_and_workers(self):

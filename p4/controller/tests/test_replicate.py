@@ -1,7 +1,8 @@
 """The pull half's control plane (replicate.p4): workers learned from the
 pipeline's digests into the (job, worker) tables, PRE nodes and the jobs'
 multicast groups; servers from their REGISTERs and the settings; a worker
-seen elsewhere moved, a job removed, the switch reset. Two jobs (7 and 8,
+seen on another port or MAC moved, a worker seen at another address than
+its pinned one refused, a job removed, the switch reset. Two jobs (7 and 8,
 one per PS-lite server that owns a hot key) on a FakeBackend."""
 
 import shutil
@@ -22,6 +23,7 @@ MAC1, MAC2 = 0x0CC47A000001, 0x0CC47A000002      # routed to ports 1 and 2 (port
 W0 = Peer(1, MAC1, 0x0A000011, 40000)
 W1 = Peer(2, MAC2, 0x0A000012, 40001)
 W1_MOVED = Peer(1, MAC1, 0x0A000013, 40002)
+W1_RELINKED = Peer(1, MAC1, W1.ip, W1.udp_port)
 
 
 def register(job, server, ip, port, mac):
@@ -99,22 +101,32 @@ class TwoJobs(unittest.TestCase):
         self.assertEqual(len(self.b.calls), calls, "until the entry is in, every packet of the worker digests")
         self.assertEqual(self.r.repeated, 1)
 
-    def test_a_worker_seen_elsewhere_replaces_its_entries(self):
+    def test_a_worker_on_another_port_replaces_its_entries(self):
         self.learn(7, 0, W0)
         self.learn(7, 1, W1)
-        self.learn(7, 1, W1_MOVED)
+        self.learn(7, 1, W1_RELINKED)
         workers = [(k, d) for k, _, d in self.b.entries(P.UPDATE_WORKERS) if k["hdr.zebra.job"] == 7]
         self.assertEqual(len(workers), 2, "replaced, not added")
-        self.assertEqual(destinations(self.b, 7), {at(W0), at(W1_MOVED)})
-        self.assertEqual(destinations(self.b, 7, target=1), {at(W1_MOVED)})
+        self.assertEqual(destinations(self.b, 7), {at(W0), at(W1_RELINKED)})
+        self.assertEqual(destinations(self.b, 7, target=1), {at(W1_RELINKED)})
         self.assertEqual(self.b.replicas(1), [(0, 1), (1, 1)], "the node follows the worker to port 1")
         self.assertEqual(len(self.b.groups[1]), 2)
         self.assertEqual((self.r.learned, self.r.moved), (2, 1))
 
+    def test_a_worker_seen_at_another_address_keeps_its_pinned_one(self):
+        self.learn(7, 0, W0)
+        self.learn(7, 1, W1)
+        calls = len(self.b.calls)
+        self.learn(7, 1, W1_MOVED)
+        self.assertEqual(len(self.b.calls), calls, "nothing written")
+        self.assertEqual(destinations(self.b, 7), {at(W0), at(W1)})
+        self.assertEqual((self.r.learned, self.r.moved), (2, 0))
+        self.assertEqual(self.c.worker_check.pin_refused, 1)
+
     def test_digests_of_strangers(self):
         self.learn(7, 4, W0)
         self.learn(9, 0, W0)
-        self.assertEqual((self.r.refused, self.c.bad_digests), (1, 1))
+        self.assertEqual((self.c.worker_check.refused_rank, self.c.bad_digests), (1, 1))
         self.assertEqual(self.b.entries(P.UPDATE_WORKERS), [])
         self.assertEqual(self.b.nodes, {})
 

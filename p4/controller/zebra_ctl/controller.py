@@ -20,7 +20,7 @@ import secrets
 
 from . import consts
 from . import program as P
-from .controls import Accumulate, Peer, Replicate, RoundState, Stats, all_controls
+from .controls import Accumulate, Peer, Replicate, RoundState, Stats, WorkerCheck, all_controls
 from .cpu import (
     AggregateStore,
     ReadoutAssembler,
@@ -76,6 +76,11 @@ class Controller:
         return next(c for c in self.controls if isinstance(c, cls))
 
     @property
+    def worker_check(self):
+        """The job and member tables' control (workers pinned, digests refused)."""
+        return self._control(WorkerCheck)
+
+    @property
     def replicate(self):
         """The pull half's control (workers and servers it knows, its counts)."""
         return self._control(Replicate)
@@ -110,11 +115,12 @@ class Controller:
         for s in hotpath.server_addrs.values():
             pinned.setdefault(s.job, {})[s.index] = (int(ipaddress.ip_address(s.addr.host)), s.addr.port)
         # A job with a key has its token from the settings (zebra switch
-        # --plan derives it); else the directory draws one.
+        # --plan derives it); else its plan drew one (the pipeline's tables
+        # hold the same).
         self.epoch = secrets.randbits(32) or 1
         self.servers = {
             p.job.id: ServerDirectory(p.job.id, p.job.servers, pinned.get(p.job.id), ports.neighbors,
-                                      epoch=self.epoch, token=p.job.token or None, keyed=p.job.token != 0)
+                                      epoch=self.epoch, token=p.token, keyed=p.keyed)
             for p in plans
         }
         self.store = AggregateStore(proto.aggregate_rto_us, proto.aggregate_max_retries)
@@ -190,7 +196,7 @@ class Controller:
         job = plan.job.id
         self.plans[job] = plan
         self.servers[job] = ServerDirectory(job, plan.job.servers, None, self.ports.neighbors, epoch=self.epoch,
-                                            token=plan.job.token or None, keyed=plan.job.token != 0)
+                                            token=plan.token, keyed=plan.keyed)
         self.assemblers[job] = ReadoutAssembler(plan, self.row_timeout_us)
         self.timers[job] = RoundTimer(plan, proto.round_timeout_us, self.grace_us, max(proto.aggregate_rto_us, 1_000),
                                       cap_us=proto.round_timeout_cap_us)
@@ -276,6 +282,8 @@ class Controller:
             log.debug("worker digest for job %d, not loaded", d["job"])
             return
         peer = Peer(d["port"], d["mac"], d["ip"], d["udp_port"])
+        if not self.worker_check.pin_worker(plan, d["worker"], peer.ip, peer.udp_port):
+            return
         self.replicate.learn_worker(plan, d["worker"], peer)
 
     def _on_datagram(self, now, f):

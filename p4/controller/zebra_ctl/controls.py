@@ -3,7 +3,8 @@ tables, registers and counters its file declares, what a job writes into
 them, and how to clear them.
 
     parsers.p4       Parsers       the hot-path UDP port, the internal ports
-    worker_check.p4  WorkerCheck   jobs, copy offsets, workers, the switch address; records
+    worker_check.p4  WorkerCheck   jobs, copy offsets, workers, the switch address; records;
+                                   the member check (pinned workers, tokens, shown bits)
     round_state.p4   RoundState    round state, progress, completion, coverage
     accumulate.p4    Accumulate    the accumulators and their hit counters
     recirculate.p4   Recirculate   the popcount tables of the conflict check
@@ -78,8 +79,60 @@ class Parsers(Control):
 
 
 class WorkerCheck(Control):
-    tables = (P.JOBS, P.COPY_OFFSETS, P.WORKERS, P.ADDRESSES)
-    registers = (P.RECORDS,)
+    """Also the member check (MemberCheck, docs/SECURITY.md): the job's token
+    in the ingress `tokens` table and in egress's (ack.p4, the answers'), and
+    each worker pinned at the address of its first DIGEST_WORKER (`pins` and
+    `members`), as zebra-proto's Members::check pins at a worker's first
+    packet. A pinned worker keeps its address while the job runs: a digest of
+    it from another address (two addresses racing for a slot before the entry
+    is written) is refused and counted."""
+
+    tables = (P.JOBS, P.COPY_OFFSETS, P.WORKERS, P.ADDRESSES) + tuple(P.MEMBER_TABLES)
+    registers = (P.RECORDS, P.SHOWN)
+
+    def __init__(self, backend):
+        super().__init__(backend)
+        self.pinned = {}          # job id -> {rank: (ip, udp_port)}
+        self.pins = 0             # workers pinned
+        self.pin_refused = 0      # digests of a pinned worker from another address
+        self.refused_rank = 0     # digests of a rank the job does not have
+
+    def clear(self):
+        super().clear()
+        self.pinned = {}
+
+    def pin_worker(self, plan, rank, ip, udp_port):
+        """A DIGEST_WORKER of worker `rank` of `plan`'s job from (ip,
+        udp_port): pins the worker there if it is not pinned yet. True when
+        the worker is pinned at this address (now or before), False for a
+        rank the job does not have or a worker pinned elsewhere."""
+        if rank >= plan.job.workers:
+            self.refused_rank += 1
+            return False
+        known = self.pinned.setdefault(plan.job.id, {})
+        pin = known.get(rank)
+        if pin == (ip, udp_port):
+            return True
+        if pin is not None:
+            self.pin_refused += 1
+            log.warning("job %d worker %d pinned at %s:%d: its digest from %s:%d refused", plan.job.id, rank,
+                        ipaddress.IPv4Address(pin[0]), pin[1], ipaddress.IPv4Address(ip), udp_port)
+            return False
+        # The address first: until `pins` has the slot, its packets stay unpinned (digest, drop).
+        self.backend.table_add(P.MEMBERS, self._member_key(plan, rank, ip, udp_port), "from_pin", {})
+        self.backend.table_add(P.PINS, self._pin_key(plan, rank), "slot_pinned", {})
+        known[rank] = (ip, udp_port)
+        self.pins += 1
+        log.info("job %d worker %d pinned to %s:%d", plan.job.id, rank, ipaddress.IPv4Address(ip), udp_port)
+        return True
+
+    @staticmethod
+    def _pin_key(plan, rank):
+        return {"ig_md.job.index": plan.job_index, "hdr.hot.worker": rank}
+
+    @classmethod
+    def _member_key(cls, plan, rank, ip, udp_port):
+        return dict(cls._pin_key(plan, rank), **{"hdr.ipv4.src_addr": ip, "hdr.udp.src_port": udp_port})
 
     def entries(self, plan):
         proto, job = plan.proto, plan.job
@@ -105,8 +158,13 @@ class WorkerCheck(Control):
                 "lns_saturate": saturate,
                 "servers": job.servers,
                 "max_update_len": 8 + proto.aggregate_size,
+                "keyed": 1 if plan.keyed else 0,
+                # far <=> round > newest + max_round_ahead (round_state.p4, NewestRound)
+                "far_bound": min(proto.max_round_ahead + 1, 0xFFFFFFFF),
             },
         ))
+        out.append((P.TOKENS, {"ig_md.job_id": job.id, "hdr.hot.token": plan.token}, "token_right", {}))
+        out.append((P.ANSWER_TOKENS, {"hdr.zebra.job": job.id}, "token_is", {"token": plan.token}))
         for w in range(job.workers):
             for c in range(proto.copies):
                 out.append((
@@ -119,7 +177,11 @@ class WorkerCheck(Control):
 
     def remove(self, plan):
         super().remove(plan)
+        for rank, (ip, udp_port) in sorted(self.pinned.pop(plan.job.id, {}).items()):
+            self.backend.table_delete(P.PINS, self._pin_key(plan, rank))
+            self.backend.table_delete(P.MEMBERS, self._member_key(plan, rank, ip, udp_port))
         for w in range(plan.job.workers):
+            self.backend.register_reset(P.SHOWN, P.member_index(plan.job_index, w))
             for c in range(plan.copies):
                 base = plan.record_base_of(w, c)
                 for i in range(base, base + plan.proto.max_seqs):
@@ -140,7 +202,7 @@ class WorkerCheck(Control):
 
 
 class RoundState(Control):
-    registers = (P.ROUNDS, P.PROGRESS, P.DONE, P.COVER)
+    registers = (P.ROUNDS, P.PROGRESS, P.DONE, P.COVER, P.FIRSTS, P.NEWEST)
 
     def install(self, plan):
         for c in range(consts.P4_MAX_COPIES):
@@ -153,7 +215,9 @@ class RoundState(Control):
 
     def remove(self, plan):
         """The job index's round state free again, its progress, completion
-        and coverage words zero."""
+        and coverage words zero, and its first and newest rounds (none yet)."""
+        self.backend.register_reset(P.FIRSTS, plan.job_index)
+        self.backend.register_reset(P.NEWEST, plan.job_index)
         for c in range(consts.P4_MAX_COPIES):
             self.backend.register_write(P.ROUNDS, P.round_state_index(plan.job_index, c), P.ROUND_STATE_INITIAL)
             self.backend.register_reset(P.DONE, P.round_state_index(plan.job_index, c))
@@ -417,6 +481,8 @@ class Stats(Control):
         for j, reason in enumerate(consts.FALLBACK_REASONS):
             i = consts.FALLBACK_BASE + 1 + j
             out["FALLBACK_" + reason] = (self.backend.counter_read(P.INGRESS_STATS, i), 0)
+        for j, name in enumerate(consts.MEMBER_STATS):
+            out[name] = (self.backend.counter_read(P.INGRESS_STATS, consts.MEMBER_STATS_BASE + j), 0)
         return out
 
 

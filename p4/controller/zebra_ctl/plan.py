@@ -8,7 +8,8 @@ The table entries themselves are written by the classes of controls.py, one
 per P4 file, from a `JobPlan`.
 """
 
-from dataclasses import dataclass
+import secrets
+from dataclasses import dataclass, field
 
 from . import consts
 
@@ -37,6 +38,15 @@ class JobPlan:
     readout_rows: int
     record_base: int         # first record of the job
     cover_base: int          # first coverage word of the job
+    # The job's membership token (docs/SECURITY.md): from its key (job.token),
+    # else drawn when the job is placed; nonzero. The pipeline's tables and the
+    # CPU's ServerDirectory hold the same one.
+    token: int = field(default=0, compare=False)
+
+    @property
+    def keyed(self):
+        """Whether the token comes from the job's key: required from a member's first datagram."""
+        return self.job.token != 0
 
     @property
     def proto(self):
@@ -218,6 +228,7 @@ def placed_plan(hotpath, ports, job, build, lns_frac_bits, job_index, region_bas
         readout_rows=max(job.region_slots, job.workers),
         record_base=record_base,
         cover_base=cover_base,
+        token=job.token or (secrets.randbits(32) or 1),
     )
 
 

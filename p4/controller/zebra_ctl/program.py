@@ -18,6 +18,10 @@ JOBS = "pipe.Ingress.job_check.jobs"
 COPY_OFFSETS = "pipe.Ingress.job_check.copy_offsets"
 WORKERS = "pipe.Ingress.job_check.workers"
 ADDRESSES = "pipe.Ingress.switch_address.addresses"
+PINS = "pipe.Ingress.member_check.pins"
+MEMBERS = "pipe.Ingress.member_check.members"
+TOKENS = "pipe.Ingress.member_check.tokens"
+ANSWER_TOKENS = "pipe.Egress.answer.tokens"
 PORTS = "pipe.Ingress.switch_ports.ports"
 SESSIONS = "pipe.Egress.mirror_sessions.sessions"
 POPCOUNT = [f"pipe.Ingress.conflict_check.popcount{i}" for i in range(2)]
@@ -37,6 +41,9 @@ RECORDS = "pipe.Ingress.seen_records.records"
 PROGRESS = "pipe.Egress.worker_progress.progress_reg"
 DONE = "pipe.Egress.completion.done_reg"
 COVER = "pipe.Egress.coverage.words"
+FIRSTS = "pipe.Ingress.first_opened.firsts"
+NEWEST = "pipe.Ingress.newest_round.newest"
+SHOWN = "pipe.Ingress.member_check.shown"
 
 
 def sums(register):
@@ -70,6 +77,9 @@ REGISTER_SIZES = {
     PROGRESS: consts.P4_MAX_JOBS * consts.P4_MAX_COPIES * consts.P4_MAX_WORKERS,
     DONE: consts.P4_MAX_JOBS * consts.P4_MAX_COPIES,
     COVER: consts.P4_COVER_ENTRIES,
+    FIRSTS: consts.P4_MAX_JOBS,
+    NEWEST: consts.P4_MAX_JOBS,
+    SHOWN: consts.P4_MEMBER_ENTRIES,
 }
 for _k in range(R):
     REGISTER_SIZES[sums(_k)] = consts.P4_REGISTER_ENTRIES
@@ -78,7 +88,8 @@ for _k in range(R):
 ROUND_STATE_INITIAL = {"lo": 0, "hi": consts.ROUND_FREE}
 
 UPDATE_TABLES = [UPDATE_WORKERS, UPDATE_SERVERS, UPDATE_GROUPS, UPDATE_COPIES]
-TABLES = [JOBS, COPY_OFFSETS, WORKERS, ADDRESSES, L2, UDP_PORTS, INTERNAL_PORTS] + POPCOUNT + UPDATE_TABLES
+MEMBER_TABLES = [PINS, MEMBERS, TOKENS, ANSWER_TOKENS]
+TABLES = [JOBS, COPY_OFFSETS, WORKERS, ADDRESSES] + MEMBER_TABLES + [L2, UDP_PORTS, INTERNAL_PORTS] + POPCOUNT + UPDATE_TABLES
 LNS_TABLES = [t for k in range(R) for t in (lns_hi(k), lns_lo(k))]
 COUNTERS = [INGRESS_STATS, EGRESS_STATS] + [hits(k) for k in range(R)]
 
@@ -89,6 +100,11 @@ def round_state_index(job_index, copy):
 
 def progress_index(job_index, copy, worker):
     return (round_state_index(job_index, copy) << consts.P4_WORKER_BITS) | worker
+
+
+def member_index(job_index, worker):
+    """A worker's "has shown the token" bit (MemberCheck's member_index_t)."""
+    return (job_index << consts.P4_WORKER_BITS) | worker
 
 
 def mcast_group(job_index):
