@@ -24,7 +24,7 @@
 //! same checks are a table lookup by `(job, role, rank)` returning the pinned
 //! address and the job's token, and one register bit per member for "has
 //! shown the token" (`docs/SECURITY.md`; the control plane does the servers'
-//! part, the pipeline's part is not written yet).
+//! part, `p4/worker_check.p4`'s `MemberCheck` the workers', never compiled).
 
 use std::net::SocketAddr;
 
