@@ -106,6 +106,9 @@ def main(argv=None):
               f"{sum(ctl.admission_refused.values())} REGISTERs refused admission")
         for reason, n in ctl.admission_refused.most_common():
             print(f"    {n:>8}  {reason}")
+    w = ctl.worker_check
+    print(f"  members: {w.pins} workers pinned, {w.pin_refused} digests of a pinned worker from elsewhere, "
+          f"{w.refused_rank} of a rank the job does not have")
     r = ctl.replicate
     print(f"  pull half: {r.learned} workers learned, {r.moved} moved, {r.repeated} repeated digests, "
           f"{r.refused + ctl.bad_digests} refused, {r.unroutable} servers without a route")
