@@ -5,7 +5,9 @@ by veths (unshaped), the order alternating between repetitions.
 
 1. Transport (rust/zebra-engine/examples/netns_perf.rs, one veth pair): ZMTP throughput
    of an engine DEALER to a libzmq ROUTER, and UDP datagrams of 192 bytes (the paper's
-   hot-path packet size) sent as fast as the sender goes.
+   hot-path packet size) sent as fast as the sender goes; and the same datagrams as
+   prebuilt frames on the DPDK port alone (`pmd`, no stack): the PMD's raw rate, which
+   the stack's rate is measured against in the same run.
 2. PS-lite test_benchmark goodput (BytePS PS-lite, PUSH_PULL, 1 server, 2 workers), all on
    Zebra's engine: `on` (kernel TCP) against `on@dpdk` (every process on its own stack);
    the real libzmq (kernel) beside them as the reference.
@@ -42,29 +44,47 @@ def log(msg):
 
 
 def transport(args, out):
-    """netns_perf over the kernel and over DPDK, alternating; returns per-mode lists."""
+    """netns_perf over the kernel, over DPDK, and the PMD's raw rate (`pmd`: prebuilt UDP frames on the
+    DPDK port alone, no stack), alternating; returns per-mode lists (`pmd`: UDP only)."""
     subprocess.run(["cargo", "build", "--release", "--quiet", "--manifest-path", os.path.join(ROOT, "Cargo.toml"),
                     "-p", "zebra-engine", "--features", "dpdk", "--example", "netns_perf"], check=True)
     binary = os.path.join(os.environ.get("CARGO_TARGET_DIR", os.path.join(ROOT, "target")),
                           "release", "examples", "netns_perf")
-    got = {m: {"zmtp_mb_s": [], "udp_pkt_s": [], "udp_received_pct": [], "clean": []} for m in ("kernel", "dpdk")}
+    modes = ["kernel", "dpdk", "pmd"]
+    got = {m: {"zmtp_mb_s": [], "udp_pkt_s": [], "udp_received_pct": [], "clean": [], "rep": []} for m in modes}
     for rep in range(1, args.repeats + 1):
-        for mode in alternate(["kernel", "dpdk"], rep):
+        for mode in alternate(modes, rep):
             res = subprocess.run([binary, mode, str(args.messages), str(args.size), str(args.datagrams)],
                                  capture_output=True, text=True, env=clean_env(), timeout=600)
             with open(os.path.join(out, "logs", f"transport-{mode}-{rep}.log"), "w") as f:
                 f.write(res.stdout + res.stderr)
             z, u = ZMTP.search(res.stdout), UDP.search(res.stdout)
-            if res.returncode != 0 or not z or not u:
+            if res.returncode != 0 or not u or (mode != "pmd" and not z):
                 log(f"transport {mode} repetition {rep} failed: {(res.stderr or res.stdout).strip()[-300:]}")
                 continue
             g = got[mode]
-            g["zmtp_mb_s"].append(float(z.group(2)))
+            if z:
+                g["zmtp_mb_s"].append(float(z.group(2)))
             g["udp_pkt_s"].append(float(u.group(2)))
             g["udp_received_pct"].append(float(u.group(3)))
             g["clean"].append(bool(CLEAN.search(res.stdout)))
-            log(f"transport {mode} {rep}: ZMTP {z.group(2)} MB/s, UDP sent {float(u.group(2)):,.0f} pkt/s")
+            g["rep"].append(rep)
+            log(f"transport {mode} {rep}: " + (f"ZMTP {z.group(2)} MB/s, " if z else "")
+                + f"UDP sent {float(u.group(2)):,.0f} pkt/s")
     return got
+
+
+def against_pmd(t):
+    """The stack's datagram rate over the PMD's raw rate, per repetition where both ran, and the text."""
+    pmd = dict(zip(t["pmd"]["rep"], t["pmd"]["udp_pkt_s"]))
+    per = [d / pmd[r] for r, d in zip(t["dpdk"]["rep"], t["dpdk"]["udp_pkt_s"]) if pmd.get(r)]
+    return (f"The stack against the PMD's raw rate, same run (`pmd`: the same 192-byte datagrams as prebuilt "
+            f"frames handed to the DPDK port's transmit path alone, no stack; sent rate): PMD "
+            f"{fmt(median(t['pmd']['udp_pkt_s']), ',.0f')} pkt/s, stack {fmt(median(t['dpdk']['udp_pkt_s']), ',.0f')} "
+            f"pkt/s; stack / PMD median {fmt(median(per), '.2f')}x (per repetition "
+            f"{', '.join(f'{x:.2f}' for x in per) or '-'}); received by the kernel socket: PMD "
+            f"{fmt(median(t['pmd']['udp_received_pct']), '.1f')} %, stack "
+            f"{fmt(median(t['dpdk']['udp_received_pct']), '.1f')} %.\n")
 
 
 def pslite(args, out):
@@ -152,6 +172,7 @@ def main():
 
     results = {}
     rows = []
+    after = ""
     if "transport" in parts:
         t = results["transport"] = transport(args, out)
         rows.append(row(f"ZMTP throughput, engine DEALER -> libzmq ROUTER, {args.size} B messages",
@@ -160,6 +181,7 @@ def main():
                         "pkt/s", ",.0f"))
         rows.append(row("  of them received by a kernel socket", t["kernel"]["udp_received_pct"],
                         t["dpdk"]["udp_received_pct"], "%", ".1f"))
+        after = "\n" + against_pmd(t)
     if "pslite" in parts:
         ps = results["pslite"] = pslite(args, out)
         rows.append(row(f"PS-lite test_benchmark goodput, {args.value_bytes} B values, Zebra's engine",
@@ -178,7 +200,7 @@ def main():
             f"{args.repeats} repetitions alternating, medians; measured {time.strftime('%Y-%m-%d %H:%M')} with "
             f"`{' '.join(['scripts/bench-net.py'] + sys.argv[1:])}`:\n\n"
             "| workload | kernel | DPDK (smoltcp) | DPDK / kernel | runs ok (kernel/DPDK) |\n|---|---|---|---|---|\n"
-            + "\n".join(rows) + "\n")
+            + "\n".join(rows) + "\n" + after)
     with open(os.path.join(out, "table.md"), "w") as f:
         f.write(text)
     print("\n" + text)

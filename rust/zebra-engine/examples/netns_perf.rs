@@ -2,7 +2,11 @@
 //! smoltcp on a raw socket, and over smoltcp on DPDK's af_packet PMD, across a veth pair
 //! between two network namespaces (`scripts/netns-perf.sh` runs all three in one go).
 //!
-//!   netns_perf kernel|raw|dpdk MESSAGES SIZE DATAGRAMS
+//!   netns_perf kernel|raw|dpdk|pmd MESSAGES SIZE DATAGRAMS
+//!
+//! `pmd`: no stack and no ZMTP, only the UDP datagrams, as prebuilt frames handed to the
+//! DPDK port's transmit path directly (`zebra_net::blast`): the PMD's raw rate, against
+//! which the `dpdk` run's datagrams are measured.
 //!
 //! ZMTP: an engine DEALER in the first namespace sends MESSAGES messages of SIZE bytes to
 //! a libzmq ROUTER in the kernel's namespace, which answers once when it has them all.
@@ -23,7 +27,7 @@ const DATAGRAM: usize = 192;
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "usage: netns_perf kernel|raw|dpdk MESSAGES SIZE DATAGRAMS";
+    let usage = "usage: netns_perf kernel|raw|dpdk|pmd MESSAGES SIZE DATAGRAMS";
     let [_, mode, messages, size, datagrams] = &args[..] else {
         eprintln!("{usage}");
         std::process::exit(2);
@@ -37,6 +41,10 @@ fn main() {
         std::process::exit(2);
     };
     let pair = Pair::up("p", 4);
+    if mode == "pmd" {
+        pmd(&pair, datagrams);
+        return;
+    }
     let stack = match mode.as_str() {
         "kernel" => {
             let cidr = format!("{}/24", pair.stack_ip);
@@ -111,27 +119,7 @@ fn main() {
     ctx.terminate().unwrap();
 
     let udp_port = port + 1;
-    let counter = pair.in_kernel(move || {
-        let sock = std::net::UdpSocket::bind((kernel_ip, udp_port)).unwrap();
-        sock.set_read_timeout(Some(Duration::from_millis(500)))
-            .unwrap();
-        let mut buf = [0u8; 2048];
-        let mut n = 0usize;
-        let mut first = None;
-        let mut last = Instant::now();
-        while n < datagrams {
-            match sock.recv(&mut buf) {
-                Ok(_) => {
-                    last = Instant::now();
-                    first.get_or_insert(last);
-                    n += 1;
-                }
-                Err(_) if first.is_some() => break,
-                Err(_) => {}
-            }
-        }
-        (n, first.map_or(0.0, |f| (last - f).as_secs_f64()))
-    });
+    let counter = count_datagrams(&pair, udp_port, datagrams);
     std::thread::sleep(Duration::from_millis(100));
     let to = SocketAddrV4::new(kernel_ip, udp_port);
     let payload = [5u8; DATAGRAM];
@@ -159,12 +147,7 @@ fn main() {
     }
     let send_secs = started.elapsed().as_secs_f64();
     let (received, recv_secs) = counter.join().unwrap();
-    println!(
-        "{mode}: udp {datagrams} x {DATAGRAM} B: sent at {:.0} pkt/s, {received} received ({:.1} %) at {:.0} pkt/s",
-        datagrams as f64 / send_secs,
-        received as f64 * 100.0 / datagrams as f64,
-        received as f64 / recv_secs.max(1e-9)
-    );
+    print_udp(mode, datagrams, send_secs, received, recv_secs);
     if let Some(stack) = stack {
         let stats = stack.stats();
         println!(
@@ -186,4 +169,72 @@ fn main() {
             }
         }
     }
+}
+
+/// The PMD's raw rate: the same datagrams as prebuilt frames on the DPDK port alone.
+fn pmd(pair: &Pair, datagrams: usize) {
+    let udp_port = 30_000 + (std::process::id() % 20_000) as u16 + 1;
+    let counter = count_datagrams(pair, udp_port, datagrams);
+    std::thread::sleep(Duration::from_millis(100));
+    let to_mac = pair.kernel_mac().expect("the kernel veth's MAC");
+    sys::enter_netns(&pair.stack_ns()).expect("enter the stack namespace");
+    let cfg = zebra_net::StackConfig::new(
+        Backend::Dpdk {
+            eal_args: af_packet_args(&pair.stack_iface(), &pair.name),
+        },
+        pair.stack_ip,
+        24,
+    );
+    let to = SocketAddrV4::new(pair.kernel_ip, udp_port);
+    let b = zebra_net::blast::blast(&cfg, to_mac, to, udp_port, DATAGRAM, datagrams as u64)
+        .unwrap_or_else(|e| {
+            println!("pmd: {e}");
+            std::process::exit(1);
+        });
+    let (received, recv_secs) = counter.join().unwrap();
+    print_udp("pmd", datagrams, b.secs, received, recv_secs);
+    println!(
+        "pmd: port frames tx {} dropped {}; shutdown clean (no mbuf in use, EAL cleaned up)",
+        b.sent, b.dropped
+    );
+}
+
+/// A kernel UDP socket on `udp_port` in the kernel's namespace counting up to
+/// `datagrams` datagrams: how many came, over how many seconds from the first.
+fn count_datagrams(
+    pair: &Pair,
+    udp_port: u16,
+    datagrams: usize,
+) -> std::thread::JoinHandle<(usize, f64)> {
+    let kernel_ip = pair.kernel_ip;
+    pair.in_kernel(move || {
+        let sock = std::net::UdpSocket::bind((kernel_ip, udp_port)).unwrap();
+        sock.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut buf = [0u8; 2048];
+        let mut n = 0usize;
+        let mut first = None;
+        let mut last = Instant::now();
+        while n < datagrams {
+            match sock.recv(&mut buf) {
+                Ok(_) => {
+                    last = Instant::now();
+                    first.get_or_insert(last);
+                    n += 1;
+                }
+                Err(_) if first.is_some() => break,
+                Err(_) => {}
+            }
+        }
+        (n, first.map_or(0.0, |f| (last - f).as_secs_f64()))
+    })
+}
+
+fn print_udp(mode: &str, datagrams: usize, send_secs: f64, received: usize, recv_secs: f64) {
+    println!(
+        "{mode}: udp {datagrams} x {DATAGRAM} B: sent at {:.0} pkt/s, {received} received ({:.1} %) at {:.0} pkt/s",
+        datagrams as f64 / send_secs,
+        received as f64 * 100.0 / datagrams as f64,
+        received as f64 / recv_secs.max(1e-9)
+    );
 }

@@ -15,6 +15,7 @@
 //! `unsafe` lives in [`sys`] (eventfd, `AF_PACKET`, `ppoll`, `setns`) and the DPDK device,
 //! each block with its invariant in a `// SAFETY:` comment.
 
+pub mod blast;
 mod config;
 mod device;
 mod neighbours;

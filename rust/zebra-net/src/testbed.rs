@@ -74,6 +74,31 @@ impl Pair {
         words.next().map(str::to_owned)
     }
 
+    /// The Ethernet address of the kernel's end of the veth.
+    pub fn kernel_mac(&self) -> Option<[u8; 6]> {
+        let out = Command::new("ip")
+            .args([
+                "-n",
+                &self.kernel_ns(),
+                "-o",
+                "link",
+                "show",
+                "dev",
+                &format!("{}-k0", self.name),
+            ])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let mut words = text.split_whitespace();
+        words.find(|&w| w == "link/ether")?;
+        let mut mac = [0u8; 6];
+        let mut parts = words.next()?.split(':');
+        for b in &mut mac {
+            *b = u8::from_str_radix(parts.next()?, 16).ok()?;
+        }
+        Some(mac)
+    }
+
     /// The stack's device in the tests of the crates above: DPDK's af_packet PMD on the
     /// stack's interface when `dpdk` (their `dpdk` feature), else a raw socket on it.
     pub fn backend(&self, dpdk: bool) -> Backend {
