@@ -68,5 +68,19 @@ pub use sync::{EarlyAnswer, EarlyAnswerStats, EarlyAnswers, SyncMode};
 pub use worker::{FromServer, Outgoing, SettleMessage, SplitPush, WorkerAgent};
 pub use worker_pull::{PullAgent, PullAgentStats, PullSend};
 
+use bytes::Bytes;
+
 /// A multipart message: its frames in order.
 pub type Frames = Vec<Vec<u8>>;
+
+/// A multipart message as the engine gives it, each frame shared rather
+/// than copied: the server's receive path ([`ServerAgent::on_recv`]) keeps
+/// the frames as they came, so a message the agent passes on reaches the
+/// app without a copy, and a push it holds is read where it arrived until
+/// the merge rebuilds it with its hot keys.
+pub type SharedFrames = Vec<Bytes>;
+
+/// `frames` as [`SharedFrames`], each frame moved, not copied.
+pub fn shared(frames: Frames) -> SharedFrames {
+    frames.into_iter().map(Bytes::from).collect()
+}

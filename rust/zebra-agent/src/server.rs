@@ -44,9 +44,11 @@
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 
+use bytes::Bytes;
 use zebra_proto::{Coverage, Fallback, RoundAggregate, ServerAction, SwitchChoice, Timestamp};
 use zebra_pslite::{
-    node_id, rank_of, role_of, with_kv, Detector, Format, KvData, Message, Role, Route,
+    kv_in_place, node_id, rank_of, role_of, with_kv, Detector, Format, KvData, KvView, Message,
+    Meta, Role, Route, EMPTY,
 };
 
 use crate::config::{AgentConfig, AgentError, Delivery};
@@ -57,7 +59,7 @@ use crate::pull::PullConfig;
 use crate::readback::{ReadBack, ReadBackStats, RoundValues};
 use crate::stats::ServerAgentStats;
 use crate::values::{self, F32_BYTES};
-use crate::Frames;
+use crate::{shared, Frames, SharedFrames};
 
 /// Rounds watched for flushes after an online decision: more than half of
 /// them flushed and the server steps aside.
@@ -72,7 +74,7 @@ const UNSURE_REMEMBERED: usize = 4096;
 pub struct ServerOutput {
     /// Messages for the app, in order, each as the ROUTER would have given
     /// it (sender identity first).
-    pub deliver: Vec<Frames>,
+    pub deliver: Vec<SharedFrames>,
     /// Fallback pairs from a SETTLE: pass each to
     /// `zebra_proto::Server::add_fallback` and feed the actions it returns
     /// back ([`ServerAgent::on_action`]).
@@ -110,12 +112,34 @@ fn pgp(g: &[u8], p: &[f32]) -> Option<f64> {
     })
 }
 
+/// The request of a held push as it came: its meta parsed once, its data
+/// frames the engine's, read in place.
+#[derive(Debug)]
+struct Request {
+    meta: Meta,
+    data: Vec<Bytes>,
+}
+
+impl Request {
+    fn kv(&self) -> zebra_pslite::Result<Option<KvView<'_>>> {
+        let refs: Vec<&[u8]> = self.data.iter().map(|d| &d[..]).collect();
+        kv_in_place(&self.meta, &refs)
+    }
+
+    /// Meta and data frames, as they came.
+    fn to_frames(&self, format: Format) -> zebra_pslite::Result<SharedFrames> {
+        let mut frames = vec![Bytes::from(format.emit(&self.meta)?)];
+        frames.extend(self.data.iter().cloned());
+        Ok(frames)
+    }
+}
+
 #[derive(Debug)]
 struct Held {
     worker: u16,
     trailer: PushTrailer,
-    identity: Vec<u8>,
-    cold: Message,
+    identity: Bytes,
+    cold: Request,
     format: Format,
     arrived: Timestamp,
     /// Pull half: since when only the gate holds it (every other condition
@@ -125,11 +149,11 @@ struct Held {
 
 #[derive(Debug)]
 enum Queued {
-    Plain(Frames),
+    Plain(SharedFrames),
     Push(Box<Held>),
     /// Pull half: a push that came whole with a hot key while workers may
     /// hold copies of the hot rows: delivered once a BREAK has settled.
-    Gated(Frames),
+    Gated(SharedFrames),
 }
 
 #[derive(Debug)]
@@ -425,8 +449,10 @@ impl ServerAgent {
     }
 
     /// A multipart message the ROUTER received (`[sender identity, meta,
-    /// data...]`, or a Zebra message).
-    pub fn on_recv(&mut self, now: Timestamp, frames: Frames) -> ServerOutput {
+    /// data...]`, or a Zebra message), as the engine's `Bytes` (or any
+    /// frames that become `Bytes` without a copy, such as `Vec<u8>`).
+    pub fn on_recv<F: Into<Bytes>>(&mut self, now: Timestamp, frames: Vec<F>) -> ServerOutput {
+        let frames: SharedFrames = frames.into_iter().map(Into::into).collect();
         self.stats.messages += 1;
         self.now = self.now.max(now);
         let mut out = ServerOutput::default();
@@ -479,20 +505,27 @@ impl ServerAgent {
     /// one are a whole PS-lite push request.
     fn parse_push(
         &mut self,
-        frames: &[Vec<u8>],
+        frames: &[Bytes],
     ) -> Option<(
         Result<PushTrailer, crate::frame::FrameError>,
-        Message,
+        Request,
         Format,
     )> {
         let (last, body) = frames.split_last()?;
-        let (format, _) = self.detector.parse(&body[1]).ok()?;
-        let refs: Vec<&[u8]> = body.iter().map(|f| &f[..]).collect();
-        let env = Message::parse_frames(format, Route::RouterRecv, &refs).ok()?;
-        if !env.message.meta.is_push_request() {
+        let (identity, rest) = body.split_first()?;
+        let (meta, data) = rest.split_first()?;
+        let (format, mut meta) = self.detector.parse(meta).ok()?;
+        let refs: Vec<&[u8]> = data.iter().map(|f| &f[..]).collect();
+        Message::check_data(&meta, &refs).ok()?;
+        if !meta.is_push_request() {
             return None;
         }
-        Some((PushTrailer::parse(last), env.message, format))
+        meta.sender = node_id(identity).unwrap_or(EMPTY);
+        let cold = Request {
+            meta,
+            data: data.to_vec(),
+        };
+        Some((PushTrailer::parse(last), cold, format))
     }
 
     fn bad(&mut self, what: std::fmt::Arguments<'_>) {
@@ -504,7 +537,7 @@ impl ServerAgent {
     /// With the pull half: a worker's pull of hot keys is a read-back
     /// template, and a whole push with a hot key waits for a BREAK while
     /// workers may hold copies.
-    fn enqueue(&mut self, frames: Frames, deliver: &mut Vec<Frames>) {
+    fn enqueue(&mut self, frames: SharedFrames, deliver: &mut Vec<SharedFrames>) {
         self.stats.passed += 1;
         let key = SenderKey::of(frames.first().map_or(&[][..], |f| &f[..]));
         if self.pull_sees(&frames) {
@@ -533,7 +566,7 @@ impl ServerAgent {
     }
 
     /// Whether a message from the ROUTER is a KV pull request (not a push).
-    fn is_pull(&mut self, frames: &Frames) -> bool {
+    fn is_pull(&mut self, frames: &SharedFrames) -> bool {
         frames
             .get(1)
             .and_then(|m| self.detector.parse(m).ok())
@@ -544,7 +577,7 @@ impl ServerAgent {
     /// `key`'s sender, with the first `ahead` messages of its queue before
     /// it, may be delivered ahead of them: they are all held pushes, at most
     /// `S` (another pull, a gated or any other message keeps its place).
-    fn may_pass(&mut self, key: &SenderKey, ahead: usize, frames: &Frames) -> bool {
+    fn may_pass(&mut self, key: &SenderKey, ahead: usize, frames: &SharedFrames) -> bool {
         let staleness = self.config.sync.staleness() as usize;
         staleness > 0
             && ahead <= staleness
@@ -557,7 +590,7 @@ impl ServerAgent {
 
     /// Delivers a pull that [`may_pass`](Self::may_pass) `ahead` held
     /// pushes of its sender, counted.
-    fn pass(&mut self, ahead: usize, frames: Frames, deliver: &mut Vec<Frames>) {
+    fn pass(&mut self, ahead: usize, frames: SharedFrames, deliver: &mut Vec<SharedFrames>) {
         self.stats.stale_pulls += 1;
         self.stats.stale_most = self.stats.stale_most.max(ahead as u64);
         self.stats.delivered += 1;
@@ -567,7 +600,7 @@ impl ServerAgent {
     /// Two-stage with staleness `S`: delivers each queued pull that
     /// [`may_pass`](Self::may_pass) what is ahead of it now (pulls in their
     /// order; anything else keeps its place).
-    fn pass_pulls(&mut self, deliver: &mut Vec<Frames>) {
+    fn pass_pulls(&mut self, deliver: &mut Vec<SharedFrames>) {
         if self.config.sync.staleness() == 0 {
             return;
         }
@@ -598,7 +631,7 @@ impl ServerAgent {
     /// Pull half: learns templates from the app's pulls; `true` for a whole
     /// push holding a hot key while workers may hold copies (it must wait
     /// for a BREAK: [`Queued::Gated`]).
-    fn pull_sees(&mut self, frames: &Frames) -> bool {
+    fn pull_sees(&mut self, frames: &SharedFrames) -> bool {
         let Some(p) = &self.pull else {
             return false;
         };
@@ -638,17 +671,19 @@ impl ServerAgent {
     fn hold(
         &mut self,
         now: Timestamp,
-        frames: Frames,
+        frames: SharedFrames,
         trailer: PushTrailer,
-        cold: Message,
+        cold: Request,
         format: Format,
-        deliver: &mut Vec<Frames>,
+        deliver: &mut Vec<SharedFrames>,
     ) {
         let identity = frames[0].clone();
         let sender = SenderKey::of(&identity);
         let w = trailer.worker;
         if sender.rank == w && w < self.config.workers {
-            self.identities.entry(w).or_insert_with(|| identity.clone());
+            self.identities
+                .entry(w)
+                .or_insert_with(|| identity.to_vec());
         }
         let problem = if Some(trailer.job) != self.job {
             Some(format!(
@@ -730,7 +765,7 @@ impl ServerAgent {
     /// Online: counts a push's keys, decides once every worker's first
     /// pushes are in, tells the workers, and, once keys are installed,
     /// steps aside if the workers push slower than they did without.
-    fn count(&mut self, now: Timestamp, t: &PushTrailer, identity: &[u8], cold: &Message) {
+    fn count(&mut self, now: Timestamp, t: &PushTrailer, identity: &[u8], cold: &Request) {
         let Some(census) = &self.census else {
             return;
         };
@@ -1192,7 +1227,7 @@ impl ServerAgent {
 
     /// A `ServerAction` of this server's zebra-proto `Server`: `Round` and
     /// `Apply` are taken; `Send` is the caller's (to the switch).
-    pub fn on_action(&mut self, action: ServerAction) -> Vec<Frames> {
+    pub fn on_action(&mut self, action: ServerAction) -> Vec<SharedFrames> {
         match action {
             ServerAction::Round(agg) => self.on_round(agg),
             ServerAction::Apply(f) => self.on_apply(f),
@@ -1201,7 +1236,7 @@ impl ServerAgent {
     }
 
     /// A round's aggregate (`ServerAction::Round`).
-    pub fn on_round(&mut self, agg: RoundAggregate) -> Vec<Frames> {
+    pub fn on_round(&mut self, agg: RoundAggregate) -> Vec<SharedFrames> {
         let mut deliver = Vec::new();
         if Some(agg.job) != self.job {
             self.bad(format_args!("aggregate of job {}, ignored", agg.job));
@@ -1307,7 +1342,7 @@ impl ServerAgent {
     }
 
     /// Fallback pairs to apply (`ServerAction::Apply`).
-    pub fn on_apply(&mut self, f: Fallback) -> Vec<Frames> {
+    pub fn on_apply(&mut self, f: Fallback) -> Vec<SharedFrames> {
         let mut deliver = Vec::new();
         if Some(f.job) != self.job || f.worker >= self.config.workers {
             self.bad(format_args!(
@@ -1387,7 +1422,7 @@ impl ServerAgent {
 
     /// Delivers held pushes whose wait exceeded `settle_timeout`, and what
     /// queued behind them.
-    pub fn poll(&mut self, now: Timestamp) -> Vec<Frames> {
+    pub fn poll(&mut self, now: Timestamp) -> Vec<SharedFrames> {
         let mut deliver = Vec::new();
         self.now = self.now.max(now);
         self.decide(Some(now));
@@ -1513,7 +1548,7 @@ impl ServerAgent {
 
     /// Pull half: a BREAK from [`take_updates`](Self::take_updates) has
     /// settled at every worker; what waited for it is released.
-    pub fn on_break_settled(&mut self, now: Timestamp) -> Vec<Frames> {
+    pub fn on_break_settled(&mut self, now: Timestamp) -> Vec<SharedFrames> {
         if let Some(p) = &mut self.pull {
             p.breaks_settled += 1;
             p.settle();
@@ -1756,7 +1791,7 @@ impl ServerAgent {
 
     /// Releases every held push that is ready, with what queued behind it,
     /// senders by rank, until nothing moves.
-    fn release(&mut self, deliver: &mut Vec<Frames>) {
+    fn release(&mut self, deliver: &mut Vec<SharedFrames>) {
         loop {
             let mut moved = false;
             let keys: Vec<SenderKey> = self.queues.keys().cloned().collect();
@@ -1795,7 +1830,7 @@ impl ServerAgent {
 
     /// Builds and delivers a held push; `forced` takes values whatever the
     /// ordering gates say.
-    fn deliver_held(&mut self, h: Held, forced: bool, deliver: &mut Vec<Frames>) {
+    fn deliver_held(&mut self, h: Held, forced: bool, deliver: &mut Vec<SharedFrames>) {
         let (w, r) = (h.worker, h.trailer.round);
         let (frames, keys) = match self.merge(&h, forced) {
             Ok(f) => f,
@@ -1834,7 +1869,7 @@ impl ServerAgent {
     /// worker pushed `r` or later, and every push of `r` that came is
     /// out), the pulls that read its hot values back go to the app right
     /// after them.
-    fn read_back(&mut self, r: u32, deliver: &mut Vec<Frames>) {
+    fn read_back(&mut self, r: u32, deliver: &mut Vec<SharedFrames>) {
         if !self.pull_active() || !self.gated_round(r) || !self.arrived.iter().all(|&a| a >= r) {
             return;
         }
@@ -1847,7 +1882,12 @@ impl ServerAgent {
         let keys = std::mem::take(&mut rs.pull_keys);
         let head = rs.pull_head.flatten();
         if let Some(p) = &mut self.pull {
-            deliver.extend(p.readback.after_round(r, head, keys));
+            deliver.extend(
+                p.readback
+                    .after_round(r, head, keys)
+                    .into_iter()
+                    .map(shared),
+            );
         }
     }
 
@@ -1855,7 +1895,7 @@ impl ServerAgent {
     /// the app.
     /// Also returns, with the pull half, the request's keys that are hot
     /// (read back after the round).
-    fn merge(&mut self, h: &Held, forced: bool) -> zebra_pslite::Result<(Frames, Vec<u64>)> {
+    fn merge(&mut self, h: &Held, forced: bool) -> zebra_pslite::Result<(SharedFrames, Vec<u64>)> {
         let cold_view = h.cold.kv()?;
         let shape = match &cold_view {
             Some(v) => Shape {
@@ -1891,7 +1931,7 @@ impl ServerAgent {
         let msg = with_kv(&h.cold.meta, &kv)?;
         let mut frames = Vec::with_capacity(2 + msg.data.len());
         frames.push(h.identity.clone());
-        frames.extend(msg.to_frames(h.format)?);
+        frames.extend(msg.to_frames(h.format)?.into_iter().map(Bytes::from));
         let keys = if self.pull_active() {
             let set = self.set_for(h.trailer.round);
             kv.keys

@@ -27,7 +27,7 @@ use std::ops::RangeInclusive;
 use std::sync::Arc;
 
 use zebra_proto::{Fallback, FallbackCause, RoundSummary, SwitchChoice};
-use zebra_pslite::{with_kv, Command, Detector, KvData, Message};
+use zebra_pslite::{kv_in_place, with_kv, Command, Detector, KvData};
 
 use crate::config::{AgentConfig, AgentError};
 use crate::frame::{HotSetFrame, PushTrailer, Settle, ZebraFrame};
@@ -355,8 +355,10 @@ impl WorkerAgent {
             log::debug!("push not split: {e}");
             Skip::Malformed
         };
-        let msg = Message::parse(format, meta_frame, data).map_err(malformed)?;
-        let view = msg.kv().map_err(malformed)?.ok_or(Skip::NoData)?;
+        // The meta the detector parsed; the data frames read in place.
+        let view = kv_in_place(&meta, data)
+            .map_err(malformed)?
+            .ok_or(Skip::NoData)?;
         if !values::aggregatable(view.val_type(), self.config.other_values) {
             return Err(Skip::ValueType);
         }
@@ -427,7 +429,7 @@ impl WorkerAgent {
         let mut out: Frames = if trailer.hot.is_empty() {
             frames.iter().map(|f| f.to_vec()).collect()
         } else {
-            with_kv(&msg.meta, &cold)
+            with_kv(&meta, &cold)
                 .and_then(|m| m.to_frames(format))
                 .map_err(malformed)?
         };

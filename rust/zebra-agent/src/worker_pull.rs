@@ -24,7 +24,7 @@ use std::collections::HashMap;
 
 use zebra_proto::Timestamp;
 use zebra_pslite::{
-    identity, response, server_answer, server_id, with_kv, DataType, Detector, Format,
+    identity, kv_in_place, response, server_answer, server_id, with_kv, DataType, Detector, Format,
     FormatChoice, KvData, KvView, Message, Meta,
 };
 
@@ -338,9 +338,9 @@ impl PullAgent {
                 .push_sent(server, meta.timestamp, split.map(|(_, round)| round));
             return PullSend::Unchanged;
         }
-        let Ok(msg) = Message::parse(format, meta_frame, data) else {
+        if Message::check_data(&meta, data).is_err() {
             return PullSend::Unchanged;
-        };
+        }
         if self.off.is_some() {
             return PullSend::Unchanged;
         }
@@ -349,7 +349,7 @@ impl PullAgent {
                 self.stats.unknown_shape += 1;
                 self.pending.insert(
                     (server, meta.timestamp),
-                    Pending::new(server, msg.meta.clone(), format, keys, None),
+                    Pending::new(server, meta.clone(), format, keys, None),
                 );
             }
             return PullSend::Unchanged;
@@ -357,9 +357,8 @@ impl PullAgent {
         let plan = self
             .pulls
             .plan(now, since, server, &keys, |k| is_hot(server, k));
-        let mut pending = Pending::new(server, msg.meta.clone(), format, keys, None);
-        pending.request_shape = msg
-            .kv()
+        let mut pending = Pending::new(server, meta.clone(), format, keys, None);
+        pending.request_shape = kv_in_place(&meta, data)
             .ok()
             .flatten()
             .map(|v| (v.val_type(), v.has_lens()));
@@ -371,13 +370,9 @@ impl PullAgent {
                 if held.is_empty() || rest.is_empty() || self.verify > 0 {
                     return PullSend::Wait(until);
                 }
-                let Some(frames) = reduced(
-                    &msg.meta,
-                    format,
-                    &pending.keys,
-                    &rest,
-                    pending.request_shape,
-                ) else {
+                let Some(frames) =
+                    reduced(&meta, format, &pending.keys, &rest, pending.request_shape)
+                else {
                     return PullSend::Wait(until);
                 };
                 pending.awaiting = Some(Awaiting {
@@ -398,7 +393,7 @@ impl PullAgent {
             }
             PullPlan::Local(values) if self.verify > 0 => {
                 let local = values.into_iter().enumerate().collect();
-                self.send_split(pending, &msg.meta, local, Vec::new())
+                self.send_split(pending, &meta, local, Vec::new())
             }
             PullPlan::Local(values) => {
                 let rows: Vec<(usize, Vec<u8>)> = values.into_iter().enumerate().collect();
@@ -416,7 +411,7 @@ impl PullAgent {
                 fill,
             } => {
                 pending.fill = Some(fill);
-                self.send_split(pending, &msg.meta, local, remote)
+                self.send_split(pending, &meta, local, remote)
             }
         }
     }

@@ -8,6 +8,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use bytes::Bytes;
 use common::{captured, every_capture, refs, Captured};
 use zebra_agent::{
     AgentConfig, Delivery, HotSet, KeyRanges, Outgoing, ServerAgent, SplitPush, WorkerAgent,
@@ -71,7 +72,7 @@ fn with_identity(identity: &[u8], frames: &[Vec<u8>]) -> Vec<Vec<u8>> {
         .collect()
 }
 
-fn kv_of(c: &Captured, frames: &[Vec<u8>]) -> KvData {
+fn kv_of<F: AsRef<[u8]>>(c: &Captured, frames: &[F]) -> KvData {
     let env = Message::parse_frames(c.format, Route::RouterRecv, &refs(frames)).unwrap();
     env.message.kv().unwrap().unwrap().to_owned()
 }
@@ -105,6 +106,24 @@ fn round_trip(push: &str, hot_keys: &[(u64, u32)], expect_hot: usize) {
     );
     assert_eq!(s.held(), 0);
     assert_eq!(w.open_rounds(), 0);
+}
+
+/// The server keeps the engine's frames: a message it passes on reaches
+/// the app in the buffers it came in, not a copy of them.
+#[test]
+fn passed_frames_reach_the_app_uncopied() {
+    let c = captured("byteps/push-sent");
+    let mut s = ServerAgent::new(config(1), hot(&[(0x100_0006, 2)]), 0).unwrap();
+    let frames: Vec<Bytes> = c
+        .received_from(b"ps9")
+        .into_iter()
+        .map(Bytes::from)
+        .collect();
+    let out = s.on_recv(T0, frames.clone());
+    assert_eq!(out.deliver, vec![frames.clone()], "a push without trailer");
+    for (got, came) in out.deliver[0].iter().zip(&frames) {
+        assert_eq!(got.as_ptr(), came.as_ptr(), "the same buffer");
+    }
 }
 
 #[test]
@@ -223,7 +242,7 @@ fn two_workers_merge_into_the_real_servers_sums() {
         }
         let got = s.on_round(aggregate(1, 0b11, sum.into_iter().collect()));
         assert_eq!(got.len(), 2);
-        assert_eq!(&got[0][0], b"ps9", "rank order");
+        assert_eq!(&got[0][0][..], b"ps9", "rank order");
         let w9 = kv_of(&caps[0], &got[0]);
         let w11 = kv_of(&caps[1], &got[1]);
         let value = |kv: &KvData, key| {
@@ -617,7 +636,7 @@ fn a_contribution_through_fallback_joins_the_aggregate() {
         if fallback_first {
             let early = s.on_apply(f);
             assert_eq!(early.len(), 1, "worker 11 settled: all its pairs applied");
-            assert_eq!(early[0][0], b"ps11");
+            assert_eq!(&early[0][0][..], b"ps11");
             delivered.extend(s.on_round(agg));
             delivered.extend(early);
         } else {

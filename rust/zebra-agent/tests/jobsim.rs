@@ -1149,13 +1149,13 @@ impl Sim {
     }
 
     /// Messages the server app receives: it must be able to parse every one.
-    fn app_recv(&mut self, i: u16, msgs: Vec<Frames>) {
+    fn app_recv<F: AsRef<[u8]>>(&mut self, i: u16, msgs: Vec<Vec<F>>) {
         let format = self.s.style.format();
         for frames in msgs {
-            let refs: Vec<&[u8]> = frames.iter().map(Vec::as_slice).collect();
+            let refs: Vec<&[u8]> = frames.iter().map(AsRef::as_ref).collect();
             let env = Message::parse_frames(format, Route::RouterRecv, &refs)
                 .unwrap_or_else(|e| panic!("server {i}: the app got a bad message: {e}"));
-            let worker = node_id(&frames[0]).map(rank_of).unwrap() as u16;
+            let worker = node_id(refs[0]).map(rank_of).unwrap() as u16;
             let msg = env.message;
             let app = &mut self.servers[i as usize].app;
             let reply = if msg.meta.push {
@@ -1191,7 +1191,7 @@ impl Sim {
             let mut out = vec![identity(server_id(i32::from(i)))];
             out.extend(reply.to_frames(format).unwrap());
             if let Some(agent) = &mut self.servers[i as usize].agent {
-                let mut sent = vec![frames[0].as_slice()];
+                let mut sent = vec![refs[0]];
                 sent.extend(out.iter().map(Vec::as_slice));
                 if agent.on_app_send(Route::RouterSend, &sent) {
                     continue;

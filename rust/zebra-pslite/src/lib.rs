@@ -57,8 +57,8 @@ pub use error::{Error, Result};
 pub use format::{detect, Detector, Format, FormatChoice};
 pub use kv::{KvData, KvView};
 pub use message::{
-    identity, node_id, rank_of, role_of, server_answer, server_id, worker_id, Envelope, Message,
-    Route, SCHEDULER_ID,
+    identity, kv_in_place, node_id, rank_of, role_of, server_answer, server_id, worker_id,
+    Envelope, Message, Route, SCHEDULER_ID,
 };
 pub use meta::{Command, Control, Meta, Node, Role, EMPTY};
 pub use split::{response, response_meta, split_kv, synthesize_push, with_kv, PushSplit};

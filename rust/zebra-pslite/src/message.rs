@@ -132,6 +132,17 @@ impl Message {
     /// matches.
     pub fn parse(format: Format, meta: &[u8], data: &[&[u8]]) -> Result<Message> {
         let meta = format.parse(meta)?;
+        Message::check_data(&meta, data)?;
+        Ok(Message {
+            meta,
+            data: data.iter().map(|d| d.to_vec()).collect(),
+        })
+    }
+
+    /// The checks of [`parse`](Self::parse) on a meta already parsed: one
+    /// data frame per data type and, where the meta carries `data_size`,
+    /// that it matches.
+    pub fn check_data(meta: &Meta, data: &[&[u8]]) -> Result<()> {
         if data.len() != meta.data_types.len() {
             return Err(Error::FrameCountMismatch {
                 frames: data.len(),
@@ -145,10 +156,7 @@ impl Message {
                 frames: total,
             });
         }
-        Ok(Message {
-            meta,
-            data: data.iter().map(|d| d.to_vec()).collect(),
-        })
+        Ok(())
     }
 
     /// Parses all frames of a multipart message seen on `route`, and sets
@@ -190,15 +198,27 @@ impl Message {
     /// response, an empty request); [`Error::NotKv`] for control and
     /// SimpleApp messages.
     pub fn kv(&self) -> Result<Option<KvView<'_>>> {
-        if !self.meta.is_data() {
-            return Err(Error::NotKv);
-        }
-        if self.data.is_empty() {
-            return Ok(None);
-        }
         let refs: Vec<&[u8]> = self.data.iter().map(|d| &d[..]).collect();
-        KvView::parse(&self.meta.data_types, &refs).map(Some)
+        kv_of(&self.meta, &refs)
     }
+}
+
+/// The KV data of a message whose meta is parsed, read in place from its
+/// data frames: what [`Message::parse`] then [`Message::kv`] give, without
+/// copying the frames.
+pub fn kv_in_place<'a>(meta: &Meta, data: &[&'a [u8]]) -> Result<Option<KvView<'a>>> {
+    Message::check_data(meta, data)?;
+    kv_of(meta, data)
+}
+
+fn kv_of<'a>(meta: &Meta, data: &[&'a [u8]]) -> Result<Option<KvView<'a>>> {
+    if !meta.is_data() {
+        return Err(Error::NotKv);
+    }
+    if data.is_empty() {
+        return Ok(None);
+    }
+    KvView::parse(&meta.data_types, data).map(Some)
 }
 
 impl Envelope {

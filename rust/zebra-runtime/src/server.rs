@@ -264,7 +264,7 @@ impl ServerSide {
     /// The pull half: sends the agent's updates through the switch; what a
     /// settled BREAK released (without a link, a BREAK has nobody to reach
     /// and settles at once) is returned for the app.
-    fn send_updates(&self, agent: &mut ServerAgent) -> Vec<Vec<Vec<u8>>> {
+    fn send_updates(&self, agent: &mut ServerAgent) -> Vec<Vec<Bytes>> {
         let mut deliver = Vec::new();
         for v in agent.take_updates() {
             match &self.link {
@@ -287,7 +287,6 @@ impl ServerSide {
     }
 
     fn on_message(&self, frames: Vec<Bytes>, router: &RouterHook) {
-        let frames = frames.iter().map(|b| b.to_vec()).collect();
         let now = self.process.clock.now();
         let mut agent = lock(&self.agent);
         let mut out = agent.on_recv(now, frames);

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use zebra_agent::values::F32_BYTES;
 use zebra_hotkeys::TraceWriter;
-use zebra_pslite::{Detector, FormatChoice, Message};
+use zebra_pslite::{kv_in_place, Detector, FormatChoice};
 
 use crate::json::json_string;
 
@@ -44,7 +44,7 @@ impl Tracer {
         let Some((meta, data)) = frames.split_first() else {
             return;
         };
-        let Ok((format, m)) = self.detector.parse(meta) else {
+        let Ok((_, m)) = self.detector.parse(meta) else {
             self.unparsed += 1;
             return;
         };
@@ -52,16 +52,16 @@ impl Tracer {
             return;
         }
         let data: Vec<&[u8]> = data.iter().map(|b| &b[..]).collect();
-        let keys: Option<Vec<(u64, u32)>> =
-            Message::parse(format, meta, &data).ok().and_then(|msg| {
-                let view = msg.kv().ok()??;
-                let keys = view
-                    .entries()
-                    .ok()?
-                    .map(|(k, v, _)| (k, (v.len() / F32_BYTES) as u32))
-                    .collect();
-                Some(keys)
-            });
+        // The meta parsed once; the values read where they are.
+        let keys: Option<Vec<(u64, u32)>> = kv_in_place(&m, &data).ok().and_then(|view| {
+            let view = view?;
+            let keys = view
+                .entries()
+                .ok()?
+                .map(|(k, v, _)| (k, (v.len() / F32_BYTES) as u32))
+                .collect();
+            Some(keys)
+        });
         let Some(keys) = keys else {
             self.unparsed += 1;
             return;

@@ -382,6 +382,20 @@ impl Splitter {
 
     fn send(&self, dealer: &Arc<DealerHook>, frames: Vec<Bytes>) -> Result<(), Error> {
         dealer.read_waiting();
+        // Every reader below gets the app's frames as they are (`refs`, no
+        // copy) and parses what it needs of them; the values are read in
+        // place by all of them:
+        // - two-stage `EarlyAnswers::holds`: the meta only (a BARRIER
+        //   request?), and only while answers are swallowed;
+        // - the agent's split: meta and KV, once; the cold part is copied
+        //   into its own message only when a hot key leaves the push;
+        // - two-stage `EarlyAnswers::on_split`: the meta again, for the
+        //   answer's timestamp and stream (a small frame; the split could
+        //   hand its meta over instead);
+        // - the pull agent's `PullAgent::on_send`: meta and keys (a push's
+        //   values never copied; a pull's keys into its pending record);
+        // - the tracer (`ZEBRA_TRACE`, in `WorkerSide::send`, before this):
+        //   meta and KV, for each key's value count.
         let refs: Vec<&[u8]> = frames.iter().map(|b| &b[..]).collect();
         self.hold_barrier(&refs);
         let outgoing = lock(&self.agent).on_send_to_recver(&refs);

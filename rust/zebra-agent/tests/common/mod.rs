@@ -30,8 +30,8 @@ impl Captured {
     }
 }
 
-pub fn refs(frames: &[Vec<u8>]) -> Vec<&[u8]> {
-    frames.iter().map(Vec::as_slice).collect()
+pub fn refs<F: AsRef<[u8]>>(frames: &[F]) -> Vec<&[u8]> {
+    frames.iter().map(AsRef::as_ref).collect()
 }
 
 fn data_dir() -> &'static Path {
