@@ -398,7 +398,10 @@ impl Pipe {
             *last_write = Some(now);
             let (written, _) = self.write_out(st);
             st = written;
-            if matches!(&st.link, Link::Net(c) if c.failed.is_some()) {
+            // A failure, or a write that found no room on a stream the reactor
+            // does not watch for room yet: the reactor takes a turn.
+            if matches!(&st.link, Link::Net(c) if c.failed.is_some() || c.wants_write_interest() != c.write_interest)
+            {
                 command = Some(Command::Kick(self.clone()));
             }
             break;
@@ -582,6 +585,17 @@ impl Pipe {
             }
         }
         Some((turn, fd))
+    }
+
+    /// The connection's new interest (`true`: READABLE and WRITABLE) with its
+    /// token and descriptor, if it must change
+    /// ([`NetConn::interest_change`]); the reactor registers it.
+    pub fn interest_change(&self) -> Option<(Token, i32, bool)> {
+        let mut st = self.lock();
+        let Link::Net(conn) = &mut st.link else {
+            return None;
+        };
+        conn.interest_change().map(|w| (conn.token, conn.fd, w))
     }
 
     /// Takes the pipe's connection if it is the one behind `token`.

@@ -65,7 +65,8 @@ pub(crate) enum Command {
     Adopt(Arc<Pipe>, Stream),
     /// The receiver drained below the low-water mark: read again.
     Resume(Arc<Pipe>),
-    /// An application thread saw the connection fail.
+    /// An application thread saw the connection fail, or its write found no
+    /// room on a stream not watched for room (`NetConn::wants_write_interest`).
     Kick(Arc<Pipe>),
     /// Write the pipe's queue (messages pushed in a stream).
     Flush(Arc<Pipe>),
@@ -573,6 +574,7 @@ impl Reactor {
             }
         }
         self.parts.clear();
+        self.sync_interest(pipe);
         if turn.drained {
             self.finish(pipe);
         } else if turn.paused {
@@ -581,6 +583,29 @@ impl Reactor {
             }
         } else if turn.more {
             self.pending.push(token);
+        }
+    }
+
+    /// Registers the interest the pipe's connection needs now, if it changed
+    /// (Unix streams watch for write space only while a write waits for it:
+    /// [`NetConn::wants_write_interest`](crate::stream::NetConn::wants_write_interest)).
+    /// A registration that fails ends the connection.
+    fn sync_interest(&mut self, pipe: &Arc<Pipe>) {
+        let Some((token, fd, write)) = pipe.interest_change() else {
+            return;
+        };
+        let interest = if write {
+            Interest::READABLE | Interest::WRITABLE
+        } else {
+            Interest::READABLE
+        };
+        if let Err(e) = mio::unix::SourceFd(&fd).reregister(&self.handle.registry, token, interest)
+        {
+            log::warn!(
+                "zebra-engine: cannot poll a connection on {}: {e}",
+                pipe.origin.uri()
+            );
+            self.teardown(pipe, token, Failure::Io(e));
         }
     }
 
@@ -693,6 +718,7 @@ impl Reactor {
                             owner.changed();
                         }
                     }
+                    self.sync_interest(&pipe);
                 }
                 Command::Close(pipe, linger) => self.begin_close(pipe, linger),
                 Command::Stop => self.stopping = true,
