@@ -186,11 +186,17 @@ fn pmd(pair: &Pair, datagrams: usize) {
         24,
     );
     let to = SocketAddrV4::new(pair.kernel_ip, udp_port);
-    let b = zebra_net::blast::blast(&cfg, to_mac, to, udp_port, DATAGRAM, datagrams as u64)
-        .unwrap_or_else(|e| {
-            println!("pmd: {e}");
-            std::process::exit(1);
-        });
+    let what = zebra_net::blast::Datagrams {
+        to_mac,
+        to,
+        from_port: udp_port,
+        payload: DATAGRAM,
+        count: datagrams as u64,
+    };
+    let b = zebra_net::blast::blast(&cfg, &what).unwrap_or_else(|e| {
+        println!("pmd: {e}");
+        std::process::exit(1);
+    });
     let (received, recv_secs) = counter.join().unwrap();
     print_udp("pmd", datagrams, b.secs, received, recv_secs);
     println!(

@@ -28,56 +28,39 @@ pub struct Blast {
     pub secs: f64,
 }
 
-/// Sends `count` UDP datagrams of `payload` bytes from `cfg`'s address (port
-/// `from_port`) to `to` at Ethernet address `to_mac`, through the device of
-/// `cfg.backend` alone, and closes it (an error if it leaked buffers).
-pub fn blast(
-    cfg: &StackConfig,
-    to_mac: [u8; 6],
-    to: SocketAddrV4,
-    from_port: u16,
-    payload: usize,
-    count: u64,
-) -> Result<Blast, Error> {
+/// What [`blast`] sends: `count` UDP datagrams of `payload` bytes from the
+/// stack's address (port `from_port`) to `to` at Ethernet address `to_mac`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Datagrams {
+    pub to_mac: [u8; 6],
+    pub to: SocketAddrV4,
+    pub from_port: u16,
+    pub payload: usize,
+    pub count: u64,
+}
+
+/// Sends `what` through the device of `cfg.backend` alone (from `cfg.ip`), and
+/// closes it (an error if it leaked buffers).
+pub fn blast(cfg: &StackConfig, what: &Datagrams) -> Result<Blast, Error> {
     cfg.validate()?;
     match &cfg.backend {
-        Backend::Raw { iface } => run(
-            RawPort::open(iface)?,
-            cfg,
-            to_mac,
-            to,
-            from_port,
-            payload,
-            count,
-        ),
+        Backend::Raw { iface } => run(RawPort::open(iface)?, cfg, what),
         #[cfg(dpdk)]
         Backend::Dpdk { eal_args } => run(
             crate::device::dpdk::DpdkPort::open(cfg, eal_args)?,
             cfg,
-            to_mac,
-            to,
-            from_port,
-            payload,
-            count,
+            what,
         ),
         #[cfg(not(dpdk))]
         Backend::Dpdk { .. } => Err(Error::DpdkNotBuilt),
     }
 }
 
-fn run<P: Port>(
-    mut port: P,
-    cfg: &StackConfig,
-    to_mac: [u8; 6],
-    to: SocketAddrV4,
-    from_port: u16,
-    payload: usize,
-    count: u64,
-) -> Result<Blast, Error> {
-    let frame = udp_frame(port.mac(), cfg, to_mac, to, from_port, payload);
+fn run<P: Port>(mut port: P, cfg: &StackConfig, what: &Datagrams) -> Result<Blast, Error> {
+    let frame = udp_frame(port.mac(), cfg.ip, what);
     let started = Instant::now();
     let mut no_token = 0;
-    for _ in 0..count {
+    for _ in 0..what.count {
         let took = port
             .transmit(smoltcp::time::Instant::now())
             .map(|token| token.consume(frame.len(), |buf| buf.copy_from_slice(&frame)));
@@ -96,20 +79,14 @@ fn run<P: Port>(
 
 /// One Ethernet frame of a UDP datagram (IPv4 header checksummed; UDP checksum 0,
 /// which IPv4 allows).
-fn udp_frame(
-    from_mac: [u8; 6],
-    cfg: &StackConfig,
-    to_mac: [u8; 6],
-    to: SocketAddrV4,
-    from_port: u16,
-    payload: usize,
-) -> Vec<u8> {
+fn udp_frame(from_mac: [u8; 6], from: std::net::Ipv4Addr, what: &Datagrams) -> Vec<u8> {
+    let (to, payload) = (what.to, what.payload);
     let udp = UdpRepr {
-        src_port: from_port,
+        src_port: what.from_port,
         dst_port: to.port(),
     };
     let ip = Ipv4Repr {
-        src_addr: cfg.ip,
+        src_addr: from,
         dst_addr: *to.ip(),
         next_header: IpProtocol::Udp,
         payload_len: udp.header_len() + payload,
@@ -117,7 +94,7 @@ fn udp_frame(
     };
     let eth = EthernetRepr {
         src_addr: EthernetAddress(from_mac),
-        dst_addr: EthernetAddress(to_mac),
+        dst_addr: EthernetAddress(what.to_mac),
         ethertype: EthernetProtocol::Ipv4,
     };
     let mut bytes = vec![0u8; eth.buffer_len() + ip.buffer_len() + ip.payload_len];
@@ -142,19 +119,22 @@ mod tests {
 
     #[test]
     fn the_frame_is_a_well_formed_udp_datagram() {
-        let cfg = StackConfig::new(
-            Backend::Raw { iface: "x".into() },
-            Ipv4Addr::new(10, 0, 0, 2),
-            24,
-        );
+        let from = Ipv4Addr::new(10, 0, 0, 2);
         let to = SocketAddrV4::new(Ipv4Addr::new(10, 0, 0, 1), 9000);
-        let frame = udp_frame([2, 0, 0, 0, 0, 2], &cfg, [2, 0, 0, 0, 0, 1], to, 7000, 192);
+        let what = Datagrams {
+            to_mac: [2, 0, 0, 0, 0, 1],
+            to,
+            from_port: 7000,
+            payload: 192,
+            count: 1,
+        };
+        let frame = udp_frame([2, 0, 0, 0, 0, 2], from, &what);
         assert_eq!(frame.len(), 14 + 20 + 8 + 192);
         let eth = EthernetFrame::new_checked(&frame[..]).unwrap();
         assert_eq!(eth.dst_addr(), EthernetAddress([2, 0, 0, 0, 0, 1]));
         let ip = Ipv4Packet::new_checked(eth.payload()).unwrap();
         assert!(ip.verify_checksum());
-        assert_eq!((ip.src_addr(), ip.dst_addr()), (cfg.ip, *to.ip()));
+        assert_eq!((ip.src_addr(), ip.dst_addr()), (from, *to.ip()));
         let udp = UdpPacket::new_checked(ip.payload()).unwrap();
         assert_eq!((udp.src_port(), udp.dst_port()), (7000, 9000));
         assert_eq!(udp.payload().len(), 192);
