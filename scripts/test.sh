@@ -112,12 +112,12 @@ netns_stack() {
   fi
   local spec crate t features log
   # CRATE TEST [FEATURES]: the engine's test runs over the raw socket, then over DPDK.
-  for spec in "zebra-net netns_raw" "zebra-net netns_dpdk" "zebra-net dpdk_errors" \
+  for spec in "zebra-net netns_raw" "zebra-net netns_dpdk" "zebra-net dpdk_errors" "zebra-net netns_blast" \
     "zebra-engine netns_stack" "zebra-engine netns_stack dpdk" \
     "zebra-hotpath netns_stack" "zebra-hotpath netns_stack dpdk"; do
     set -- $spec
     crate=$1 t=$2 features=${3:-}
-    if { [ $t = netns_dpdk ] || [ $t = dpdk_errors ] || [ -n "$features" ]; } && ! have_dpdk; then
+    if { [ $t = netns_dpdk ] || [ $t = dpdk_errors ] || [ $t = netns_blast ] || [ -n "$features" ]; } && ! have_dpdk; then
       echo "SKIP $crate $t${features:+ ($features)} (no DPDK: libdpdk-dev >= $dpdk_min is not installed)"
       continue
     fi
