@@ -309,7 +309,7 @@ impl ReadBack {
         let kv = env.message.kv().ok().flatten();
         let lens = kv.as_ref().is_some_and(|kv| kv.has_lens());
         let entries: Option<Vec<(u64, Vec<u8>)>> = kv.and_then(|kv| {
-            kv.entries()
+            kv.answer_entries()
                 .ok()
                 .map(|e| e.map(|(k, b, _)| (k, b.to_vec())).collect())
         });

@@ -1533,7 +1533,7 @@ impl ServerAgent {
             return;
         }
         let Some(Ok(entries)) = env.message.kv().ok().flatten().map(|kv| {
-            kv.entries()
+            kv.answer_entries()
                 .map(|e| e.map(|(k, b, _)| (k, b.to_vec())).collect::<Vec<_>>())
         }) else {
             return;

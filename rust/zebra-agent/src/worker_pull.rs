@@ -495,7 +495,7 @@ impl PullAgent {
             return Some(frames);
         };
         let Ok(entries) = kv
-            .entries()
+            .answer_entries()
             .map(|e| e.map(|(k, b, _)| (k, b)).collect::<Vec<_>>())
         else {
             return Some(frames);
@@ -625,7 +625,7 @@ fn sample(local: &mut Vec<(usize, Vec<u8>)>, turn: u64) -> Vec<(usize, Vec<u8>)>
 /// The entries of a pull answer, owned (`None` if it holds no KV data).
 fn owned_entries(m: &Message) -> Option<Vec<(u64, Vec<u8>)>> {
     let kv = m.kv().ok()??;
-    let entries = kv.entries().ok()?;
+    let entries = kv.answer_entries().ok()?;
     Some(entries.map(|(k, b, _)| (k, b.to_vec())).collect())
 }
 

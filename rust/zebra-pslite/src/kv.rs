@@ -193,11 +193,44 @@ impl<'a> KvView<'a> {
     /// request) every value slice is empty.
     pub fn entries(&self) -> Result<impl Iterator<Item = (u64, &'a [u8], Option<i32>)> + '_> {
         self.check_values()?;
+        Ok(self.entries_of(self.val_type.width()))
+    }
+
+    /// The bytes one unit of `lens` counts in a server's answer: the value
+    /// type's width when the lens add up to the values
+    /// ([`KvView::check_values`]); for MXNet 1.9.1's pull answers, whose
+    /// `vals` is typed `char` while their lens count the array's elements, the
+    /// element's width (2, 4 or 8 bytes: `vals` bytes over the lens' sum, when
+    /// it divides). Anything else is the [`KvView::check_values`] error.
+    pub fn answer_len_unit(&self) -> Result<usize> {
         let width = self.val_type.width();
+        let strict = self.check_values();
+        let (Err(_), Some(lens), 1) = (&strict, self.lens, width) else {
+            return strict.map(|()| width);
+        };
+        let sum: u64 = (0..self.num_keys()).map(|i| i32_at(lens, i) as u64).sum();
+        let bytes = self.vals.len() as u64;
+        match (sum > 0 && bytes.is_multiple_of(sum)).then(|| bytes / sum) {
+            Some(unit @ (2 | 4 | 8)) => Ok(unit as usize),
+            _ => strict.map(|()| width),
+        }
+    }
+
+    /// [`KvView::entries`] of a server's answer, whose lens may count in
+    /// units of [`KvView::answer_len_unit`] bytes (MXNet's pull answers).
+    pub fn answer_entries(
+        &self,
+    ) -> Result<impl Iterator<Item = (u64, &'a [u8], Option<i32>)> + '_> {
+        let unit = self.answer_len_unit()?;
+        Ok(self.entries_of(unit))
+    }
+
+    /// The entries when a len counts `width` bytes (the values checked).
+    fn entries_of(&self, width: usize) -> impl Iterator<Item = (u64, &'a [u8], Option<i32>)> + '_ {
         let has_vals = !self.vals.is_empty();
         let per_key = self.per_key();
         let mut at = 0usize;
-        Ok((0..self.num_keys()).map(move |i| {
+        (0..self.num_keys()).map(move |i| {
             let len = self.lens.map(|l| i32_at(l, i));
             let count = if has_vals {
                 len.map_or(per_key, |l| l as usize)
@@ -207,7 +240,7 @@ impl<'a> KvView<'a> {
             let bytes = &self.vals[at..at + count * width];
             at += count * width;
             (self.key(i), bytes, len)
-        }))
+        })
     }
 
     /// An owned copy.
@@ -448,6 +481,47 @@ mod tests {
                 len: 5,
                 width: 4
             })
+        );
+    }
+
+    /// An answer's lens count the value type's elements; MXNet's count the array's
+    /// elements of `char` vals (2, 4 or 8 bytes each); any other sum is an error.
+    #[test]
+    fn an_answers_lens_may_count_the_arrays_elements() {
+        let view = |types: &[DataType], f: &[Vec<u8>]| -> Result<usize> {
+            let refs: Vec<&[u8]> = f.iter().map(|x| &x[..]).collect();
+            KvView::parse(types, &refs)?.answer_len_unit()
+        };
+        assert_eq!(
+            view(&KVL, &frames(&[1, 2], &[1.0, 2.0, 3.0], Some(&[1, 2]))),
+            Ok(4)
+        );
+        const CHAR: [DataType; 3] = [DataType::Uint64, DataType::Int8, DataType::Int32];
+        let mut f = frames(&[1, 2], &[1.0, 2.0, 3.0], Some(&[1, 2]));
+        assert_eq!(
+            view(&CHAR, &f),
+            Ok(4),
+            "3 floats as 12 chars, lens in floats"
+        );
+        f[2] = [0i32, 6].iter().flat_map(|l| l.to_le_bytes()).collect();
+        assert_eq!(view(&CHAR, &f), Ok(2), "lens in halves");
+        f[2] = [12i32, 0].iter().flat_map(|l| l.to_le_bytes()).collect();
+        assert_eq!(view(&CHAR, &f), Ok(1), "lens in bytes");
+        f[2] = [1i32, 3].iter().flat_map(|l| l.to_le_bytes()).collect();
+        assert_eq!(
+            view(&CHAR, &f),
+            Err(Error::LensSumMismatch { sum: 4, vals: 12 }),
+            "3 bytes an element is no type"
+        );
+        f[2] = [5i32, 2].iter().flat_map(|l| l.to_le_bytes()).collect();
+        assert_eq!(
+            view(&CHAR, &f),
+            Err(Error::LensSumMismatch { sum: 7, vals: 12 })
+        );
+        // A float-typed answer whose lens do not add up is not reinterpreted.
+        assert_eq!(
+            view(&KVL, &frames(&[1, 2], &[1.0, 2.0, 3.0], Some(&[0, 1]))),
+            Err(Error::LensSumMismatch { sum: 1, vals: 3 })
         );
     }
 

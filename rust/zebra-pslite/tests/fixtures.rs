@@ -241,6 +241,17 @@ fn mxnet_row_sparse_quirks() {
         view.check_values(),
         Err(Error::LensSumMismatch { sum: 4, vals: 16 })
     );
+    // As an answer: lens count floats (4 bytes each) of `char` vals.
+    assert_eq!(view.answer_len_unit(), Ok(4));
+    let rows: Vec<(u64, &[u8], Option<i32>)> = view.answer_entries().unwrap().collect();
+    let shape: Vec<(u64, usize, Option<i32>)> =
+        rows.iter().map(|&(k, b, l)| (k, b.len(), l)).collect();
+    assert_eq!(shape, [(7, 0, Some(0)), (8, 8, Some(2)), (11, 8, Some(2))]);
+    let joined: Vec<u8> = rows
+        .iter()
+        .flat_map(|(_, b, _)| b.iter().copied())
+        .collect();
+    assert_eq!(joined, view.vals());
 }
 
 #[test]

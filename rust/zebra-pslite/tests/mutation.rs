@@ -74,6 +74,10 @@ fn exercise(frames: &[Vec<u8>], counts: &mut [usize; 2]) {
                 if let Ok(entries) = view.entries() {
                     assert_eq!(entries.count(), view.num_keys());
                 }
+                if let Ok(entries) = view.answer_entries() {
+                    let bytes: usize = entries.map(|(_, b, _)| b.len()).sum();
+                    assert!(bytes <= view.vals().len());
+                }
                 if let Ok((hot, cold)) = split_kv(&view, |k| k & 1 == 1) {
                     assert_eq!(hot.keys.len() + cold.keys.len(), view.num_keys());
                     hot.check().expect("a split part is valid");

@@ -43,6 +43,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(back, msg.meta);
             let _ = response(&msg.meta, None);
             if let Ok(Some(view)) = msg.kv() {
+                if let Ok(entries) = view.answer_entries() {
+                    let bytes: usize = entries.map(|(_, b, _)| b.len()).sum();
+                    assert!(bytes <= view.vals().len());
+                }
                 if let Ok((hot, cold)) = split_kv(&view, |k| k & 1 == 1) {
                     assert_eq!(hot.keys.len() + cold.keys.len(), view.num_keys());
                     hot.check().expect("a split part is valid");
