@@ -400,8 +400,7 @@ impl Pipe {
             st = written;
             // A failure, or a write that found no room on a stream the reactor
             // does not watch for room yet: the reactor takes a turn.
-            if matches!(&st.link, Link::Net(c) if c.failed.is_some() || c.wants_write_interest() != c.write_interest)
-            {
+            if matches!(&st.link, Link::Net(c) if c.failed.is_some() || c.interest_stale()) {
                 command = Some(Command::Kick(self.clone()));
             }
             break;
@@ -481,9 +480,11 @@ impl Pipe {
         st.flush_scheduled = false;
         st.last_write = Some(Instant::now());
         let (st, freed) = self.write_out(st);
-        let failed = matches!(&st.link, Link::Net(c) if c.failed.is_some());
+        // As for an application thread's write: a failure, or no room on a
+        // stream not watched for room, is the next turn's.
+        let kick = matches!(&st.link, Link::Net(c) if c.failed.is_some() || c.interest_stale());
         drop(st);
-        if failed {
+        if kick {
             if let Some(r) = &self.reactor {
                 r.send(Command::Kick(self.clone()));
             }
@@ -582,20 +583,10 @@ impl Pipe {
                     turn.failure = Some(Failure::Io(e));
                 }
                 turn.drained = *closing && out.is_empty() && !conn.has_pending_output();
+                turn.interest = conn.interest_change();
             }
         }
         Some((turn, fd))
-    }
-
-    /// The connection's new interest (`true`: READABLE and WRITABLE) with its
-    /// token and descriptor, if it must change
-    /// ([`NetConn::interest_change`]); the reactor registers it.
-    pub fn interest_change(&self) -> Option<(Token, i32, bool)> {
-        let mut st = self.lock();
-        let Link::Net(conn) = &mut st.link else {
-            return None;
-        };
-        conn.interest_change().map(|w| (conn.token, conn.fd, w))
     }
 
     /// Takes the pipe's connection if it is the one behind `token`.

@@ -65,8 +65,9 @@ pub(crate) enum Command {
     Adopt(Arc<Pipe>, Stream),
     /// The receiver drained below the low-water mark: read again.
     Resume(Arc<Pipe>),
-    /// An application thread saw the connection fail, or its write found no
-    /// room on a stream not watched for room (`NetConn::wants_write_interest`).
+    /// A write outside a turn (an application thread's, a deferred flush) saw
+    /// the connection fail, or found no room on a stream not watched for room
+    /// (`NetConn::wants_write_interest`): the next turn acts on it.
     Kick(Arc<Pipe>),
     /// Write the pipe's queue (messages pushed in a stream).
     Flush(Arc<Pipe>),
@@ -574,7 +575,11 @@ impl Reactor {
             }
         }
         self.parts.clear();
-        self.sync_interest(pipe);
+        if let Some(write) = turn.interest {
+            if !self.register_interest(pipe, token, fd, write) {
+                return;
+            }
+        }
         if turn.drained {
             self.finish(pipe);
         } else if turn.paused {
@@ -586,14 +591,11 @@ impl Reactor {
         }
     }
 
-    /// Registers the interest the pipe's connection needs now, if it changed
-    /// (Unix streams watch for write space only while a write waits for it:
+    /// Registers the interest a turn found the connection needs now (Unix
+    /// streams watch for write space only while a write waits for it:
     /// [`NetConn::wants_write_interest`](crate::stream::NetConn::wants_write_interest)).
-    /// A registration that fails ends the connection.
-    fn sync_interest(&mut self, pipe: &Arc<Pipe>) {
-        let Some((token, fd, write)) = pipe.interest_change() else {
-            return;
-        };
+    /// A registration that fails ends the connection (`false`).
+    fn register_interest(&mut self, pipe: &Arc<Pipe>, token: Token, fd: i32, write: bool) -> bool {
         let interest = if write {
             Interest::READABLE | Interest::WRITABLE
         } else {
@@ -606,7 +608,9 @@ impl Reactor {
                 pipe.origin.uri()
             );
             self.teardown(pipe, token, Failure::Io(e));
+            return false;
         }
+        true
     }
 
     /// Closes the connection behind `token`; a connecting pipe reconnects,
@@ -718,7 +722,6 @@ impl Reactor {
                             owner.changed();
                         }
                     }
-                    self.sync_interest(&pipe);
                 }
                 Command::Close(pipe, linger) => self.begin_close(pipe, linger),
                 Command::Stop => self.stopping = true,

@@ -390,6 +390,9 @@ pub(crate) struct Turn {
     pub moved: usize,
     /// The pipe is closing and everything is written.
     pub drained: bool,
+    /// The stream's registration must change to this (`true`: READABLE and
+    /// WRITABLE; [`NetConn::interest_change`]).
+    pub interest: Option<bool>,
 }
 
 /// A stream with its ZMTP state.
@@ -470,13 +473,17 @@ impl NetConn {
         !matches!(*self.stream, Stream::Unix(_)) || !self.connected || self.blocked
     }
 
+    /// The registered interest is not the one wanted now.
+    pub fn interest_stale(&self) -> bool {
+        self.wants_write_interest() != self.write_interest
+    }
+
     /// The interest to register now, if it differs from the registered one
     /// (which it then becomes; the caller registers it).
     pub fn interest_change(&mut self) -> Option<bool> {
-        let want = self.wants_write_interest();
-        (want != self.write_interest).then(|| {
-            self.write_interest = want;
-            want
+        self.interest_stale().then(|| {
+            self.write_interest = !self.write_interest;
+            self.write_interest
         })
     }
 
