@@ -81,7 +81,7 @@ fn main() {
         stack
     });
 
-    let port = 30_000 + (std::process::id() % 20_000) as u16;
+    let port = base_port();
     let kernel_ip = pair.kernel_ip;
     let sink = pair.in_kernel(move || {
         let ctx = zmq::Context::new();
@@ -171,9 +171,14 @@ fn main() {
     }
 }
 
+/// The ZMTP port of this run (the UDP datagrams go to the next one).
+fn base_port() -> u16 {
+    30_000 + (std::process::id() % 20_000) as u16
+}
+
 /// The PMD's raw rate: the same datagrams as prebuilt frames on the DPDK port alone.
 fn pmd(pair: &Pair, datagrams: usize) {
-    let udp_port = 30_000 + (std::process::id() % 20_000) as u16 + 1;
+    let udp_port = base_port() + 1;
     let counter = count_datagrams(pair, udp_port, datagrams);
     std::thread::sleep(Duration::from_millis(100));
     let to_mac = pair.kernel_mac().expect("the kernel veth's MAC");

@@ -56,43 +56,31 @@ impl Pair {
         format!("{}-u0", self.name)
     }
 
-    /// The kernel's neighbour entry for the stack's address (its MAC), if it has one.
-    pub fn kernel_neighbour(&self) -> Option<String> {
+    /// The word after `marker` in what `ip -n KERNEL_NS ARGS` prints.
+    fn kernel_ip_word(&self, args: &[&str], marker: &str) -> Option<String> {
+        let ns = self.kernel_ns();
         let out = Command::new("ip")
-            .args([
-                "-n",
-                &self.kernel_ns(),
-                "neigh",
-                "show",
-                &self.stack_ip.to_string(),
-            ])
+            .args(["-n", &ns])
+            .args(args)
             .output()
             .ok()?;
         let text = String::from_utf8_lossy(&out.stdout);
         let mut words = text.split_whitespace();
-        words.find(|&w| w == "lladdr")?;
+        words.find(|&w| w == marker)?;
         words.next().map(str::to_owned)
+    }
+
+    /// The kernel's neighbour entry for the stack's address (its MAC), if it has one.
+    pub fn kernel_neighbour(&self) -> Option<String> {
+        self.kernel_ip_word(&["neigh", "show", &self.stack_ip.to_string()], "lladdr")
     }
 
     /// The Ethernet address of the kernel's end of the veth.
     pub fn kernel_mac(&self) -> Option<[u8; 6]> {
-        let out = Command::new("ip")
-            .args([
-                "-n",
-                &self.kernel_ns(),
-                "-o",
-                "link",
-                "show",
-                "dev",
-                &format!("{}-k0", self.name),
-            ])
-            .output()
-            .ok()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let mut words = text.split_whitespace();
-        words.find(|&w| w == "link/ether")?;
+        let iface = format!("{}-k0", self.name);
+        let text = self.kernel_ip_word(&["-o", "link", "show", "dev", &iface], "link/ether")?;
         let mut mac = [0u8; 6];
-        let mut parts = words.next()?.split(':');
+        let mut parts = text.split(':');
         for b in &mut mac {
             *b = u8::from_str_radix(parts.next()?, 16).ok()?;
         }
