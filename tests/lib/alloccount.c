@@ -183,49 +183,37 @@ static void *byte_move(void *dst, const void *src, size_t n) {
   return dst;
 }
 
-void *memcpy(void *dst, const void *src, size_t n) {
+// One copy counted at `caller`, then done by the real function in `*real` (looked up on
+// first use; byte by byte while it is being looked up).
+static void *counted_copy(copy_fn *real, void *dst, const void *src, size_t n, uintptr_t caller) {
   ADD(n_copies, 1);
   ADD(n_copy_bytes, n);
-  site_add((uintptr_t)__builtin_return_address(0), n);
-  copy_fn f = __atomic_load_n(&real_memcpy, __ATOMIC_ACQUIRE);
+  site_add(caller, n);
+  copy_fn f = __atomic_load_n(real, __ATOMIC_ACQUIRE);
   if (f == NULL) {
     resolve();
-    f = __atomic_load_n(&real_memcpy, __ATOMIC_ACQUIRE);
-    if (f == NULL) return byte_move(dst, src, n);
+    f = __atomic_load_n(real, __ATOMIC_ACQUIRE);
   }
-  return f(dst, src, n);
+  return f ? f(dst, src, n) : byte_move(dst, src, n);
+}
+
+void *memcpy(void *dst, const void *src, size_t n) {
+  return counted_copy(&real_memcpy, dst, src, n, (uintptr_t)__builtin_return_address(0));
 }
 
 void *memmove(void *dst, const void *src, size_t n) {
-  ADD(n_copies, 1);
-  ADD(n_copy_bytes, n);
-  site_add((uintptr_t)__builtin_return_address(0), n);
-  copy_fn f = __atomic_load_n(&real_memmove, __ATOMIC_ACQUIRE);
-  if (f == NULL) {
-    resolve();
-    f = __atomic_load_n(&real_memmove, __ATOMIC_ACQUIRE);
-    if (f == NULL) return byte_move(dst, src, n);
-  }
-  return f(dst, src, n);
+  return counted_copy(&real_memmove, dst, src, n, (uintptr_t)__builtin_return_address(0));
 }
 
 // With _FORTIFY_SOURCE, C and C++ code calls the checked forms.
 void *__memcpy_chk(void *dst, const void *src, size_t n, size_t dstlen) {
   (void)dstlen;
-  ADD(n_copies, 1);
-  ADD(n_copy_bytes, n);
-  site_add((uintptr_t)__builtin_return_address(0), n);
-  if (real_memcpy == NULL) resolve();
-  return real_memcpy ? real_memcpy(dst, src, n) : byte_move(dst, src, n);
+  return counted_copy(&real_memcpy, dst, src, n, (uintptr_t)__builtin_return_address(0));
 }
 
 void *__memmove_chk(void *dst, const void *src, size_t n, size_t dstlen) {
   (void)dstlen;
-  ADD(n_copies, 1);
-  ADD(n_copy_bytes, n);
-  site_add((uintptr_t)__builtin_return_address(0), n);
-  if (real_memmove == NULL) resolve();
-  return real_memmove ? real_memmove(dst, src, n) : byte_move(dst, src, n);
+  return counted_copy(&real_memmove, dst, src, n, (uintptr_t)__builtin_return_address(0));
 }
 
 __attribute__((destructor)) static void alloccount_report(void) {
